@@ -1,0 +1,249 @@
+"""The cluster description (TOML): every process with its role, host and port, node slots, partition
+and attributes, plus the policy and its parameters. The same file starts the same processes on
+loopback, on other hosts or in containers.
+
+    [cluster]
+    policy = "sparrow"
+    executor = "timer"
+    seed = 0
+    [cluster.params]
+    probe_ratio = 2.0
+
+    [[process]]
+    name = "node-0"
+    role = "node"          # frontend | central | scheduler | node
+    host = "127.0.0.1"     # where peers reach it
+    port = 7001
+    bind = "0.0.0.0"       # optional: the interface to bind (default: host)
+    slots = 4              # nodes only
+    partition = "general"  # nodes only: general | short
+    attributes = { rack = "r1" }
+"""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = ("frontend", "central", "scheduler", "node")
+PARTITIONS = ("general", "short")
+
+
+class ClusterError(ValueError):
+    """A bad cluster description; the message is one line naming the file, line and field."""
+
+
+@dataclass(slots=True)
+class ProcessSpec:
+    name: str
+    role: str
+    host: str
+    port: int
+    slots: int = 0
+    partition: str = "general"
+    attributes: dict[str, Any] = field(default_factory=dict)
+    bind: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"tcp://{self.host}:{self.port}"
+
+    @property
+    def bind_address(self) -> str:
+        return f"tcp://{self.bind or self.host}:{self.port}"
+
+
+@dataclass(slots=True)
+class Cluster:
+    processes: list[ProcessSpec]
+    policy: str = "sparrow"
+    executor: str = "timer"
+    seed: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def by_role(self, role: str) -> list[ProcessSpec]:
+        return [p for p in self.processes if p.role == role]
+
+    @property
+    def nodes(self) -> list[ProcessSpec]:
+        return self.by_role("node")
+
+    @property
+    def schedulers(self) -> list[ProcessSpec]:
+        return self.by_role("scheduler")
+
+    @property
+    def central(self) -> ProcessSpec | None:
+        found = self.by_role("central")
+        return found[0] if found else None
+
+    @property
+    def frontend(self) -> ProcessSpec:
+        return self.by_role("frontend")[0]
+
+    @property
+    def total_slots(self) -> int:
+        return sum(p.slots for p in self.nodes)
+
+    def get(self, name: str) -> ProcessSpec:
+        for p in self.processes:
+            if p.name == name:
+                return p
+        raise ClusterError(f"no process named {name!r} in the cluster")
+
+    def addresses(self) -> dict[str, str]:
+        return {p.name: p.address for p in self.processes}
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """n distinct ports free on ``host`` right now (held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def local_cluster(
+    *,
+    nodes: int,
+    slots: int,
+    schedulers: int,
+    policy: str = "sparrow",
+    executor: str = "timer",
+    central: bool = False,
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    host: str = "127.0.0.1",
+    short_partition: float = 0.0,
+) -> Cluster:
+    """A testbed on one host with free ports: a frontend, an optional central scheduler,
+    ``schedulers`` distributed schedulers and ``nodes`` node monitors of ``slots`` slots each; the
+    last ``short_partition`` share of the nodes forms the short partition."""
+    if nodes < 1 or slots < 1:
+        raise ClusterError(f"a testbed needs at least one node and one slot (got {nodes} x {slots})")
+    count = 1 + int(central) + schedulers + nodes
+    ports = iter(free_ports(count, host))
+    procs = [ProcessSpec("frontend", "frontend", host, next(ports))]
+    if central:
+        procs.append(ProcessSpec("central", "central", host, next(ports)))
+    procs += [ProcessSpec(f"sched-{i}", "scheduler", host, next(ports)) for i in range(schedulers)]
+    n_short = round(nodes * short_partition)
+    procs += [
+        ProcessSpec(f"node-{i}", "node", host, next(ports), slots=slots,
+                    partition="short" if i >= nodes - n_short else "general")
+        for i in range(nodes)
+    ]
+    return Cluster(procs, policy=policy, executor=executor, seed=seed, params=dict(params or {}))
+
+
+# --- TOML ------------------------------------------------------------------------------------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} to TOML")
+
+
+def dump_cluster(cluster: Cluster) -> str:
+    out = ["[cluster]", f"policy = {_toml_value(cluster.policy)}", f"executor = {_toml_value(cluster.executor)}",
+           f"seed = {cluster.seed}", "", "[cluster.params]"]
+    out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
+    for p in cluster.processes:
+        out += ["", "[[process]]", f"name = {_toml_value(p.name)}", f"role = {_toml_value(p.role)}",
+                f"host = {_toml_value(p.host)}", f"port = {p.port}"]
+        if p.bind:
+            out.append(f"bind = {_toml_value(p.bind)}")
+        if p.role == "node":
+            out += [f"slots = {p.slots}", f"partition = {_toml_value(p.partition)}"]
+            if p.attributes:
+                out.append(f"attributes = {_toml_value(p.attributes)}")
+    return "\n".join(out) + "\n"
+
+
+def write_cluster(cluster: Cluster, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(dump_cluster(cluster))
+    tmp.replace(path)
+
+
+def _field(where: str, table: dict[str, Any], key: str, kind: type, default: Any = ...) -> Any:
+    if key not in table:
+        if default is ...:
+            raise ClusterError(f"{where}: field '{key}' is missing")
+        return default
+    value = table[key]
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok:
+        raise ClusterError(f"{where}: field '{key}': expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def load_cluster(path: Path | str) -> Cluster:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClusterError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClusterError(f"{path}: {exc}") from None
+    header_lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.strip() == "[[process]]"]
+    top = data.get("cluster", {})
+    where = f"{path}: [cluster]"
+    cluster = Cluster(
+        processes=[],
+        policy=_field(where, top, "policy", str, "sparrow"),
+        executor=_field(where, top, "executor", str, "timer"),
+        seed=_field(where, top, "seed", int, 0),
+        params=_field(where, top, "params", dict, {}),
+    )
+    seen: set[str] = set()
+    for i, table in enumerate(data.get("process", [])):
+        line = header_lines[i] if i < len(header_lines) else "?"
+        where = f"{path}:{line}: [[process]] #{i + 1}"
+        p = ProcessSpec(
+            name=_field(where, table, "name", str),
+            role=_field(where, table, "role", str),
+            host=_field(where, table, "host", str),
+            port=_field(where, table, "port", int),
+            slots=_field(where, table, "slots", int, 0),
+            partition=_field(where, table, "partition", str, "general"),
+            attributes=_field(where, table, "attributes", dict, {}),
+            bind=_field(where, table, "bind", str, None),
+        )
+        if p.role not in ROLES:
+            raise ClusterError(f"{where}: field 'role': {p.role!r} is not one of {', '.join(ROLES)}")
+        if not 0 < p.port < 65536:
+            raise ClusterError(f"{where}: field 'port': {p.port} is not a TCP port")
+        if "@" in p.name or p.name in seen:
+            raise ClusterError(f"{where}: field 'name': {p.name!r} is {'repeated' if p.name in seen else 'invalid'}")
+        if p.role == "node" and p.slots < 1:
+            raise ClusterError(f"{where}: field 'slots': a node needs at least 1 slot, got {p.slots}")
+        if p.partition not in PARTITIONS:
+            raise ClusterError(f"{where}: field 'partition': {p.partition!r} is not one of {', '.join(PARTITIONS)}")
+        seen.add(p.name)
+        cluster.processes.append(p)
+    if len(cluster.by_role("frontend")) != 1:
+        raise ClusterError(f"{path}: needs exactly one process with role 'frontend'")
+    if not cluster.nodes:
+        raise ClusterError(f"{path}: needs at least one process with role 'node'")
+    return cluster

@@ -1,0 +1,35 @@
+"""The interface every role implements: a core turns inputs into effects and never does I/O."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .effects import Effect, TaskId
+
+
+class Core:
+    """Base class of all cores. ``now`` is the driver's clock in seconds (real or virtual)."""
+
+    role = "core"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.counters: Counter[str] = Counter()
+
+    def start(self, now: float) -> list[Effect]:
+        return []
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        raise NotImplementedError
+
+    def on_timer(self, now: float, key: Any) -> list[Effect]:
+        return []
+
+    def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        return []
+
+    def unexpected(self, msg: Any) -> list[Effect]:
+        """A well-formed message this role does not handle: count it and carry on."""
+        self.counters[f"unexpected.{type(msg).__name__}"] += 1
+        return []

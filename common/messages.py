@@ -1,0 +1,248 @@
+"""Wire messages and their msgpack codec (DESIGN §3).
+
+A frame is the msgpack array ``[PROTOCOL_VERSION, type_tag, field_1, ..., field_n]``. Decoding checks
+the version, the tag, the number of fields and each field's type, so that a core only ever sees
+well-formed messages; anything else raises :class:`BadFrame` with a short ``kind`` that the runtime
+counts (``dropped.<kind>``) before dropping the frame.
+
+Adding a message: a slotted dataclass with a unique tag, decorated with :func:`message`. Fields with
+defaults may be omitted on the wire, so new optional fields stay compatible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+PROTOCOL_VERSION = 1
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+class BadFrame(ValueError):
+    """A frame that cannot be decoded; ``kind`` names the reason for the counters."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+
+
+_BY_TAG: dict[int, type] = {}
+_CHECKS: dict[type, tuple[int, tuple[Callable[[Any], bool], ...]]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _checker(tp: Any) -> Callable[[Any], bool]:
+    """A predicate accepting the msgpack form of values of type ``tp``."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        parts = [_checker(a) for a in typing.get_args(tp)]
+        return lambda v: any(p(v) for p in parts)
+    if tp is type(None):
+        return lambda v: v is None
+    if tp is float:
+        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    if tp is int:
+        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if tp in (str, bool, bytes):
+        return lambda v: isinstance(v, tp)
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        check = _checker(item)
+        return lambda v: isinstance(v, (list, tuple)) and all(check(x) for x in v)
+    if origin is dict or tp is dict:
+        return lambda v: isinstance(v, dict)
+    if tp is Any:
+        return lambda v: True
+    raise TypeError(f"unsupported message field type {tp!r}")
+
+
+def message(tag: int) -> Callable[[type], type]:
+    """Register a dataclass as a wire message with the given type tag."""
+
+    def register(cls: type) -> type:
+        if tag in _BY_TAG:
+            raise ValueError(f"message tag {tag} used twice")
+        hints = typing.get_type_hints(cls)
+        fields = dataclasses.fields(cls)
+        required = sum(
+            1 for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
+        cls.TAG = tag
+        cls.KIND = cls.__name__
+        _BY_TAG[tag] = cls
+        _CHECKS[cls] = (required, tuple(_checker(hints[f.name]) for f in fields))
+        _FIELDS[cls] = tuple(f.name for f in fields)
+        return cls
+
+    return register
+
+
+def encode(msg: Any) -> bytes:
+    """Encode a registered message into one frame."""
+    return _pack([PROTOCOL_VERSION, msg.TAG, *[getattr(msg, name) for name in _FIELDS[type(msg)]]])
+
+
+def decode(frame: bytes) -> Any:
+    """Decode one frame into a message, or raise :class:`BadFrame`."""
+    try:
+        data = msgpack.unpackb(frame, use_list=True, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise BadFrame("not-msgpack", str(exc)) from None
+    if not isinstance(data, list) or len(data) < 2:
+        raise BadFrame("not-a-message")
+    version, tag, *values = data
+    if version != PROTOCOL_VERSION:
+        raise BadFrame("bad-version", repr(version)[:40])
+    cls = _BY_TAG.get(tag) if isinstance(tag, int) else None
+    if cls is None:
+        raise BadFrame("unknown-type", repr(tag)[:40])
+    required, checks = _CHECKS[cls]
+    if not required <= len(values) <= len(checks):
+        raise BadFrame("bad-fields", f"{cls.__name__} with {len(values)} fields")
+    for check, value in zip(checks, values, strict=False):
+        if not check(value):
+            raise BadFrame("bad-fields", f"{cls.__name__} field of type {type(value).__name__}")
+    return cls(*values)
+
+
+# --- frontend <-> schedulers -------------------------------------------------------------------
+
+
+@message(1)
+@dataclasses.dataclass(slots=True)
+class SubmitJob:
+    """A job for a scheduler: real task durations (run by executors) and the estimate schedulers see."""
+
+    job_id: int
+    durations: list[float]
+    estimate: float
+
+
+@message(2)
+@dataclasses.dataclass(slots=True)
+class JobDone:
+    """Scheduler -> frontend: the last task of the job finished.
+
+    ``first_start_delay`` is measured on the scheduler's own clock, from the job's arrival to the
+    hand-out of its first task, so that no two clocks need to agree.
+    """
+
+    job_id: int
+    first_start_delay: float
+
+
+# --- distributed scheduler <-> node monitor ------------------------------------------------------
+
+
+@message(3)
+@dataclasses.dataclass(slots=True)
+class Probe:
+    """A reservation for ``count`` tasks of a job in a node's queue (batch sampling, late binding)."""
+
+    job_id: int
+    estimate: float
+    remaining: int
+    count: int = 1
+
+
+@message(4)
+@dataclasses.dataclass(slots=True)
+class GetTask:
+    """Node -> scheduler: a probe of this job reached a free slot; send a task or NoTask."""
+
+    job_id: int
+
+
+@message(5)
+@dataclasses.dataclass(slots=True)
+class AssignTask:
+    """Scheduler -> node: run this task now in the slot reserved for the probe."""
+
+    job_id: int
+    task_index: int
+    duration: float
+    estimate: float
+
+
+@message(6)
+@dataclasses.dataclass(slots=True)
+class NoTask:
+    """Scheduler -> node: the job has no task left for this probe."""
+
+    job_id: int
+
+
+@message(7)
+@dataclasses.dataclass(slots=True)
+class CancelProbes:
+    """Scheduler -> node: every task of the job is handed out; drop its queued probes."""
+
+    job_id: int
+
+
+@message(8)
+@dataclasses.dataclass(slots=True)
+class TaskFinished:
+    """Node -> the scheduler that placed the task."""
+
+    job_id: int
+    task_index: int
+    ok: bool = True
+
+
+@message(9)
+@dataclasses.dataclass(slots=True)
+class PlaceTask:
+    """Central scheduler -> node: queue this task itself (no late binding)."""
+
+    job_id: int
+    task_index: int
+    duration: float
+    estimate: float
+
+
+# --- control -------------------------------------------------------------------------------------
+
+
+@message(20)
+@dataclasses.dataclass(slots=True)
+class Hello:
+    """Frontend -> any process: answer with Register when ready."""
+
+
+@message(21)
+@dataclasses.dataclass(slots=True)
+class Register:
+    """Any process -> frontend: this process is up."""
+
+    role: str
+    slots: int = 0
+
+
+@message(22)
+@dataclasses.dataclass(slots=True)
+class Shutdown:
+    """Frontend -> any process: reply with Stats, then exit."""
+
+
+@message(23)
+@dataclasses.dataclass(slots=True)
+class Stats:
+    """A process's counters and its sent-message counts by kind, sent in answer to Shutdown."""
+
+    counters: dict
+    messages: dict
+
+
+@message(24)
+@dataclasses.dataclass(slots=True)
+class GetStats:
+    """Frontend -> any process: reply with Stats and keep running."""
+
+
+MESSAGE_TYPES: tuple[type, ...] = tuple(_BY_TAG.values())

@@ -1,0 +1,176 @@
+"""The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
+
+It decodes frames into messages for the core and carries out the core's effects. Control messages
+(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. A bad frame, a send to
+an unknown peer or an exception inside a core is counted, logged once per kind, and survived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from .core import Core
+from .effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend
+from .messages import BadFrame, GetStats, Hello, Register, Shutdown, Stats, decode, encode
+from .transport import Transport, UnknownPeer
+
+log = logging.getLogger("aviary.runtime")
+
+CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats"})
+
+
+class Runtime:
+    """Runs ``core`` on ``transport`` until :meth:`stop` (or a ``Shutdown`` message)."""
+
+    def __init__(self, core: Core, transport: Transport, executor_kind: str | None = None) -> None:
+        self.core = core
+        self.transport = transport
+        self.executor_kind = executor_kind
+        self.executor: Any = None
+        self.sent: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self._timers: dict[Any, asyncio.TimerHandle] = {}
+        self._stopped: asyncio.Future[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # --- life cycle --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        loop = self.loop = asyncio.get_running_loop()
+        self._stopped = loop.create_future()
+        if self.executor_kind is not None:
+            from ..worker.executors import make_executor
+
+            self.executor = make_executor(self.executor_kind, loop, self._task_exit)
+        loop.add_reader(self.transport.fd, self._drain)
+        try:
+            self._apply(self.core.start(loop.time()))
+            self._drain()
+            await self._stopped
+        finally:
+            loop.remove_reader(self.transport.fd)
+            for handle in self._timers.values():
+                handle.cancel()
+            if self.executor is not None:
+                await self.executor.close()
+
+    def stop(self) -> None:
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
+
+    def now(self) -> float:
+        assert self.loop is not None
+        return self.loop.time()
+
+    def stats(self) -> Stats:
+        counters = dict(self.core.counters)
+        counters.update({f"dropped.{k}": v for k, v in self.transport.dropped.items()})
+        counters.update({f"error.{k}": v for k, v in self.errors.items()})
+        return Stats(counters, dict(self.sent))
+
+    # --- inputs ------------------------------------------------------------------------------------
+    def _drain(self) -> None:
+        """Handle every frame waiting; the last socket operation is always a recv that found none,
+        so the edge-triggered ZeroMQ descriptor will signal the next one."""
+        recv = self.transport.recv
+        while (item := recv()) is not None:
+            sender, frame = item
+            try:
+                msg = decode(frame)
+            except BadFrame as exc:
+                self._error(f"dropped.{exc.kind}", f"dropped a frame from {sender!r}: {exc}")
+                continue
+            kind = type(msg).__name__
+            if kind in CONTROL_KINDS and self._control(sender, msg):
+                continue
+            self._call(self.core.on_message, sender, msg)
+
+    def _control(self, sender: str, msg: Any) -> bool:
+        if isinstance(msg, Hello):
+            self._send(sender, Register(self.core.role, getattr(self.core, "slots", 0)))
+        elif isinstance(msg, GetStats):
+            self._send(sender, self.stats())
+        elif isinstance(msg, Shutdown):
+            self._send(sender, self.stats())
+            self.stop()
+        else:
+            return False
+        return True
+
+    def _fire(self, key: Any) -> None:
+        self._timers.pop(key, None)
+        self._call(self.core.on_timer, key)
+        self._after_outside_drain()
+
+    def _task_exit(self, task_id: Any, ok: bool) -> None:
+        self._call(self.core.on_task_exit, task_id, ok)
+        self._after_outside_drain()
+
+    def _after_outside_drain(self) -> None:
+        # A send may have consumed the descriptor's edge: look for waiting frames now.
+        if self.transport.readable():
+            self._drain()
+
+    def inject(self, fn: Any, *args: Any) -> None:
+        """Call a core method (``fn(now, *args) -> effects``) from outside the loop's callbacks."""
+        self._call(fn, *args)
+        self._after_outside_drain()
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        try:
+            effects = fn(self.now(), *args)
+        except Exception:
+            self._error(f"core.{getattr(fn, '__name__', 'call')}", "core raised", exc_info=True)
+            return
+        self._apply(effects)
+
+    def _error(self, kind: str, text: str, exc_info: bool = False) -> None:
+        self.errors[kind] += 1
+        if self.errors[kind] == 1:
+            log.warning("%s: %s (further ones of this kind are only counted)", self.core.name, text,
+                        exc_info=exc_info)
+
+    # --- effects -----------------------------------------------------------------------------------
+    def _apply(self, effects: list[Any]) -> None:
+        for effect in effects:
+            kind = type(effect)
+            if kind is Send:
+                self._send(effect.to, effect.msg)
+            elif kind is SetTimer:
+                self._set_timer(effect.key, effect.delay)
+            elif kind is CancelTimer:
+                handle = self._timers.pop(effect.key, None)
+                if handle is not None:
+                    handle.cancel()
+            elif kind is Launch:
+                self.executor.launch(effect.task_id, effect.duration)
+            elif kind is Suspend:
+                self.executor.suspend(effect.task_id)
+            elif kind is Resume:
+                self.executor.resume(effect.task_id)
+            elif kind is Kill:
+                self.executor.kill(effect.task_id)
+            else:
+                self._error("bad-effect", f"unknown effect {effect!r}")
+
+    def _send(self, to: str, msg: Any) -> None:
+        kind = type(msg).__name__
+        try:
+            self.transport.send(to, encode(msg))
+        except UnknownPeer:
+            self._error("unknown-peer", f"no address for peer {to!r}; {kind} not sent")
+            return
+        except Exception as exc:  # zmq errors: the peer is unreachable
+            self._error("send-failed", f"{kind} to {to!r} failed: {exc}")
+            return
+        if kind not in CONTROL_KINDS:
+            self.sent[kind] += 1
+
+    def _set_timer(self, key: Any, delay: float) -> None:
+        assert self.loop is not None
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._timers[key] = self.loop.call_later(max(0.0, delay), self._fire, key)

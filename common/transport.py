@@ -1,0 +1,93 @@
+"""One ZeroMQ ROUTER socket per process, peers reached by name (DESIGN §3).
+
+The socket binds the process's own address and connects, on first use, to each peer it sends to,
+naming that outgoing pipe with the peer's name (``CONNECT_ROUTING_ID``), so frames queue from the
+first send on, before the TCP handshake completes. A process's own routing id is ``name@address``:
+whoever receives from it learns how to answer even a peer missing from its cluster description (a
+second frontend, say). Incoming pipes carry that ``name@address`` id, which never clashes with the
+outgoing pipes, named by bare names, so each direction of a pair has its own connection.
+
+High-water marks are off: a message is never dropped for lack of queue space.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import zmq
+
+
+class UnknownPeer(KeyError):
+    """A send to a name with no known address."""
+
+
+class Transport:
+    def __init__(self, name: str, bind: str, advertise: str, peers: dict[str, str]) -> None:
+        if "@" in name:
+            raise ValueError(f"process name {name!r} may not contain '@'")
+        self.name = name
+        self.peers = dict(peers)
+        self.ctx = zmq.Context.instance()
+        sock = self.ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}".encode())
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.LINGER, 1000)
+        sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
+        sock.bind(bind)
+        self.sock = sock
+        self._connected: set[str] = set()
+        self._senders: dict[bytes, str] = {}
+        self._ids: dict[str, bytes] = {}
+        self.dropped: Counter[str] = Counter()
+
+    @property
+    def fd(self) -> int:
+        return self.sock.getsockopt(zmq.FD)
+
+    def readable(self) -> bool:
+        return bool(self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN)
+
+    def send(self, to: str, frame: bytes) -> None:
+        rid = self._ids.get(to)
+        if rid is None:
+            rid = self._connect(to)
+        self.sock.send_multipart((rid, frame), zmq.NOBLOCK)
+
+    def _connect(self, to: str) -> bytes:
+        address = self.peers.get(to)
+        if address is None:
+            raise UnknownPeer(to)
+        rid = to.encode()
+        self.sock.setsockopt(zmq.CONNECT_ROUTING_ID, rid)
+        self.sock.connect(address)
+        self._ids[to] = rid
+        return rid
+
+    def recv(self) -> tuple[str, bytes] | None:
+        """One (sender, frame) or None when nothing is waiting. Malformed envelopes are dropped."""
+        while True:
+            try:
+                parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+            except zmq.Again:
+                return None
+            if len(parts) != 2:
+                self.dropped["bad-envelope"] += 1
+                continue
+            rid, frame = parts
+            sender = self._senders.get(rid)
+            if sender is None:
+                sender = self._learn(rid)
+            return sender, frame
+
+    def _learn(self, rid: bytes) -> str:
+        text = rid.decode(errors="replace")
+        name, _, address = text.partition("@")
+        if address and name not in self.peers and address.startswith(("tcp://", "ipc://")):
+            self.peers[name] = address
+        self._senders[rid] = name
+        return name
+
+    def close(self) -> None:
+        self.sock.close()

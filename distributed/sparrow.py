@@ -1,0 +1,131 @@
+"""Sparrow: batch sampling with late binding (thesis §2.3.5; Ousterhout et al., SOSP'13).
+
+"To schedule a job with t tasks, a distributed scheduler sends probes to 2t servers. When a probe
+comes to the head of a server's queue, the server requests a task from the scheduler. If the
+scheduler has not given out the t tasks to other servers, it responds to the server with a task.
+Otherwise, a cancel is sent." Here the probe ratio d is a parameter (default 2, the value the Sparrow
+authors found best). Once the last task is handed out, every node still holding reservations of the job gets one
+``CancelProbes`` so they leave its queue; a late ``GetTask`` is answered ``NoTask``. When the job's
+last task finishes, the frontend that submitted it gets ``JobDone``.
+
+Probes for the same node are batched into one message (``Probe.count``); this happens only when
+d*t exceeds the number of nodes, where probes must repeat nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import AssignTask, CancelProbes, GetTask, JobDone, NoTask, Probe, SubmitJob, TaskFinished
+
+
+@dataclass(slots=True)
+class JobState:
+    """A job this scheduler is serving."""
+
+    frontend: str
+    durations: list[float]
+    estimate: float
+    arrival: float
+    next_task: int = 0
+    finished: int = 0
+    first_start: float | None = None
+    probed: Counter[str] = field(default_factory=Counter)  # node -> reservations not yet used
+
+    @property
+    def unassigned(self) -> int:
+        return len(self.durations) - self.next_task
+
+
+def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
+    """k probe targets: distinct random nodes while k <= len(nodes), else every node k // n times
+    and k % n random ones once more."""
+    n = len(nodes)
+    if k <= n:
+        return Counter(rng.sample(nodes, k))
+    rounds, rest = divmod(k, n)
+    picks = Counter(dict.fromkeys(nodes, rounds))
+    picks.update(rng.sample(nodes, rest))
+    return picks
+
+
+class SparrowCore(Core):
+    """A distributed scheduler doing batch sampling over ``nodes``."""
+
+    role = "scheduler"
+
+    def __init__(self, name: str, nodes: list[str], *, probe_ratio: float = 2.0, seed: int = 0) -> None:
+        super().__init__(name)
+        if not nodes:
+            raise ValueError(f"scheduler {name}: no nodes to probe")
+        if probe_ratio < 1:
+            raise ValueError(f"scheduler {name}: probe ratio must be at least 1, got {probe_ratio}")
+        self.nodes = list(nodes)
+        self.probe_ratio = probe_ratio
+        self.rng = random.Random(f"{seed}/{name}")
+        self.jobs: dict[int, JobState] = {}
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is GetTask:
+            return self._get_task(now, sender, msg.job_id)
+        if kind is TaskFinished:
+            return self._task_finished(now, msg)
+        if kind is SubmitJob:
+            return self._submit(now, sender, msg)
+        return self.unexpected(msg)
+
+    def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
+        if msg.job_id in self.jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        if not msg.durations:
+            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        job = JobState(frontend, msg.durations, msg.estimate, now)
+        self.jobs[msg.job_id] = job
+        self.counters["jobs"] += 1
+        return self.probe(msg.job_id, job, math.ceil(self.probe_ratio * len(msg.durations)))
+
+    def probe(self, job_id: int, job: JobState, k: int) -> list[Effect]:
+        """Send k probes for the job to random nodes."""
+        picks = sample_nodes(self.rng, self.nodes, k)
+        job.probed.update(picks)
+        self.counters["probes"] += k
+        remaining = job.unassigned
+        return [Send(node, Probe(job_id, job.estimate, remaining, n)) for node, n in picks.items()]
+
+    def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
+        job = self.jobs.get(job_id)
+        if job is not None and job.probed[node] > 0:
+            job.probed[node] -= 1
+        if job is None or job.next_task >= len(job.durations):
+            return [Send(node, NoTask(job_id))]
+        index = job.next_task
+        job.next_task += 1
+        if job.first_start is None:
+            job.first_start = now
+        effects: list[Effect] = [Send(node, AssignTask(job_id, index, job.durations[index], job.estimate))]
+        if job.next_task == len(job.durations):
+            effects.extend(Send(n, CancelProbes(job_id)) for n, left in job.probed.items() if left > 0)
+            job.probed.clear()
+        return effects
+
+    def _task_finished(self, now: float, msg: TaskFinished) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        if job is None:
+            self.counters["unknown_task_finished"] += 1
+            return []
+        if not msg.ok:
+            self.counters["tasks_failed"] += 1
+        job.finished += 1
+        if job.finished < len(job.durations):
+            return []
+        del self.jobs[msg.job_id]
+        assert job.first_start is not None
+        return [Send(job.frontend, JobDone(msg.job_id, job.first_start - job.arrival))]

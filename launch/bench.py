@@ -1,0 +1,96 @@
+"""``aviary bench``: the real runtime's overhead on this machine (issue: Foundation).
+
+- ``roundtrip_p50_ms`` / ``roundtrip_p99_ms``: submit of a one-task job with a no-op task to its
+  ``JobDone`` at the frontend, on an idle testbed (one job at a time), 300 samples;
+- ``noop_tasks_per_s``: 5,000 no-op tasks in 50 jobs of 100 tasks, all submitted at once, on 4
+  single-slot node monitors and 1 Sparrow scheduler: tasks / (last finish - first submit);
+- ``sleep10ms_efficiency``: 400 tasks of 10 ms (4 jobs of 100) on the same 4 single-slot nodes:
+  makespan / the ideal 1.0 s (1.0 is perfect), with the timer executor, and the same with the
+  process executor (a real child process per task) as ``sleep10ms_efficiency_process``.
+
+Messages per task are reported too. All figures come from one run on one machine: compare ratios
+between runs, not bare times, on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from ..common.cluster import local_cluster
+from ..common.model import JobSpec
+from .local import LocalTestbed
+from .real import FrontendSession
+from .registry import get_policy
+
+
+def _percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    pos = (len(values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+async def _measure(cluster: Any, jobs: list[JobSpec], dead: Any) -> tuple[FrontendSession, float]:
+    route = get_policy(cluster.policy).route(cluster)
+    async with FrontendSession(cluster, jobs, route, dead=dead) as session:
+        await session.registered()
+        await session.replay(stall_timeout=30.0, tick=0.005)
+        if session.problems:
+            raise RuntimeError("; ".join(session.problems))
+        messages, _ = await session.collect(shutdown=False)
+    makespan = max(t.finish for t in session.core.times.values())  # type: ignore[type-var]
+    session.messages = messages  # type: ignore[attr-defined]
+    return session, makespan
+
+
+async def _bench(executor_for_sleep: str, workdir: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor="timer")
+    with LocalTestbed(cluster, workdir / "timer") as bed:
+        # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
+        jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
+        session, _ = await _measure(cluster, jobs, bed.dead)
+        rtts = [(t.finish - t.submit) * 1000 for t in session.core.times.values()]  # type: ignore[operator]
+        results["roundtrip_p50_ms"] = round(statistics.median(rtts), 3)
+        results["roundtrip_p99_ms"] = round(_percentile(rtts, 0.99), 3)
+        results["roundtrip_samples"] = len(rtts)
+
+        jobs = [JobSpec(i, 0.0, [0.0] * 100, 0.0, False) for i in range(50)]
+        session, makespan = await _measure(cluster, jobs, bed.dead)
+        results["noop_tasks_per_s"] = round(5000 / makespan, 1)
+        results["noop_messages_per_task"] = round(sum(session.messages.values()) / 5000, 3)  # type: ignore[attr-defined]
+
+        jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
+        _, makespan = await _measure(cluster, jobs, bed.dead)
+        results["sleep10ms_efficiency"] = round(makespan / 1.0, 4)
+
+    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor=executor_for_sleep)
+    with LocalTestbed(cluster, workdir / executor_for_sleep) as bed:
+        jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
+        _, makespan = await _measure(cluster, jobs, bed.dead)
+        results[f"sleep10ms_efficiency_{executor_for_sleep}"] = round(makespan / 1.0, 4)
+    return results
+
+
+def run_bench(out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aviary-bench-") as tmp:
+        results = uvloop.run(_bench("process", Path(tmp)))
+    results["targets"] = {"roundtrip_p50_ms": "<= 1.5", "noop_tasks_per_s": ">= 3000", "sleep10ms_efficiency": "<= 1.10"}
+    results["machine"] = {"python": platform.python_version(), "cpus": _cpus(), "platform": platform.platform()}
+    (out / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))

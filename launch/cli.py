@@ -1,0 +1,118 @@
+"""The ``aviary`` command line (DESIGN §7): up, replay, compare, demo, bench."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from ..common.cluster import ClusterError
+from .registry import POLICIES
+
+BUNDLED_TRACE = Path(__file__).resolve().parent.parent / "experiments" / "traces" / "google_10k.tr"
+
+
+class UsageError(Exception):
+    """Bad input the user must fix: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
+    p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
+    p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
+    p.add_argument("--slots", type=_positive_int, default=1, help="slots per node (default %(default)s)")
+    p.add_argument("--schedulers", type=_positive_int, default=schedulers,
+                   help="distributed schedulers (default %(default)s)")
+    p.add_argument("--executor", default="timer", choices=["timer", "process"],
+                   help="what a task is: a timer in the node monitor, or a real child process")
+    p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="aviary", description="A testbed for datacenter schedulers.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    up = sub.add_parser("up", help="start a local testbed and keep it running until Ctrl-C")
+    _testbed_flags(up, nodes=10, schedulers=2)
+    up.add_argument("--dir", type=Path, default=None, help="where to write cluster.toml and logs")
+
+    rp = sub.add_parser("replay", help="replay a trace sample against a testbed or the simulator")
+    rp.add_argument("trace", nargs="?", type=Path, default=BUNDLED_TRACE,
+                    help="trace file (default: the bundled 10,000-job Google sample)")
+    rp.add_argument("--runtime", choices=["real", "sim"], default="real")
+    _testbed_flags(rp, nodes=10, schedulers=2)
+    rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
+    rp.add_argument("--sample", choices=["consecutive", "random"], default="consecutive")
+    rp.add_argument("--time-scale", type=_positive_float, default=None,
+                    help="divide durations by this (default 1000 real, 1 sim)")
+    rp.add_argument("--task-scale", type=_positive_float, default=None,
+                    help="multiply task counts by this, keeping task-seconds (default real: "
+                         "nodes*slots/reference-nodes; sim: 1)")
+    rp.add_argument("--reference-nodes", type=_positive_int, default=10000,
+                    help="cluster size the trace's job sizes refer to (default %(default)s)")
+    arrivals = rp.add_mutually_exclusive_group()
+    arrivals.add_argument("--load", type=_positive_float, default=None,
+                          help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)")
+    arrivals.add_argument("--keep-arrivals", action="store_true", help="keep the trace's own arrival times")
+    rp.add_argument("--cutoff", type=_positive_float, default=None,
+                    help="short/long cutoff in trace seconds for reporting (default 1129.532)")
+    rp.add_argument("--misestimate", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                    help="multiply each job's estimate by a seeded uniform factor in [LO, HI]")
+    rp.add_argument("--net-delay", type=float, default=0.0005, help="simulator network delay (s)")
+    rp.add_argument("--stall-timeout", type=_positive_float, default=None,
+                    help="give up when no job finished for this long (s; default from the workload)")
+    rp.add_argument("--connect", type=Path, default=None,
+                    help="use the running testbed of this cluster.toml instead of starting one")
+    rp.add_argument("--out", type=Path, default=None, help="results folder (default results/<policy>-<runtime>)")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    cp = sub.add_parser("compare", help="percentiles of runs normalized to the first")
+    cp.add_argument("dirs", nargs="+", type=Path, help="result folders; the first is the baseline")
+    cp.add_argument("--png", type=Path, default=None, help="also write a bar chart here")
+
+    dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
+    dm.add_argument("--out", type=Path, default=Path("results/demo"))
+
+    bn = sub.add_parser("bench", help="measure the runtime's overhead on this machine")
+    bn.add_argument("--out", type=Path, default=Path("results/bench"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from . import commands
+
+    try:
+        return commands.COMMANDS[args.command](args)
+    except (UsageError, ClusterError) as exc:
+        print(f"aviary {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aviary: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

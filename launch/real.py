@@ -1,0 +1,147 @@
+"""Drives a replay on real processes: the frontend core on the real runtime, in this process.
+
+A :class:`FrontendSession` waits until every process of the cluster has registered, lets the
+frontend submit the jobs at their arrival times, shows progress, and gives up with a clear message
+when no job has finished for ``stall_timeout`` seconds (a node monitor died, say), reporting which
+jobs did not finish. At the end it collects every process's counters and message counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..common.cluster import Cluster, ProcessSpec
+from ..common.frontend import FrontendCore, Router, round_robin
+from ..common.model import JobSpec
+from ..common.runtime import Runtime
+from ..common.transport import Transport
+
+Progress = Callable[[FrontendCore], None]
+
+
+class ReplayError(RuntimeError):
+    pass
+
+
+@dataclass
+class RealOutcome:
+    frontend: FrontendCore
+    wall_seconds: float
+    messages: Counter[str]
+    counters: Counter[str]
+    problems: list[str] = field(default_factory=list)
+
+
+class FrontendSession:
+    """The frontend of one run against a running testbed (use ``async with``)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: list[JobSpec],
+        route: Router | None = None,
+        *,
+        frontend: ProcessSpec | None = None,
+        dead: Callable[[], dict[str, int]] = dict,
+    ) -> None:
+        spec = frontend or cluster.frontend
+        self.members = [p.name for p in cluster.processes if p.role != "frontend"]
+        self.core = FrontendCore(spec.name, jobs, route or round_robin(self.members), wait_for=self.members)
+        self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+        self.runtime = Runtime(self.core, self.transport)
+        self.dead = dead
+        self.problems: list[str] = []
+        self.lost: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> FrontendSession:
+        self._task = asyncio.create_task(self.runtime.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.runtime.stop()
+        if self._task is not None:
+            await self._task
+        self.transport.close()
+
+    def _check(self) -> None:
+        assert self._task is not None
+        if self._task.done():
+            self._task.result()
+        for name, code in sorted(self.dead().items()):
+            if name not in self.lost:
+                self.lost.add(name)
+                self.problems.append(f"process {name} exited with code {code}")
+
+    async def registered(self, timeout: float = 60.0) -> None:
+        """Wait until every process answered Hello; fail fast if one died first."""
+        core = self.core
+        deadline = time.monotonic() + timeout
+        while not core.ready:
+            self._check()
+            if self.lost & core.waiting:
+                raise ReplayError("a process died before it registered: " + "; ".join(self.problems))
+            if time.monotonic() > deadline:
+                missing = ", ".join(sorted(core.waiting)[:10])
+                raise ReplayError(f"{len(core.waiting)} processes did not register within {timeout:.0f} s: {missing}")
+            await asyncio.sleep(0.01)
+
+    async def replay(self, *, stall_timeout: float = 60.0, progress: Progress | None = None,
+                     tick: float = 0.1) -> float:
+        """Wait until every job finished or the replay stalled; returns the wall time it took."""
+        core, runtime = self.core, self.runtime
+        start = time.monotonic()
+        while not core.done:
+            await asyncio.sleep(tick)
+            self._check()
+            if progress is not None:
+                progress(core)
+            if core.submitted == len(core.jobs) and runtime.now() - core.last_progress > stall_timeout:
+                left = core.unfinished()
+                shown = ", ".join(map(str, left[:20])) + (" ..." if len(left) > 20 else "")
+                self.problems.append(
+                    f"gave up: no job finished for {stall_timeout:g} s; {len(left)} jobs did not finish: {shown}"
+                )
+                break
+        if progress is not None:
+            progress(core)
+        return time.monotonic() - start
+
+    async def collect(self, *, shutdown: bool, timeout: float = 10.0) -> tuple[Counter[str], Counter[str]]:
+        """Every live process's sent messages by kind and counters (and stop them, with ``shutdown``)."""
+        core = self.core
+        alive = [m for m in self.members if m not in self.lost]
+        core.stats.clear()
+        self.runtime.inject(lambda now: core.collect(alive, shutdown=shutdown))
+        deadline = time.monotonic() + timeout
+        while len(core.stats) < len(alive) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        missing = sorted(set(alive) - set(core.stats))
+        if missing:
+            self.problems.append(f"no counters from {len(missing)} processes: {', '.join(missing[:10])}")
+        messages, counters = core.message_totals()
+        messages.update(self.runtime.sent)
+        return messages, counters
+
+
+async def run_real(
+    cluster: Cluster,
+    jobs: list[JobSpec],
+    route: Router,
+    *,
+    stall_timeout: float = 60.0,
+    register_timeout: float = 60.0,
+    shutdown: bool = True,
+    dead: Callable[[], dict[str, int]] = dict,
+    progress: Progress | None = None,
+) -> RealOutcome:
+    """One whole replay: register, replay, collect."""
+    async with FrontendSession(cluster, jobs, route, dead=dead) as session:
+        await session.registered(register_timeout)
+        wall = await session.replay(stall_timeout=stall_timeout, progress=progress)
+        messages, counters = await session.collect(shutdown=shutdown)
+        return RealOutcome(session.core, wall, messages, counters, session.problems)

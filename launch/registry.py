@@ -1,0 +1,82 @@
+"""Policies by name: which processes a policy needs and how each role's core is built.
+
+A new policy is one module plus one entry here (DESIGN §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..central.fifo import CentralFifoCore
+from ..common.cluster import Cluster, ClusterError, ProcessSpec
+from ..common.core import Core
+from ..common.frontend import Router, round_robin
+from ..distributed.sparrow import SparrowCore
+from ..worker.node_monitor import NodeMonitorCore
+
+Builder = Callable[[ProcessSpec, Cluster], Core]
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    summary: str
+    scheduler: Builder | None = None  # distributed schedulers, if the policy uses them
+    central: Builder | None = None  # the central scheduler, if the policy uses one
+    params: tuple[str, ...] = ()  # the cluster parameters it reads
+
+    def route(self, cluster: Cluster) -> Router:
+        """Where the frontend sends each job."""
+        if self.scheduler is not None:
+            return round_robin([p.name for p in cluster.schedulers])
+        assert cluster.central is not None
+        return round_robin([cluster.central.name])
+
+
+def _param(cluster: Cluster, key: str, default: Any) -> Any:
+    return cluster.params.get(key, default)
+
+
+def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
+    return SparrowCore(spec.name, [n.name for n in cluster.nodes],
+                       probe_ratio=float(_param(cluster, "probe_ratio", 2.0)), seed=cluster.seed)
+
+
+def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
+    return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes})
+
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in [
+        Policy("sparrow", "batch sampling with probe ratio d and late binding", scheduler=_sparrow,
+               params=("probe_ratio",)),
+        Policy("fifo", "central FIFO queue, a task placed only on a free slot (no preemption)",
+               central=_central_fifo),
+    ]
+}
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ClusterError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}") from None
+
+
+def build_core(spec: ProcessSpec, cluster: Cluster) -> Core:
+    """The core of one process of the cluster (frontends are built by the replay)."""
+    policy = get_policy(cluster.policy)
+    if spec.role == "node":
+        return NodeMonitorCore(spec.name, spec.slots)
+    builder = {"scheduler": policy.scheduler, "central": policy.central}.get(spec.role)
+    if builder is None:
+        raise ClusterError(f"process {spec.name!r}: policy {policy.name!r} has no {spec.role} role")
+    return builder(spec, cluster)
+
+
+def processes_needed(policy: Policy) -> tuple[bool, bool]:
+    """(central, distributed) schedulers the policy needs."""
+    return policy.central is not None, policy.scheduler is not None

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The test command: set up, then the whole default suite (unit, integration on loopback, system).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+python3 -m pytest -q "$@"

@@ -1,0 +1,116 @@
+"""Node monitor core: FIFO order, late binding, slot accounting, cancellation. No sockets, no sleeps."""
+
+from aviary.common.effects import Launch, Send
+from aviary.common.messages import AssignTask, CancelProbes, GetTask, NoTask, PlaceTask, Probe, TaskFinished
+from aviary.worker.node_monitor import NodeMonitorCore
+
+
+def sends(effects, kind):
+    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+
+def launches(effects):
+    return [e for e in effects if isinstance(e, Launch)]
+
+
+def test_probe_at_head_with_free_slot_asks_its_scheduler():
+    node = NodeMonitorCore("n", slots=1)
+    out = node.on_message(0, "s1", Probe(7, 1.0, 3))
+    assert sends(out, GetTask) == [("s1", GetTask(7))]
+    assert node.free == 0
+
+
+def test_late_binding_runs_assigned_task_in_reserved_slot_and_reports_finish():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "s1", Probe(7, 1.0, 3))
+    out = node.on_message(1, "s1", AssignTask(7, 2, 5.0, 1.0))
+    assert launches(out) == [Launch((7, 2), 5.0)]
+    out = node.on_task_exit(6, (7, 2), True)
+    assert sends(out, TaskFinished) == [("s1", TaskFinished(7, 2, True))]
+    assert node.free == 1
+
+
+def test_fifo_order_and_one_request_per_free_slot():
+    node = NodeMonitorCore("n", slots=1)
+    assert sends(node.on_message(0, "a", Probe(1, 1.0, 1)), GetTask) == [("a", GetTask(1))]
+    # Queued behind the first: no request while the only slot is reserved.
+    assert node.on_message(0, "b", Probe(2, 1.0, 1)) == []
+    assert node.on_message(0, "c", Probe(3, 1.0, 1)) == []
+    node.on_message(1, "a", AssignTask(1, 0, 1.0, 1.0))
+    out = node.on_task_exit(2, (1, 0), True)
+    assert sends(out, GetTask) == [("b", GetTask(2))]
+    out = node.on_message(3, "b", NoTask(2))
+    assert sends(out, GetTask) == [("c", GetTask(3))]
+
+
+def test_no_task_frees_the_reserved_slot():
+    node = NodeMonitorCore("n", slots=2)
+    node.on_message(0, "a", Probe(1, 1.0, 1, count=2))
+    assert node.free == 0
+    node.on_message(1, "a", NoTask(1))
+    node.on_message(1, "a", NoTask(1))
+    assert node.free == 2
+    assert node.counters["no_task"] == 2
+
+
+def test_batched_probe_yields_one_reservation_per_slot():
+    node = NodeMonitorCore("n", slots=3)
+    out = node.on_message(0, "a", Probe(1, 1.0, 5, count=5))
+    assert sends(out, GetTask) == [("a", GetTask(1))] * 3
+    assert len(node.queue) == 1  # the remaining two reservations wait
+
+
+def test_cancel_drops_only_that_jobs_queued_probes():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "a", Probe(1, 1.0, 1))
+    node.on_message(0, "a", Probe(2, 1.0, 1, count=3))
+    node.on_message(0, "b", Probe(3, 1.0, 1))
+    node.on_message(0, "a", CancelProbes(2))
+    assert node.counters["probes_cancelled"] == 3
+    node.on_message(1, "a", AssignTask(1, 0, 1.0, 1.0))
+    out = node.on_task_exit(2, (1, 0), True)
+    assert sends(out, GetTask) == [("b", GetTask(3))]
+
+
+def test_cancel_from_another_scheduler_does_not_touch_probes():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "a", Probe(1, 1.0, 1))
+    node.on_message(0, "a", Probe(2, 1.0, 1))
+    node.on_message(0, "b", CancelProbes(2))
+    node.on_message(1, "a", NoTask(1))
+    assert node.requests[("a", 2)] == 1
+
+
+def test_placed_task_starts_without_a_round_trip_and_keeps_fifo_order():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "a", Probe(1, 1.0, 1))
+    assert node.on_message(0, "c", PlaceTask(9, 0, 3.0, 3.0)) == []
+    out = node.on_message(1, "a", NoTask(1))
+    assert launches(out) == [Launch((9, 0), 3.0)]
+    assert sends(node.on_task_exit(4, (9, 0), True), TaskFinished) == [("c", TaskFinished(9, 0, True))]
+
+
+def test_slots_never_overcommitted():
+    node = NodeMonitorCore("n", slots=2)
+    running = 0
+    for j in range(10):
+        for e in node.on_message(0, "a", Probe(j, 1.0, 1)):
+            if isinstance(e.msg, GetTask):
+                running += len(launches(node.on_message(0, "a", AssignTask(j, 0, 1.0, 1.0))))
+    assert running == 2 and node.free == 0
+    assert len(node.running) == 2
+
+
+def test_unsolicited_assignment_is_queued_not_lost():
+    node = NodeMonitorCore("n", slots=1)
+    out = node.on_message(0, "a", AssignTask(4, 0, 1.0, 1.0))
+    assert launches(out) == [Launch((4, 0), 1.0)]
+    assert node.counters["unsolicited_assign"] == 1
+
+
+def test_failed_task_is_reported_not_ok():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "a", PlaceTask(1, 0, 1.0, 1.0))
+    out = node.on_task_exit(1, (1, 0), False)
+    assert sends(out, TaskFinished) == [("a", TaskFinished(1, 0, False))]
+    assert node.counters["tasks_failed"] == 1

@@ -1,0 +1,200 @@
+"""The node monitor core: slots, a queue of probes and placed tasks, late binding (DESIGN §2, §5).
+
+Sparrow's node side (thesis §2.3.5, after Ousterhout et al., SOSP'13): a probe is a reservation in
+the node's queue; when a slot is free and a probe is at the head of the queue, the node reserves the
+slot and asks the probe's scheduler for a task (``GetTask``). The scheduler answers ``AssignTask``
+(the node runs it in the reserved slot) or ``NoTask`` (the slot is freed and the next entry is
+served). ``CancelProbes`` drops a job's queued probes once all its tasks are handed out. A task placed
+directly by a central scheduler (``PlaceTask``) waits in the same queue and starts without a round
+trip when it reaches the head.
+
+The queue discipline is FIFO here; later policies (SRPT, LAS) replace :class:`FifoQueue`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Launch, Send, TaskId
+from ..common.messages import AssignTask, CancelProbes, GetTask, NoTask, PlaceTask, Probe, TaskFinished
+
+
+@dataclass(slots=True)
+class ProbeEntry:
+    """``count`` reservations of one job from one scheduler (a batched probe)."""
+
+    scheduler: str
+    job_id: int
+    estimate: float
+    remaining: int
+    count: int
+
+
+@dataclass(slots=True)
+class TaskEntry:
+    """A task placed on this node by a central scheduler."""
+
+    scheduler: str
+    job_id: int
+    task_index: int
+    duration: float
+    estimate: float
+
+
+Entry = ProbeEntry | TaskEntry
+
+
+class FifoQueue:
+    """First come, first served; cancelled probes are skipped lazily when they reach the head."""
+
+    def __init__(self) -> None:
+        self._q: deque[Entry] = deque()
+        self._queued: Counter[tuple[str, int]] = Counter()  # probe reservations by (scheduler, job)
+        self._cancelled: set[tuple[str, int]] = set()
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def push(self, entry: Entry) -> None:
+        self._q.append(entry)
+        if isinstance(entry, ProbeEntry):
+            key = (entry.scheduler, entry.job_id)
+            self._queued[key] += entry.count
+            self._cancelled.discard(key)
+
+    def cancel(self, scheduler: str, job_id: int) -> int:
+        """Mark a job's queued probes as cancelled; returns how many reservations that drops."""
+        key = (scheduler, job_id)
+        n = self._queued.get(key, 0)
+        if n:
+            self._cancelled.add(key)
+        return n
+
+    def pop(self) -> Entry | None:
+        """The next live entry; a multi-count probe yields one reservation at a time."""
+        q = self._q
+        while q:
+            head = q[0]
+            if isinstance(head, TaskEntry):
+                return q.popleft()
+            key = (head.scheduler, head.job_id)
+            if key in self._cancelled:
+                q.popleft()
+                self._forget(key, head.count)
+                continue
+            if head.count == 1:
+                q.popleft()
+            else:
+                head.count -= 1
+                head = ProbeEntry(head.scheduler, head.job_id, head.estimate, head.remaining, 1)
+            self._forget(key, 1)
+            return head
+        return None
+
+    def _forget(self, key: tuple[str, int], n: int) -> None:
+        left = self._queued[key] - n
+        if left > 0:
+            self._queued[key] = left
+        else:
+            del self._queued[key]
+            self._cancelled.discard(key)
+
+    def reservations(self) -> int:
+        """Live probe reservations plus placed tasks waiting (cancelled ones excluded)."""
+        live = sum(n for key, n in self._queued.items() if key not in self._cancelled)
+        return live + sum(1 for e in self._q if isinstance(e, TaskEntry))
+
+
+class NodeMonitorCore(Core):
+    """A node with ``slots`` task slots serving its queue with late binding."""
+
+    role = "node"
+
+    def __init__(self, name: str, slots: int = 1) -> None:
+        super().__init__(name)
+        if slots < 1:
+            raise ValueError(f"node {name}: slots must be at least 1, got {slots}")
+        self.slots = slots
+        self.free = slots
+        self.queue = FifoQueue()
+        self.requests: Counter[tuple[str, int]] = Counter()  # GetTask sent, answer pending
+        self.running: dict[TaskId, str] = {}  # task -> scheduler to tell when it ends
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is Probe:
+            self.counters["probes"] += msg.count
+            self.queue.push(ProbeEntry(sender, msg.job_id, msg.estimate, msg.remaining, max(1, msg.count)))
+            return self._serve()
+        if kind is AssignTask:
+            return self._assigned(sender, msg)
+        if kind is NoTask:
+            key = (sender, msg.job_id)
+            if self.requests[key] > 0:
+                self._answered(key)
+                self.free += 1
+                self.counters["no_task"] += 1
+                return self._serve()
+            self.requests.pop(key, None)
+            return self.unexpected(msg)
+        if kind is CancelProbes:
+            self.counters["probes_cancelled"] += self.queue.cancel(sender, msg.job_id)
+            return []
+        if kind is PlaceTask:
+            self.queue.push(TaskEntry(sender, msg.job_id, msg.task_index, msg.duration, msg.estimate))
+            return self._serve()
+        return self.unexpected(msg)
+
+    def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        scheduler = self.running.pop(task_id, None)
+        if scheduler is None:
+            self.counters["unknown_task_exit"] += 1
+            return []
+        self.free += 1
+        self.counters["tasks_finished" if ok else "tasks_failed"] += 1
+        return [Send(scheduler, TaskFinished(task_id[0], task_id[1], ok)), *self._serve()]
+
+    def _assigned(self, sender: str, msg: AssignTask) -> list[Effect]:
+        key = (sender, msg.job_id)
+        if self.requests[key] > 0:
+            self._answered(key)
+            return [*self._launch(sender, msg.job_id, msg.task_index, msg.duration), *self._serve()]
+        # An assignment nobody asked for still gets run, never dropped: queue it as a placed task.
+        self.requests.pop(key, None)
+        self.counters["unsolicited_assign"] += 1
+        self.queue.push(TaskEntry(sender, msg.job_id, msg.task_index, msg.duration, msg.estimate))
+        return self._serve()
+
+    def _answered(self, key: tuple[str, int]) -> None:
+        if self.requests[key] == 1:
+            del self.requests[key]
+        else:
+            self.requests[key] -= 1
+
+    def _launch(self, scheduler: str, job_id: int, task_index: int, duration: float) -> list[Effect]:
+        task_id = (job_id, task_index)
+        if task_id in self.running:  # a duplicate assignment: the task already runs here
+            self.counters["duplicate_task"] += 1
+            self.free += 1
+            return []
+        self.running[task_id] = scheduler
+        self.counters["tasks_launched"] += 1
+        return [Launch(task_id, duration)]
+
+    def _serve(self) -> list[Effect]:
+        """Fill free slots from the head of the queue (late binding for probes)."""
+        effects: list[Effect] = []
+        while self.free > 0:
+            entry = self.queue.pop()
+            if entry is None:
+                break
+            self.free -= 1
+            if isinstance(entry, TaskEntry):
+                effects.extend(self._launch(entry.scheduler, entry.job_id, entry.task_index, entry.duration))
+            else:
+                self.requests[(entry.scheduler, entry.job_id)] += 1
+                effects.append(Send(entry.scheduler, GetTask(entry.job_id)))
+        return effects
