@@ -36,9 +36,7 @@ class CentralFifoCore(Core):
             raise ValueError(f"central scheduler {name}: no nodes")
         # One entry per free slot, nodes interleaved so consecutive tasks spread over nodes.
         most = max(node_slots.values())
-        self.free: deque[str] = deque(
-            n for level in range(most) for n, s in node_slots.items() if s > level
-        )
+        self.free: deque[str] = deque(n for level in range(most) for n, s in node_slots.items() if s > level)
         self.queue: deque[tuple[int, int]] = deque()
         self.jobs: dict[int, CentralJob] = {}
 

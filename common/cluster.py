@@ -138,8 +138,14 @@ def local_cluster(
     procs += [ProcessSpec(f"sched-{i}", "scheduler", host, next(ports)) for i in range(schedulers)]
     n_short = round(nodes * short_partition)
     procs += [
-        ProcessSpec(f"node-{i}", "node", host, next(ports), slots=slots,
-                    partition="short" if i >= nodes - n_short else "general")
+        ProcessSpec(
+            f"node-{i}",
+            "node",
+            host,
+            next(ports),
+            slots=slots,
+            partition="short" if i >= nodes - n_short else "general",
+        )
         for i in range(nodes)
     ]
     return Cluster(procs, policy=policy, executor=executor, seed=seed, params=dict(params or {}))
@@ -161,12 +167,24 @@ def _toml_value(v: Any) -> str:
 
 
 def dump_cluster(cluster: Cluster) -> str:
-    out = ["[cluster]", f"policy = {_toml_value(cluster.policy)}", f"executor = {_toml_value(cluster.executor)}",
-           f"seed = {cluster.seed}", "", "[cluster.params]"]
+    out = [
+        "[cluster]",
+        f"policy = {_toml_value(cluster.policy)}",
+        f"executor = {_toml_value(cluster.executor)}",
+        f"seed = {cluster.seed}",
+        "",
+        "[cluster.params]",
+    ]
     out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
     for p in cluster.processes:
-        out += ["", "[[process]]", f"name = {_toml_value(p.name)}", f"role = {_toml_value(p.role)}",
-                f"host = {_toml_value(p.host)}", f"port = {p.port}"]
+        out += [
+            "",
+            "[[process]]",
+            f"name = {_toml_value(p.name)}",
+            f"role = {_toml_value(p.role)}",
+            f"host = {_toml_value(p.host)}",
+            f"port = {p.port}",
+        ]
         if p.bind:
             out.append(f"bind = {_toml_value(p.bind)}")
         if p.role == "node":
@@ -235,11 +253,15 @@ def load_cluster(path: Path | str) -> Cluster:
         if not 0 < p.port < 65536:
             raise ClusterError(f"{where}: field 'port': {p.port} is not a TCP port")
         if "@" in p.name or p.name in seen:
-            raise ClusterError(f"{where}: field 'name': {p.name!r} is {'repeated' if p.name in seen else 'invalid'}")
+            raise ClusterError(
+                f"{where}: field 'name': {p.name!r} is {'repeated' if p.name in seen else 'invalid'}"
+            )
         if p.role == "node" and p.slots < 1:
             raise ClusterError(f"{where}: field 'slots': a node needs at least 1 slot, got {p.slots}")
         if p.partition not in PARTITIONS:
-            raise ClusterError(f"{where}: field 'partition': {p.partition!r} is not one of {', '.join(PARTITIONS)}")
+            raise ClusterError(
+                f"{where}: field 'partition': {p.partition!r} is not one of {', '.join(PARTITIONS)}"
+            )
         seen.add(p.name)
         cluster.processes.append(p)
     if len(cluster.by_role("frontend")) != 1:

@@ -112,7 +112,9 @@ class FrontendCore(Core):
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
             job = jobs[self.next]
             self.times[job.job_id].submit = clock
-            effects.append(Send(self.route(job, self.next), SubmitJob(job.job_id, job.durations, job.estimate)))
+            effects.append(
+                Send(self.route(job, self.next), SubmitJob(job.job_id, job.durations, job.estimate))
+            )
             self.next += 1
         if self.next < len(jobs):
             effects.append(SetTimer(SUBMIT, jobs[self.next].submit - clock))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from typing import Any
 
@@ -46,7 +47,7 @@ class Runtime:
             self.executor = make_executor(self.executor_kind, loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
         try:
-            self._apply(self.core.start(loop.time()))
+            self._apply(self.core.start(self.now()))
             self._drain()
             await self._stopped
         finally:
@@ -60,9 +61,10 @@ class Runtime:
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
 
-    def now(self) -> float:
-        assert self.loop is not None
-        return self.loop.time()
+    @staticmethod
+    def now() -> float:
+        """The core's clock: monotonic, in seconds (uvloop's own clock only has milliseconds)."""
+        return time.monotonic()
 
     def stats(self) -> Stats:
         counters = dict(self.core.counters)
@@ -129,8 +131,9 @@ class Runtime:
     def _error(self, kind: str, text: str, exc_info: bool = False) -> None:
         self.errors[kind] += 1
         if self.errors[kind] == 1:
-            log.warning("%s: %s (further ones of this kind are only counted)", self.core.name, text,
-                        exc_info=exc_info)
+            log.warning(
+                "%s: %s (further ones of this kind are only counted)", self.core.name, text, exc_info=exc_info
+            )
 
     # --- effects -----------------------------------------------------------------------------------
     def _apply(self, effects: list[Any]) -> None:

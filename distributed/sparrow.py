@@ -3,10 +3,11 @@
 "To schedule a job with t tasks, a distributed scheduler sends probes to 2t servers. When a probe
 comes to the head of a server's queue, the server requests a task from the scheduler. If the
 scheduler has not given out the t tasks to other servers, it responds to the server with a task.
-Otherwise, a cancel is sent." Here the probe ratio d is a parameter (default 2, the value the Sparrow
-authors found best). Once the last task is handed out, every node still holding reservations of the job gets one
-``CancelProbes`` so they leave its queue; a late ``GetTask`` is answered ``NoTask``. When the job's
-last task finishes, the frontend that submitted it gets ``JobDone``.
+Otherwise, a cancel is sent." Here the probe ratio d is a parameter (default 2, the value the
+Sparrow authors found best). Once the last task is handed out, every node still holding
+reservations of the job gets one ``CancelProbes`` so they leave its queue; a late ``GetTask`` is
+answered ``NoTask``. When the job's last task finishes, the frontend that submitted it gets
+``JobDone``.
 
 Probes for the same node are batched into one message (``Probe.count``); this happens only when
 d*t exceeds the number of nodes, where probes must repeat nodes.
@@ -22,7 +23,16 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import AssignTask, CancelProbes, GetTask, JobDone, NoTask, Probe, SubmitJob, TaskFinished
+from ..common.messages import (
+    AssignTask,
+    CancelProbes,
+    GetTask,
+    JobDone,
+    NoTask,
+    Probe,
+    SubmitJob,
+    TaskFinished,
+)
 
 
 @dataclass(slots=True)

@@ -84,8 +84,16 @@ def run_bench(out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aviary-bench-") as tmp:
         results = uvloop.run(_bench("process", Path(tmp)))
-    results["targets"] = {"roundtrip_p50_ms": "<= 1.5", "noop_tasks_per_s": ">= 3000", "sleep10ms_efficiency": "<= 1.10"}
-    results["machine"] = {"python": platform.python_version(), "cpus": _cpus(), "platform": platform.platform()}
+    results["targets"] = {
+        "roundtrip_p50_ms": "<= 1.5",
+        "noop_tasks_per_s": ">= 3000",
+        "sleep10ms_efficiency": "<= 1.10",
+    }
+    results["machine"] = {
+        "python": platform.python_version(),
+        "cpus": _cpus(),
+        "platform": platform.platform(),
+    }
     (out / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 

@@ -13,10 +13,6 @@ from .registry import POLICIES
 BUNDLED_TRACE = Path(__file__).resolve().parent.parent / "experiments" / "traces" / "google_10k.tr"
 
 
-class UsageError(Exception):
-    """Bad input the user must fix: printed as one line, exit status 2."""
-
-
 class Parser(argparse.ArgumentParser):
     """argparse that reports a bad flag in one line, without the usage block."""
 
@@ -42,10 +38,18 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
     p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
     p.add_argument("--slots", type=_positive_int, default=1, help="slots per node (default %(default)s)")
-    p.add_argument("--schedulers", type=_positive_int, default=schedulers,
-                   help="distributed schedulers (default %(default)s)")
-    p.add_argument("--executor", default="timer", choices=["timer", "process"],
-                   help="what a task is: a timer in the node monitor, or a real child process")
+    p.add_argument(
+        "--schedulers",
+        type=_positive_int,
+        default=schedulers,
+        help="distributed schedulers (default %(default)s)",
+    )
+    p.add_argument(
+        "--executor",
+        default="timer",
+        choices=["timer", "process"],
+        help="what a task is: a timer in the node monitor, or a real child process",
+    )
     p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
@@ -59,33 +63,74 @@ def build_parser() -> Parser:
     up.add_argument("--dir", type=Path, default=None, help="where to write cluster.toml and logs")
 
     rp = sub.add_parser("replay", help="replay a trace sample against a testbed or the simulator")
-    rp.add_argument("trace", nargs="?", type=Path, default=BUNDLED_TRACE,
-                    help="trace file (default: the bundled 10,000-job Google sample)")
+    rp.add_argument(
+        "trace",
+        nargs="?",
+        type=Path,
+        default=BUNDLED_TRACE,
+        help="trace file (default: the bundled 10,000-job Google sample)",
+    )
     rp.add_argument("--runtime", choices=["real", "sim"], default="real")
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
     rp.add_argument("--sample", choices=["consecutive", "random"], default="consecutive")
-    rp.add_argument("--time-scale", type=_positive_float, default=None,
-                    help="divide durations by this (default 1000 real, 1 sim)")
-    rp.add_argument("--task-scale", type=_positive_float, default=None,
-                    help="multiply task counts by this, keeping task-seconds (default real: "
-                         "nodes*slots/reference-nodes; sim: 1)")
-    rp.add_argument("--reference-nodes", type=_positive_int, default=10000,
-                    help="cluster size the trace's job sizes refer to (default %(default)s)")
+    rp.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=None,
+        help="divide durations by this (default 1000 real, 1 sim)",
+    )
+    rp.add_argument(
+        "--task-scale",
+        type=_positive_float,
+        default=None,
+        help="multiply task counts by this, keeping task-seconds (default real: "
+        "nodes*slots/reference-nodes; sim: 1)",
+    )
+    rp.add_argument(
+        "--reference-nodes",
+        type=_positive_int,
+        default=10000,
+        help="cluster size the trace's job sizes refer to (default %(default)s)",
+    )
     arrivals = rp.add_mutually_exclusive_group()
-    arrivals.add_argument("--load", type=_positive_float, default=None,
-                          help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)")
+    arrivals.add_argument(
+        "--load",
+        type=_positive_float,
+        default=None,
+        help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)",
+    )
     arrivals.add_argument("--keep-arrivals", action="store_true", help="keep the trace's own arrival times")
-    rp.add_argument("--cutoff", type=_positive_float, default=None,
-                    help="short/long cutoff in trace seconds for reporting (default 1129.532)")
-    rp.add_argument("--misestimate", type=float, nargs=2, metavar=("LO", "HI"), default=None,
-                    help="multiply each job's estimate by a seeded uniform factor in [LO, HI]")
+    rp.add_argument(
+        "--cutoff",
+        type=_positive_float,
+        default=None,
+        help="short/long cutoff in trace seconds for reporting (default 1129.532)",
+    )
+    rp.add_argument(
+        "--misestimate",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="multiply each job's estimate by a seeded uniform factor in [LO, HI]",
+    )
     rp.add_argument("--net-delay", type=float, default=0.0005, help="simulator network delay (s)")
-    rp.add_argument("--stall-timeout", type=_positive_float, default=None,
-                    help="give up when no job finished for this long (s; default from the workload)")
-    rp.add_argument("--connect", type=Path, default=None,
-                    help="use the running testbed of this cluster.toml instead of starting one")
-    rp.add_argument("--out", type=Path, default=None, help="results folder (default results/<policy>-<runtime>)")
+    rp.add_argument(
+        "--stall-timeout",
+        type=_positive_float,
+        default=None,
+        help="give up when no job finished for this long (s; default from the workload)",
+    )
+    rp.add_argument(
+        "--connect",
+        type=Path,
+        default=None,
+        help="use the running testbed of this cluster.toml instead of starting one",
+    )
+    rp.add_argument(
+        "--out", type=Path, default=None, help="results folder (default results/<policy>-<runtime>)"
+    )
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
 
     cp = sub.add_parser("compare", help="percentiles of runs normalized to the first")
@@ -103,6 +148,7 @@ def build_parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from . import commands
+    from .replay import UsageError
 
     try:
         return commands.COMMANDS[args.command](args)

@@ -45,7 +45,9 @@ class LocalTestbed:
             with open(self.logs / f"{spec.name}.log", "wb") as log:
                 self.children[spec.name] = subprocess.Popen(
                     [sys.executable, "-m", "aviary.launch.process", str(self.cluster_file), spec.name],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
                     preexec_fn=_die_with_parent,
                 )
 

@@ -87,11 +87,14 @@ class FrontendSession:
                 raise ReplayError("a process died before it registered: " + "; ".join(self.problems))
             if time.monotonic() > deadline:
                 missing = ", ".join(sorted(core.waiting)[:10])
-                raise ReplayError(f"{len(core.waiting)} processes did not register within {timeout:.0f} s: {missing}")
+                raise ReplayError(
+                    f"{len(core.waiting)} processes did not register within {timeout:.0f} s: {missing}"
+                )
             await asyncio.sleep(0.01)
 
-    async def replay(self, *, stall_timeout: float = 60.0, progress: Progress | None = None,
-                     tick: float = 0.1) -> float:
+    async def replay(
+        self, *, stall_timeout: float = 60.0, progress: Progress | None = None, tick: float = 0.1
+    ) -> float:
         """Wait until every job finished or the replay stalled; returns the wall time it took."""
         core, runtime = self.core, self.runtime
         start = time.monotonic()
@@ -104,7 +107,8 @@ class FrontendSession:
                 left = core.unfinished()
                 shown = ", ".join(map(str, left[:20])) + (" ..." if len(left) > 20 else "")
                 self.problems.append(
-                    f"gave up: no job finished for {stall_timeout:g} s; {len(left)} jobs did not finish: {shown}"
+                    f"gave up: no job finished for {stall_timeout:g} s; "
+                    f"{len(left)} jobs did not finish: {shown}"
                 )
                 break
         if progress is not None:

@@ -40,8 +40,12 @@ def _param(cluster: Cluster, key: str, default: Any) -> Any:
 
 
 def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
-    return SparrowCore(spec.name, [n.name for n in cluster.nodes],
-                       probe_ratio=float(_param(cluster, "probe_ratio", 2.0)), seed=cluster.seed)
+    return SparrowCore(
+        spec.name,
+        [n.name for n in cluster.nodes],
+        probe_ratio=float(_param(cluster, "probe_ratio", 2.0)),
+        seed=cluster.seed,
+    )
 
 
 def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
@@ -51,10 +55,17 @@ def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in [
-        Policy("sparrow", "batch sampling with probe ratio d and late binding", scheduler=_sparrow,
-               params=("probe_ratio",)),
-        Policy("fifo", "central FIFO queue, a task placed only on a free slot (no preemption)",
-               central=_central_fifo),
+        Policy(
+            "sparrow",
+            "batch sampling with probe ratio d and late binding",
+            scheduler=_sparrow,
+            params=("probe_ratio",),
+        ),
+        Policy(
+            "fifo",
+            "central FIFO queue, a task placed only on a free slot (no preemption)",
+            central=_central_fifo,
+        ),
     ]
 }
 

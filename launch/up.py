@@ -40,7 +40,9 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
     async with FrontendSession(cluster, [], frontend=control, dead=bed.dead) as session:
         await session.registered()
         console.print(cluster_table(cluster))
-        console.print(f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}")
+        console.print(
+            f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}"
+        )
         console.print(f"logs: {bed.logs}/   replay against it: aviary replay --connect {bed.cluster_file}")
         console.print("Ctrl-C stops the testbed.")
         while not stop.is_set():

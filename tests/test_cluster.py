@@ -6,8 +6,9 @@ from aviary.common.cluster import ClusterError, dump_cluster, load_cluster, loca
 
 
 def test_local_cluster_round_trips_through_toml(tmp_path):
-    c = local_cluster(nodes=5, slots=2, schedulers=2, central=True, short_partition=0.2,
-                      params={"probe_ratio": 2.0})
+    c = local_cluster(
+        nodes=5, slots=2, schedulers=2, central=True, short_partition=0.2, params={"probe_ratio": 2.0}
+    )
     path = tmp_path / "c.toml"
     path.write_text(dump_cluster(c))
     back = load_cluster(path)
@@ -20,7 +21,7 @@ def test_local_cluster_round_trips_through_toml(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "needle"),
     [
-        (lambda t: t.replace('port = ', 'port = "x"#', 1), "field 'port'"),
+        (lambda t: t.replace("port = ", 'port = "x"#', 1), "field 'port'"),
         (lambda t: t.replace('role = "node"', 'role = "nod"', 1), "field 'role'"),
         (lambda t: t.replace("slots = 2", "slots = 0", 1), "field 'slots'"),
         (lambda t: t.replace('name = "node-1"', 'name = "node-0"', 1), "field 'name'"),

@@ -5,7 +5,11 @@ from aviary.common.frontend import FrontendCore, round_robin
 from aviary.common.messages import Hello, JobDone, Register, SubmitJob
 from aviary.common.model import JobSpec
 
-JOBS = [JobSpec(0, 0.0, [1.0], 1.0, False), JobSpec(1, 0.5, [2.0, 2.0], 2.0, True), JobSpec(2, 0.5, [1.0], 1.0, False)]
+JOBS = [
+    JobSpec(0, 0.0, [1.0], 1.0, False),
+    JobSpec(1, 0.5, [2.0, 2.0], 2.0, True),
+    JobSpec(2, 0.5, [1.0], 1.0, False),
+]
 
 
 def test_waits_for_every_process_then_submits_at_arrival_times():

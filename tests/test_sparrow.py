@@ -4,7 +4,16 @@ import random
 from collections import Counter
 
 from aviary.common.effects import Send
-from aviary.common.messages import AssignTask, CancelProbes, GetTask, JobDone, NoTask, Probe, SubmitJob, TaskFinished
+from aviary.common.messages import (
+    AssignTask,
+    CancelProbes,
+    GetTask,
+    JobDone,
+    NoTask,
+    Probe,
+    SubmitJob,
+    TaskFinished,
+)
 from aviary.distributed.sparrow import SparrowCore, sample_nodes
 
 NODES = [f"n{i}" for i in range(20)]
@@ -35,7 +44,9 @@ def test_more_probes_than_nodes_are_batched_per_node():
 
 def test_seeded_choices_are_reproducible_and_differ_across_seeds():
     def targets(seed):
-        return sorted(probes(SparrowCore("s", NODES, seed=seed).on_message(0, "fe", SubmitJob(1, [1.0] * 3, 1.0))))
+        return sorted(
+            probes(SparrowCore("s", NODES, seed=seed).on_message(0, "fe", SubmitJob(1, [1.0] * 3, 1.0)))
+        )
 
     assert targets(3) == targets(3)
     assert targets(3) != targets(4)

@@ -1,0 +1,306 @@
+"""Results files of a replay (DESIGN §7): ``jobs.csv`` and ``summary.json``.
+
+``jobs.csv`` has one row per job (``job_id,class,tasks,submit,first_start,finish,jct,policy``); times
+are seconds on the replay clock written as ``%.6f``, and empty for a job that did not start or finish.
+``summary.json`` holds the job completion time percentiles per class, utilization, message counts and
+counters. Both files are written atomically (a temporary file renamed into place), ``jobs.csv`` first,
+so a folder with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give
+byte-identical files.
+
+Percentiles use linear interpolation between closest ranks, numpy's default (``method="linear"``,
+Hyndman & Fan type 7): for sorted values ``x[0..n-1]`` and ``q`` in [0, 1], ``h = (n-1)*q`` and the
+percentile is ``x[floor(h)] + (h - floor(h)) * (x[floor(h)+1] - x[floor(h)])``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+__all__ = [
+    "CLASSES",
+    "JOBS_CSV",
+    "JOBS_HEADER",
+    "SUMMARY_JSON",
+    "JobRecord",
+    "ResultsError",
+    "format_summary_table",
+    "jct_stats",
+    "percentile",
+    "read_jobs",
+    "read_summary",
+    "write_results",
+]
+
+JOBS_CSV = "jobs.csv"
+SUMMARY_JSON = "summary.json"
+JOBS_HEADER = ("job_id", "class", "tasks", "submit", "first_start", "finish", "jct", "policy")
+CLASSES = ("short", "long", "all")
+UNFINISHED_LISTED = 100
+"""At most this many unfinished job ids are listed in the summary (``unfinished_count`` has them all)."""
+
+
+class ResultsError(ValueError):
+    """A results folder or file that cannot be read; the message is one line naming the file."""
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """What happened to one job, in seconds of the replay clock."""
+
+    job_id: int
+    cls: str
+    """``"short"`` or ``"long"``, by the trace's reference cutoff."""
+    tasks: int
+    submit: float
+    first_start: float | None = None
+    finish: float | None = None
+    policy: str = ""
+
+    def __post_init__(self) -> None:
+        if self.cls not in ("short", "long"):
+            raise ValueError(f"job {self.job_id}: class must be 'short' or 'long', got {self.cls!r}")
+
+    @property
+    def jct(self) -> float | None:
+        """Job completion time ``finish - submit``, or None if the job did not finish."""
+        return None if self.finish is None else self.finish - self.submit
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile (``q`` in [0, 1]) of already sorted values, by linear interpolation."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    h = (len(sorted_values) - 1) * q
+    lo = math.floor(h)
+    if lo + 1 >= len(sorted_values):
+        return float(sorted_values[-1])
+    a, b = sorted_values[lo], sorted_values[lo + 1]
+    return float(a + (h - lo) * (b - a))
+
+
+def jct_stats(values: Iterable[float]) -> dict[str, float | int | None]:
+    """``p50``/``p90``/``p99``/``mean``/``count`` of completion times (None when there are none)."""
+    xs = sorted(values)
+    if not xs:
+        return {"p50": None, "p90": None, "p99": None, "mean": None, "count": 0}
+    return {
+        "p50": _r(percentile(xs, 0.50)),
+        "p90": _r(percentile(xs, 0.90)),
+        "p99": _r(percentile(xs, 0.99)),
+        "mean": _r(math.fsum(xs) / len(xs)),
+        "count": len(xs),
+    }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.6f}"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _jobs_csv_text(records: Sequence[JobRecord], policy: str) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(JOBS_HEADER)
+    for r in records:
+        times = (_fmt(r.submit), _fmt(r.first_start), _fmt(r.finish), _fmt(r.jct))
+        w.writerow((r.job_id, r.cls, r.tasks, *times, r.policy or policy))
+    return buf.getvalue()
+
+
+def write_results(
+    out_dir: str | os.PathLike[str],
+    records: Sequence[JobRecord],
+    *,
+    policy: str,
+    runtime: str,
+    nodes: int,
+    slots: int,
+    wall_seconds: float,
+    task_seconds: float | None = None,
+    messages: Mapping[str, int] | None = None,
+    counters: Mapping[str, int | float] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write ``out_dir/jobs.csv`` and ``out_dir/summary.json`` (creating ``out_dir``); return the summary.
+
+    ``task_seconds`` is the total run time of all tasks (replay seconds), for ``utilization =
+    task_seconds / (nodes * slots * makespan)``, with ``makespan`` from the first submit to the last
+    finish; it is None when ``task_seconds`` is not given or no job finished. ``messages`` counts
+    messages by kind; the summary adds ``total`` and ``per_task`` (per task of all jobs). Records are
+    written sorted by job id; a record without a policy gets ``policy``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    recs = sorted(records, key=lambda r: r.job_id)
+    done = [(r, r.finish - r.submit) for r in recs if r.finish is not None]
+    unfinished = [r.job_id for r in recs if r.finish is None]
+    tasks = sum(r.tasks for r in recs)
+    finishes = [r.finish for r in recs if r.finish is not None]
+    makespan = max(finishes) - min(r.submit for r in recs) if finishes else None
+    utilization = None
+    if task_seconds is not None and makespan is not None and makespan > 0:
+        utilization = task_seconds / (nodes * slots * makespan)
+    msgs: dict[str, Any] = {k: int(v) for k, v in sorted((messages or {}).items())}
+    total = sum(msgs.values())
+    msgs["total"] = total
+    msgs["per_task"] = total / tasks if tasks else None
+    summary: dict[str, Any] = {
+        "policy": policy,
+        "runtime": runtime,
+        "nodes": nodes,
+        "slots": slots,
+        "jobs": len(recs),
+        "tasks": tasks,
+        "finished": len(done),
+        "unfinished": unfinished[:UNFINISHED_LISTED],
+        "unfinished_count": len(unfinished),
+        "jct": {
+            "short": jct_stats(jct for r, jct in done if r.cls == "short"),
+            "long": jct_stats(jct for r, jct in done if r.cls == "long"),
+            "all": jct_stats(jct for _, jct in done),
+        },
+        "makespan": _r(makespan),
+        "task_seconds": _r(task_seconds),
+        "utilization": utilization,
+        "messages": msgs,
+        "counters": dict(sorted((counters or {}).items())),
+        "wall_seconds": _r(wall_seconds),
+        "extra": dict(extra or {}),
+    }
+    _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
+    _atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def read_summary(result_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load ``summary.json`` of a results folder; :class:`ResultsError` (one line) if missing or bad."""
+    path = Path(result_dir) / SUMMARY_JSON
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: not found (is {result_dir} a results folder?)") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        summary = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("jct"), dict):
+        raise ResultsError(f"{path}: field 'jct': missing (not an aviary summary)")
+    return summary
+
+
+def _opt_float(path: Path, lineno: int, field: str, text: str) -> float | None:
+    if text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ResultsError(f"{path}:{lineno}: field '{field}': not a number: {text!r}") from None
+
+
+def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
+    """Load ``jobs.csv`` of a results folder as :class:`JobRecord` s (``jct`` is recomputed)."""
+    path = Path(result_dir) / JOBS_CSV
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: not found (is {result_dir} a results folder?)") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = csv.reader(io.StringIO(text, newline=""))
+    header = next(rows, None)
+    if header is None or tuple(header) != JOBS_HEADER:
+        raise ResultsError(f"{path}:1: header: expected {','.join(JOBS_HEADER)}")
+    records: list[JobRecord] = []
+    for lineno, row in enumerate(rows, 2):
+        if not row:
+            continue
+        if len(row) != len(JOBS_HEADER):
+            raise ResultsError(f"{path}:{lineno}: expected {len(JOBS_HEADER)} fields, found {len(row)}")
+        job_id, cls, tasks, submit, first_start, finish, _jct, policy = row
+        if cls not in ("short", "long"):
+            raise ResultsError(f"{path}:{lineno}: field 'class': expected short or long, got {cls!r}")
+        try:
+            ints = int(job_id), int(tasks)
+        except ValueError:
+            raise ResultsError(f"{path}:{lineno}: field 'job_id' or 'tasks': not an integer") from None
+        sub = _opt_float(path, lineno, "submit", submit)
+        if sub is None:
+            raise ResultsError(f"{path}:{lineno}: field 'submit': missing")
+        records.append(
+            JobRecord(
+                job_id=ints[0],
+                cls=cls,
+                tasks=ints[1],
+                submit=sub,
+                first_start=_opt_float(path, lineno, "first_start", first_start),
+                finish=_opt_float(path, lineno, "finish", finish),
+                policy=policy,
+            )
+        )
+    return records
+
+
+def _cell(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def format_summary_table(summary: Mapping[str, Any]) -> Table:
+    """A short rich table of a summary: JCT percentiles (s) per class, with totals in the caption."""
+    table = Table(
+        title=f"{summary.get('policy', '?')} ({summary.get('runtime', '?')}, "
+        f"{summary.get('nodes', '?')} nodes x {summary.get('slots', '?')} slots)"
+    )
+    table.add_column("class")
+    for name in ("jobs", "p50 (s)", "p90 (s)", "p99 (s)", "mean (s)"):
+        table.add_column(name, justify="right")
+    for cls in CLASSES:
+        st = summary.get("jct", {}).get(cls) or {}
+        table.add_row(
+            cls, str(st.get("count", 0)), *(_cell(st.get(k)) for k in ("p50", "p90", "p99", "mean"))
+        )
+    util = summary.get("utilization")
+    per_task = summary.get("messages", {}).get("per_task")
+    parts = [
+        f"finished {summary.get('finished', '?')}/{summary.get('jobs', '?')}",
+        f"utilization {'n/a' if util is None else f'{util:.1%}'}",
+        f"messages/task {'n/a' if per_task is None else f'{per_task:.2f}'}",
+    ]
+    parts += [f"{k} {v}" for k, v in (summary.get("counters") or {}).items()]
+    wall = summary.get("wall_seconds")
+    if wall is not None:
+        parts.append(f"wall {wall:.1f} s")
+    table.caption = ", ".join(parts)
+    return table

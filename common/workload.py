@@ -1,0 +1,219 @@
+"""Scaled replay workloads from trace jobs (DESIGN §4).
+
+:func:`build_workload` follows the thesis' 100-node experiments: "we scale down task duration by 1000x
+... We also scale down the number of tasks per job by keeping constant the ratio between the cluster
+size and the largest number of tasks in a job. When we scale down the number of tasks in a job, we
+compensate by proportionally increasing the duration of the remaining tasks in order to keep the same
+task-seconds". The steps, in order:
+
+1. **Sample** K jobs: ``"consecutive"`` takes K jobs in a row from ``start`` (default: a seeded random
+   start), ``"random"`` a seeded random subset kept in trace order.
+2. **Classify** each job by its *original* trace mean task duration: ``long = mean >= cutoff``
+   (trace seconds, before any scaling or task merging), so classes match the trace's reference.
+3. **Merge tasks**: with factor ``f`` (``task_scale``, or ``nodes*slots/reference_nodes``), a job of
+   ``n`` tasks keeps ``m = min(n, max(1, round(n*f)))`` tasks. The original tasks, in trace order, are
+   split into ``m`` contiguous groups as even as possible (group ``i`` holds tasks
+   ``[i*n//m, (i+1)*n//m)``) and each new task runs for the *sum* of its group's durations. Each job's
+   task-seconds are thus kept exactly (up to float rounding; exactly for integer durations), while
+   the longer tasks keep the trace's spread of durations instead of all becoming the mean.
+4. **Time scale**: every duration is divided by ``time_scale`` (1000: trace seconds -> milliseconds).
+5. **Estimate**: the mean of the job's new task durations, optionally multiplied by a seeded uniform
+   factor in ``[lo, hi]`` per job (mis-estimation, thesis §2.4.8).
+6. **Arrivals**: either the trace's submit times shifted so the first sampled job is at 0 and divided
+   by ``time_scale``, or Poisson arrivals at offered load ``rho``: exponential gaps of mean
+   ``(mean task-seconds per sampled job, after scaling) / (rho * nodes * slots)``, first job at 0.
+
+Job ids are 0..K-1 in submit order; ``JobSpec.line`` is the trace line. Randomness comes from
+``random.Random(seed)``, split into independent streams for sampling, arrivals and mis-estimation, so
+changing the load does not change which jobs are sampled or how they are mis-estimated.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+from .model import GOOGLE_CUTOFF, JobSpec
+from .trace import TraceJob
+
+__all__ = [
+    "WorkloadError",
+    "build_workload",
+    "merge_tasks",
+    "poisson_single_task_jobs",
+    "task_count",
+]
+
+
+class WorkloadError(ValueError):
+    """Impossible workload parameters; the message is one line."""
+
+
+def task_count(n: int, factor: float) -> int:
+    """Tasks a job of ``n`` tasks keeps at task-scale ``factor``: ``min(n, max(1, round(n*factor)))``."""
+    return min(n, max(1, round(n * factor)))
+
+
+def merge_tasks(durations: Sequence[float], m: int) -> list[float]:
+    """Split ``durations`` into ``m`` contiguous, near-equal groups; return each group's sum.
+
+    Group ``i`` holds indices ``[i*n//m, (i+1)*n//m)``; the total is preserved (sums use ``math.fsum``).
+    """
+    n = len(durations)
+    if not 1 <= m <= n:
+        raise WorkloadError(f"cannot merge {n} tasks into {m}")
+    if m == n:
+        return list(durations)
+    return [math.fsum(durations[i * n // m : (i + 1) * n // m]) for i in range(m)]
+
+
+def _sample(
+    trace_jobs: Sequence[TraceJob], jobs: int | None, sample: str, start: int | None, rng: random.Random
+) -> list[TraceJob]:
+    total = len(trace_jobs)
+    if total == 0:
+        raise WorkloadError("the trace has no jobs")
+    if sample not in ("consecutive", "random"):
+        raise WorkloadError(f"sample must be 'consecutive' or 'random', got {sample!r}")
+    if start is not None and not 0 <= start < total:
+        raise WorkloadError(f"start {start} is outside the trace (0..{total - 1})")
+    if jobs is None:
+        jobs = total - (start or 0)
+    if jobs < 1:
+        raise WorkloadError(f"jobs must be at least 1, got {jobs}")
+    if jobs > total:
+        raise WorkloadError(f"asked for {jobs} jobs but the trace has only {total}")
+    if sample == "random":
+        if start is not None:
+            raise WorkloadError("start applies only to sample='consecutive'")
+        return [trace_jobs[i] for i in sorted(rng.sample(range(total), jobs))]
+    if start is None:
+        start = rng.randrange(total - jobs + 1)
+    elif start + jobs > total:
+        raise WorkloadError(f"{jobs} jobs from start {start} run past the end of the trace ({total} jobs)")
+    return list(trace_jobs[start : start + jobs])
+
+
+def build_workload(
+    trace_jobs: Sequence[TraceJob],
+    *,
+    jobs: int | None = None,
+    sample: Literal["consecutive", "random"] = "consecutive",
+    start: int | None = None,
+    seed: int = 0,
+    time_scale: float = 1.0,
+    task_scale: float | None = None,
+    scale_tasks: bool = True,
+    nodes: int = 1,
+    slots: int = 1,
+    reference_nodes: int = 10000,
+    load: float | None = None,
+    keep_arrivals: bool = False,
+    cutoff: float = GOOGLE_CUTOFF,
+    misestimate: tuple[float, float] | None = None,
+) -> list[JobSpec]:
+    """Turn trace jobs (sorted by submit, as :func:`~aviary.common.trace.read_trace` returns them) into
+    a scaled replay (see the module docstring for each step).
+
+    ``jobs=None`` takes every job (from ``start``, if given). Task merging uses ``task_scale`` when
+    given, else ``nodes*slots/reference_nodes`` when ``scale_tasks``, else no merging. Exactly one of
+    ``load`` (Poisson arrivals at that offered load) and ``keep_arrivals`` must be chosen.
+    Raises :class:`WorkloadError` on impossible parameters.
+    """
+    if not (time_scale > 0 and math.isfinite(time_scale)):
+        raise WorkloadError(f"time_scale must be a positive number, got {time_scale}")
+    if nodes < 1 or slots < 1:
+        raise WorkloadError(f"nodes and slots must be at least 1, got nodes={nodes} slots={slots}")
+    if reference_nodes < 1:
+        raise WorkloadError(f"reference_nodes must be at least 1, got {reference_nodes}")
+    if task_scale is not None and not (task_scale > 0 and math.isfinite(task_scale)):
+        raise WorkloadError(f"task_scale must be a positive number, got {task_scale}")
+    if keep_arrivals and load is not None:
+        raise WorkloadError("choose either load (Poisson arrivals) or keep_arrivals, not both")
+    if not keep_arrivals:
+        if load is None:
+            raise WorkloadError("choose an arrival process: load=RHO (Poisson) or keep_arrivals=True")
+        if not (load > 0 and math.isfinite(load)):
+            raise WorkloadError(f"load must be a positive number, got {load}")
+    if misestimate is not None:
+        lo, hi = misestimate
+        if not (0 < lo <= hi and math.isfinite(hi)):
+            raise WorkloadError(f"misestimate range must satisfy 0 < lo <= hi, got [{lo}, {hi}]")
+    if not (cutoff >= 0 and math.isfinite(cutoff)):
+        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+
+    root = random.Random(seed)
+    sample_rng, arrival_rng, estimate_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
+    chosen = _sample(trace_jobs, jobs, sample, start, sample_rng)
+    chosen.sort(key=lambda tj: tj.submit)  # a no-op for read_trace's output; ids follow submit order
+
+    if task_scale is not None:
+        factor = task_scale
+    elif scale_tasks:
+        factor = nodes * slots / reference_nodes
+    else:
+        factor = 1.0
+
+    durations_per_job: list[list[float]] = []
+    for tj in chosen:
+        merged = merge_tasks(tj.durations, task_count(tj.tasks, factor))
+        durations_per_job.append([d / time_scale for d in merged] if time_scale != 1.0 else merged)
+
+    if keep_arrivals:
+        first = chosen[0].submit
+        submits = [(tj.submit - first) / time_scale for tj in chosen]
+    else:
+        assert load is not None
+        mean_work = math.fsum(math.fsum(ds) for ds in durations_per_job) / len(chosen)
+        mean_gap = mean_work / (load * nodes * slots)
+        submits = [0.0]
+        for _ in range(len(chosen) - 1):
+            gap = arrival_rng.expovariate(1.0 / mean_gap) if mean_gap > 0 else 0.0
+            submits.append(submits[-1] + gap)
+
+    specs: list[JobSpec] = []
+    for job_id, (tj, durations, submit) in enumerate(zip(chosen, durations_per_job, submits, strict=True)):
+        estimate = math.fsum(durations) / len(durations)
+        if misestimate is not None:
+            estimate *= estimate_rng.uniform(*misestimate)
+        specs.append(
+            JobSpec(
+                job_id=job_id,
+                submit=submit,
+                durations=durations,
+                estimate=estimate,
+                long=tj.mean >= cutoff,
+                line=tj.line,
+            )
+        )
+    return specs
+
+
+def poisson_single_task_jobs(
+    n: int, load: float, mean_duration: float, seed: int, slots: int = 1
+) -> list[JobSpec]:
+    """``n`` single-task jobs with exponential durations and Poisson arrivals (an M/M/c workload).
+
+    Arrival rate ``load * slots / mean_duration`` for ``slots`` servers in all, so the offered load is
+    ``load``; the first job arrives at 0; each estimate is the task's own duration; all jobs are short.
+    """
+    if n < 1:
+        raise WorkloadError(f"n must be at least 1, got {n}")
+    if not (load > 0 and math.isfinite(load)):
+        raise WorkloadError(f"load must be a positive number, got {load}")
+    if not (mean_duration > 0 and math.isfinite(mean_duration)):
+        raise WorkloadError(f"mean_duration must be a positive number, got {mean_duration}")
+    if slots < 1:
+        raise WorkloadError(f"slots must be at least 1, got {slots}")
+    rng = random.Random(seed)
+    rate = load * slots / mean_duration
+    specs: list[JobSpec] = []
+    t = 0.0
+    for job_id in range(n):
+        if job_id:
+            t += rng.expovariate(rate)
+        d = rng.expovariate(1.0 / mean_duration)
+        specs.append(JobSpec(job_id=job_id, submit=t, durations=[d], estimate=d, long=False))
+    return specs

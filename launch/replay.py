@@ -1,0 +1,229 @@
+"""``aviary replay``: a trace sample against a real testbed or the simulator, to results files.
+
+The same workload, the same cores and the same results files on both runtimes (DESIGN §2, §7):
+``--runtime real`` starts a local testbed (or uses one with ``--connect``) and drives it from a
+frontend in this process; ``--runtime sim`` runs every core in this process on virtual time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..common.cluster import Cluster, ClusterError, load_cluster, local_cluster
+from ..common.frontend import FrontendCore
+from ..common.model import GOOGLE_CUTOFF, JobSpec
+from ..common.results import JobRecord, format_summary_table, write_results
+from ..common.trace import TraceError, read_trace
+from ..common.workload import WorkloadError, build_workload
+from .local import LocalTestbed
+from .real import ReplayError, run_real
+from .registry import get_policy
+
+DEFAULT_LOAD = 0.8
+
+
+class UsageError(Exception):
+    """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
+
+
+@dataclass
+class ReplaySetup:
+    """Everything a replay needs, resolved from the flags."""
+
+    cluster: Cluster
+    jobs: list[JobSpec]
+    runtime: str
+    out: Path
+    stall_timeout: float
+    net_delay: float = 0.0005
+    connect: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def policy_params(args: argparse.Namespace) -> dict[str, Any]:
+    return {"probe_ratio": args.probe_ratio}
+
+
+def testbed_cluster(args: argparse.Namespace) -> Cluster:
+    """The local testbed the flags describe (distributed schedulers only if the policy uses them)."""
+    policy = get_policy(args.policy)
+    return local_cluster(
+        nodes=args.nodes,
+        slots=args.slots,
+        schedulers=args.schedulers if policy.scheduler is not None else 0,
+        central=policy.central is not None,
+        policy=policy.name,
+        executor=args.executor,
+        seed=args.seed,
+        params=policy_params(args),
+    )
+
+
+def setup_replay(args: argparse.Namespace) -> ReplaySetup:
+    if args.connect is not None:
+        if args.runtime != "real":
+            raise UsageError("--connect needs --runtime real")
+        cluster = load_cluster(args.connect)
+    else:
+        cluster = testbed_cluster(args)
+    nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
+    real = args.runtime == "real"
+    time_scale = args.time_scale if args.time_scale is not None else (1000.0 if real else 1.0)
+    try:
+        trace = read_trace(args.trace)
+        jobs = build_workload(
+            trace,
+            jobs=args.jobs,
+            sample=args.sample,
+            seed=args.seed,
+            time_scale=time_scale,
+            task_scale=args.task_scale,
+            scale_tasks=real,
+            nodes=nodes,
+            slots=slots,
+            reference_nodes=args.reference_nodes,
+            load=None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
+            keep_arrivals=args.keep_arrivals,
+            cutoff=args.cutoff or GOOGLE_CUTOFF,
+            misestimate=tuple(args.misestimate) if args.misestimate else None,
+        )
+    except (TraceError, WorkloadError) as exc:
+        raise UsageError(str(exc)) from None
+    longest = max(max(j.durations) for j in jobs)
+    stall = args.stall_timeout or max(30.0, 3 * longest)
+    out = args.out or Path("results") / f"{cluster.policy}-{args.runtime}"
+    extra = {
+        "trace": str(args.trace),
+        "time_scale": time_scale,
+        "task_scale": args.task_scale,
+        "load": None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
+        "keep_arrivals": args.keep_arrivals,
+        "seed": args.seed,
+        "schedulers": len(cluster.schedulers),
+        "executor": cluster.executor,
+        "params": cluster.params,
+    }
+    return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect is not None, extra)
+
+
+def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
+    records = []
+    for job in frontend.jobs:
+        t = frontend.times[job.job_id]
+        submit = job.submit if t.submit is None else t.submit
+        records.append(JobRecord(job.job_id, job.cls, job.tasks, submit, t.first_start, t.finish, policy))
+    return records
+
+
+class ProgressBar:
+    """A rich progress bar of finished jobs (submitted ones in the description)."""
+
+    def __init__(self, total: int, label: str, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            disable=not enabled,
+            transient=False,
+        )
+        self.task = self.progress.add_task(label, total=total)
+        self.label = label
+
+    def __enter__(self) -> ProgressBar:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def update(self, frontend: FrontendCore, note: str = "") -> None:
+        desc = f"{self.label}: {frontend.submitted} submitted{note}"
+        self.progress.update(self.task, completed=frontend.finished, description=desc)
+
+
+def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | None = None) -> dict[str, Any]:
+    """Run the replay and write the results; returns the summary."""
+    console = console or Console(stderr=True)
+    cluster, jobs = setup.cluster, setup.jobs
+    policy = get_policy(cluster.policy)
+    label = f"{policy.name} ({setup.runtime}, {len(cluster.nodes)} nodes)"
+    problems: list[str] = []
+    with ProgressBar(len(jobs), label, enabled=not quiet) as bar:
+        if setup.runtime == "sim":
+            from .sim import simulate
+
+            started = time.monotonic()
+            outcome = simulate(
+                cluster, jobs, net_delay=setup.net_delay, progress=lambda fe, now: bar.update(fe, f", t={now:,.0f} s")
+            )
+            wall = time.monotonic() - started
+            frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
+            setup.extra["events"] = outcome.events
+            setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
+            setup.extra["virtual_seconds"] = outcome.virtual_seconds
+        else:
+            result = _run_real(setup, bar, console)
+            frontend, wall, messages, counters = result.frontend, result.wall_seconds, result.messages, result.counters
+            problems = result.problems
+    records = job_records(frontend, policy.name)
+    task_seconds = math.fsum(math.fsum(j.durations) for j in jobs)
+    summary = write_results(
+        setup.out,
+        records,
+        policy=policy.name,
+        runtime=setup.runtime,
+        nodes=len(cluster.nodes),
+        slots=max(p.slots for p in cluster.nodes),
+        wall_seconds=wall,
+        task_seconds=task_seconds,
+        messages=Counter(messages),
+        counters=Counter(counters),
+        extra={**setup.extra, "problems": problems},
+    )
+    for problem in problems:
+        console.print(f"[yellow]{problem}[/yellow]")
+    return summary
+
+
+def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console) -> Any:
+    cluster = setup.cluster
+    route = get_policy(cluster.policy).route(cluster)
+    if setup.connect:
+        return uvloop.run(
+            run_real(cluster, setup.jobs, route, stall_timeout=setup.stall_timeout, shutdown=False, progress=bar.update)
+        )
+    bed = LocalTestbed(cluster, setup.out / "testbed")
+    try:
+        bed.start()
+        try:
+            return uvloop.run(
+                run_real(cluster, setup.jobs, route, stall_timeout=setup.stall_timeout, dead=bed.dead, progress=bar.update)
+            )
+        except ReplayError as exc:
+            dead = sorted(bed.dead())
+            tail = f"; last lines of {dead[0]}'s log:\n{bed.log_tail(dead[0])}" if dead else ""
+            raise UsageError(f"{exc}{tail}") from None
+        finally:
+            bed.wait(5.0)
+    finally:
+        bed.stop()
+
+
+def print_summary(summary: dict[str, Any], out: Path, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(format_summary_table(summary))
+    console.print(f"results: {out}/jobs.csv, {out}/summary.json")
+
+
+__all__ = ["ClusterError", "ReplaySetup", "UsageError", "print_summary", "run_replay", "setup_replay"]
