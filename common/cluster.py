@@ -124,14 +124,16 @@ def local_cluster(
     params: dict[str, Any] | None = None,
     host: str = "127.0.0.1",
     short_partition: float = 0.0,
+    bind_ports: bool = True,
 ) -> Cluster:
     """A testbed on one host with free ports: a frontend, an optional central scheduler,
     ``schedulers`` distributed schedulers and ``nodes`` node monitors of ``slots`` slots each; the
-    last ``short_partition`` share of the nodes forms the short partition."""
+    last ``short_partition`` share of the nodes forms the short partition. With ``bind_ports`` off
+    (the simulator, which never binds), ports are placeholders and no socket is opened."""
     if nodes < 1 or slots < 1:
         raise ClusterError(f"a testbed needs at least one node and one slot (got {nodes} x {slots})")
     count = 1 + int(central) + schedulers + nodes
-    ports = iter(free_ports(count, host))
+    ports = iter(free_ports(count, host) if bind_ports else [1 + i % 65535 for i in range(count)])
     procs = [ProcessSpec("frontend", "frontend", host, next(ports))]
     if central:
         procs.append(ProcessSpec("central", "central", host, next(ports)))

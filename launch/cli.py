@@ -75,6 +75,12 @@ def build_parser() -> Parser:
     rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
     rp.add_argument("--sample", choices=["consecutive", "random"], default="consecutive")
     rp.add_argument(
+        "--start",
+        type=int,
+        default=None,
+        help="first job of a consecutive sample (default: a seeded random start)",
+    )
+    rp.add_argument(
         "--time-scale",
         type=_positive_float,
         default=None,

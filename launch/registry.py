@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..central.fifo import CentralFifoCore
-from ..common.cluster import Cluster, ClusterError, ProcessSpec
+from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
 from ..distributed.sparrow import SparrowCore
@@ -88,6 +88,30 @@ def build_core(spec: ProcessSpec, cluster: Cluster) -> Core:
     return builder(spec, cluster)
 
 
-def processes_needed(policy: Policy) -> tuple[bool, bool]:
-    """(central, distributed) schedulers the policy needs."""
-    return policy.central is not None, policy.scheduler is not None
+def policy_cluster(
+    policy: str,
+    *,
+    nodes: int,
+    slots: int = 1,
+    schedulers: int = 1,
+    executor: str = "timer",
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    short_partition: float = 0.0,
+    bind_ports: bool = True,
+) -> Cluster:
+    """A local cluster with the processes ``policy`` needs: a central scheduler if it uses one, and
+    ``schedulers`` distributed schedulers only if it uses them (``bind_ports=False`` for the simulator)."""
+    spec = get_policy(policy)
+    return local_cluster(
+        nodes=nodes,
+        slots=slots,
+        schedulers=schedulers if spec.scheduler is not None else 0,
+        central=spec.central is not None,
+        policy=spec.name,
+        executor=executor,
+        seed=seed,
+        params=params,
+        short_partition=short_partition,
+        bind_ports=bind_ports,
+    )

@@ -19,7 +19,7 @@ import uvloop
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..common.cluster import Cluster, ClusterError, load_cluster, local_cluster
+from ..common.cluster import Cluster, ClusterError, load_cluster
 from ..common.frontend import FrontendCore
 from ..common.model import GOOGLE_CUTOFF, JobSpec
 from ..common.results import JobRecord, format_summary_table, write_results
@@ -27,7 +27,7 @@ from ..common.trace import TraceError, read_trace
 from ..common.workload import WorkloadError, build_workload
 from .local import LocalTestbed
 from .real import ReplayError, run_real
-from .registry import get_policy
+from .registry import get_policy, policy_cluster
 
 DEFAULT_LOAD = 0.8
 
@@ -55,17 +55,16 @@ def policy_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def testbed_cluster(args: argparse.Namespace) -> Cluster:
-    """The local testbed the flags describe (distributed schedulers only if the policy uses them)."""
-    policy = get_policy(args.policy)
-    return local_cluster(
+    """The cluster the flags describe (ports are bound only for a real run)."""
+    return policy_cluster(
+        args.policy,
         nodes=args.nodes,
         slots=args.slots,
-        schedulers=args.schedulers if policy.scheduler is not None else 0,
-        central=policy.central is not None,
-        policy=policy.name,
+        schedulers=args.schedulers,
         executor=args.executor,
         seed=args.seed,
         params=policy_params(args),
+        bind_ports=getattr(args, "runtime", "real") == "real",
     )
 
 
@@ -85,6 +84,7 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
             trace,
             jobs=args.jobs,
             sample=args.sample,
+            start=args.start,
             seed=args.seed,
             time_scale=time_scale,
             task_scale=args.task_scale,
@@ -109,11 +109,14 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
         "load": None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
         "keep_arrivals": args.keep_arrivals,
         "seed": args.seed,
+        "start": args.start,
         "schedulers": len(cluster.schedulers),
         "executor": cluster.executor,
         "params": cluster.params,
     }
-    return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect is not None, extra)
+    return ReplaySetup(
+        cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect is not None, extra
+    )
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
@@ -165,7 +168,10 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
 
             started = time.monotonic()
             outcome = simulate(
-                cluster, jobs, net_delay=setup.net_delay, progress=lambda fe, now: bar.update(fe, f", t={now:,.0f} s")
+                cluster,
+                jobs,
+                net_delay=setup.net_delay,
+                progress=lambda fe, now: bar.update(fe, f", t={now:,.0f} s"),
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
@@ -174,7 +180,12 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
         else:
             result = _run_real(setup, bar, console)
-            frontend, wall, messages, counters = result.frontend, result.wall_seconds, result.messages, result.counters
+            frontend, wall, messages, counters = (
+                result.frontend,
+                result.wall_seconds,
+                result.messages,
+                result.counters,
+            )
             problems = result.problems
     records = job_records(frontend, policy.name)
     task_seconds = math.fsum(math.fsum(j.durations) for j in jobs)
@@ -201,14 +212,28 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console) -> Any:
     route = get_policy(cluster.policy).route(cluster)
     if setup.connect:
         return uvloop.run(
-            run_real(cluster, setup.jobs, route, stall_timeout=setup.stall_timeout, shutdown=False, progress=bar.update)
+            run_real(
+                cluster,
+                setup.jobs,
+                route,
+                stall_timeout=setup.stall_timeout,
+                shutdown=False,
+                progress=bar.update,
+            )
         )
     bed = LocalTestbed(cluster, setup.out / "testbed")
     try:
         bed.start()
         try:
             return uvloop.run(
-                run_real(cluster, setup.jobs, route, stall_timeout=setup.stall_timeout, dead=bed.dead, progress=bar.update)
+                run_real(
+                    cluster,
+                    setup.jobs,
+                    route,
+                    stall_timeout=setup.stall_timeout,
+                    dead=bed.dead,
+                    progress=bar.update,
+                )
             )
         except ReplayError as exc:
             dead = sorted(bed.dead())

@@ -71,10 +71,13 @@ class _Base:
         self.closed = False
 
     def _ignore(self, kind: str, task_id: TaskId) -> None:
+        self._note(kind, f"{kind.replace('_', ' ')} of task {task_id} ignored")
+
+    def _note(self, kind: str, text: str) -> None:
+        """Count ``kind``; log its first occurrence only."""
         self.counters[kind] += 1
         if self.counters[kind] == 1:
-            log.warning("%s: %s of task %s ignored (further ones are only counted)",
-                        type(self).__name__, kind.replace("_", " "), task_id)
+            log.warning("%s: %s (further ones of this kind are only counted)", type(self).__name__, text)
 
     def _report(self, task_id: TaskId, ok: bool) -> None:
         if self.closed:
@@ -178,14 +181,17 @@ INTERPRETER_FLAGS = ("-I", "-S")
 
 
 class _Proc:
-    __slots__ = ("killed", "proc", "ps", "runner", "suspended", "wake")
+    __slots__ = ("killed", "polls", "proc", "ps", "ready", "runner", "stopped", "suspended", "wake")
 
     def __init__(self) -> None:
         self.proc: asyncio.subprocess.Process | None = None  # None until spawned
         self.ps: psutil.Process | None = None  # made on the first signal
         self.runner: asyncio.Task[None] | None = None
         self.wake: asyncio.Future[None] | None = None  # set while suspended before being spawned
-        self.suspended = False
+        self.suspended = False  # what the owner asked for
+        self.stopped = False  # whether the child was sent SIGSTOP (and no SIGCONT since)
+        self.ready = False  # the child has finished its set-up (it leads its own process group)
+        self.polls = 0
         self.killed = False
 
     def poke(self) -> None:
@@ -197,16 +203,20 @@ class ProcessExecutor(_Base):
     """A real child process per task running :mod:`sleeptask` (DESIGN §6 ``process``).
 
     The child's start-up counts towards its duration (it is given the launch time), so a task holds
-    its slot for its duration plus ~2-4 ms (exit and reaping), not plus the ~10-20 ms interpreter
+    its slot for its duration plus ~1-2 ms (exit and reaping), not plus the ~10-20 ms interpreter
     start. A task suspended before its child was spawned is spawned only when resumed (its launch
     time shifted by the wait); a kill before the spawn spawns nothing. A suspend that lands during
-    the child's interpreter start (its first ~10 ms), before it can notice SIGCONT, is counted as
-    running time up to ``sleeptask.STARTUP_CAP``. Children put themselves in their own process group
-    and exit when orphaned (see :mod:`sleeptask`), so a crashed node monitor leaves no task behind.
+    the child's interpreter start (its first ~10 ms) takes effect when the child's set-up is done
+    (the child then has run, and counted, its start-up: it finishes that much earlier). Children die
+    with their parent, stopped or not (see :mod:`sleeptask`), so a crashed node monitor leaves no
+    task behind.
     """
 
     tick = 0.005
     """The child's tick: a suspension shifts the finish by at most ±tick/2."""
+    ready_poll = 0.002
+    ready_polls = 250
+    """A SIGSTOP waits (polling every ``ready_poll`` s, at most this many times) for the child's set-up."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> None:
         super().__init__(loop, on_exit)
@@ -250,13 +260,12 @@ class ProcessExecutor(_Base):
                 proc = entry.proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             except OSError as exc:  # EAGAIN, EMFILE, ENOMEM...: the task fails, the node lives on
-                self._ignore("spawn_failed", task_id)
-                log.debug("spawn of task %s failed: %s", task_id, exc)
+                self._note("spawn_failed", f"could not start task {task_id}: {exc}")
                 return
             if entry.killed:  # killed or suspended while being spawned
                 self._sigkill(entry)
             elif entry.suspended:
-                self._signal(entry, signal.SIGSTOP)
+                self._stop(entry)
             try:
                 returncode = await proc.wait()
             except asyncio.CancelledError:  # the loop is going away: leave no child behind
@@ -265,8 +274,7 @@ class ProcessExecutor(_Base):
                 raise
             ok = returncode == 0 and not entry.killed
             if returncode != 0 and not entry.killed:
-                self._ignore("task_failed", task_id)
-                log.debug("task %s exited with %s", task_id, returncode)
+                self._note("task_failed", f"task {task_id} exited with code {returncode}")
         finally:
             if self._tasks.get(task_id) is entry:
                 del self._tasks[task_id]
@@ -285,6 +293,29 @@ class ProcessExecutor(_Base):
         except (psutil.Error, ProcessLookupError):  # exited in the meantime: its wait() reports it
             pass
 
+    def _stop(self, entry: _Proc) -> None:
+        """SIGSTOP the child once its set-up is done (see :mod:`sleeptask`): stopped earlier, it would
+        count the stop as start-up time and would have no orphan guard yet. Until then it runs on (at
+        most its start-up, ~10 ms), which it counts as running time, as it is."""
+        proc = entry.proc
+        if not entry.suspended or entry.stopped or entry.killed:
+            return
+        if proc is None or proc.returncode is not None:  # not spawned yet (the spawn calls us) or gone
+            return
+        if not entry.ready:
+            try:
+                entry.ready = os.getpgid(proc.pid) == proc.pid
+            except OSError:  # gone: its wait() reports it
+                return
+            if not entry.ready:
+                if entry.polls < self.ready_polls:
+                    entry.polls += 1
+                    self.loop.call_later(self.ready_poll, self._stop, entry)
+                    return
+                self.counters["stopped_unready"] += 1
+        entry.stopped = True
+        self._signal(entry, signal.SIGSTOP)
+
     def _sigkill(self, entry: _Proc) -> None:
         entry.poke()
         proc = entry.proc
@@ -300,7 +331,7 @@ class ProcessExecutor(_Base):
             self._ignore("redundant_suspend", task_id)
         else:
             entry.suspended = True
-            self._signal(entry, signal.SIGSTOP)
+            self._stop(entry)
 
     def resume(self, task_id: TaskId) -> None:
         entry = self._tasks.get(task_id)
@@ -311,7 +342,9 @@ class ProcessExecutor(_Base):
         else:
             entry.suspended = False
             entry.poke()
-            self._signal(entry, signal.SIGCONT)
+            if entry.stopped:
+                entry.stopped = False
+                self._signal(entry, signal.SIGCONT)
 
     def kill(self, task_id: TaskId) -> None:
         entry = self._tasks.pop(task_id, None)

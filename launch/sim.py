@@ -1,0 +1,383 @@
+"""The simulator: the same cores as the real runtime, driven on virtual time in one process (DESIGN §2).
+
+Every process of the cluster gets exactly the core the real runtime would run (``registry.build_core``;
+the frontend a :class:`FrontendCore` that waits for nobody). Instead of sockets, clocks and executors
+there is an event queue:
+
+- a ``Send`` is delivered to the target's ``on_message(now, sender, msg)`` after ``net_delay``; messages
+  are passed as objects (never encoded) and counted by kind like the real runtime counts them;
+- ``SetTimer(key, delay)`` calls ``on_timer(now, key)`` after ``delay``, replacing a pending timer of
+  the same key of the same core; ``CancelTimer`` cancels it;
+- ``Launch`` / ``Suspend`` / ``Resume`` / ``Kill`` are carried out by a virtual executor with the
+  semantics of the real ``TimerExecutor``: a task exits ``ok`` after ``duration`` seconds of *running*
+  time (a task suspended for X finishes X later), ``Kill`` ends it at once with ``ok=False``, and an
+  exit is always delivered as an event of its own, never while a core's effects are being applied.
+
+Events are ordered by (virtual time, sequence number), the sequence number being the order in which
+they were created, so a run is a pure function of its inputs: the driver has no randomness of its own,
+and every core owns a seeded ``random.Random``. Messages between a pair of processes keep FIFO order.
+
+Speed: all messages take the same ``net_delay`` and are sent at a non-decreasing virtual time, so in
+creation order they are already sorted by delivery time; they go to a FIFO (a deque) instead of the
+heap, and only timers and task exits use the heap. The loop merges the two by (time, sequence), which
+is exactly the order a single heap would give. Stale timers and exits (replaced, cancelled, suspended,
+killed) are dropped lazily when they come up.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.cluster import Cluster
+from ..common.core import Core
+from ..common.effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend, TaskId
+from ..common.frontend import FrontendCore
+from ..common.model import JobSpec
+from ..common.runtime import CONTROL_KINDS
+from .registry import build_core, get_policy
+
+__all__ = ["SimOutcome", "Simulator", "simulate"]
+
+Progress = Callable[[FrontendCore, float], None]
+
+# Heap event kinds (messages live in their own FIFO).
+_TIMER = 0
+_EXIT = 1
+_KILLED = 2
+
+
+@dataclass
+class SimOutcome:
+    frontend: FrontendCore
+    """Holds the times of every job (submit, first_start, finish), as in a real run."""
+    messages: Counter[str]
+    """Messages sent by kind (type name), all processes; control kinds are never sent."""
+    counters: Counter[str]
+    """The sum of all cores' counters, plus ``error.unknown-peer`` and ``executor.*`` anomalies."""
+    events: int
+    """Events processed (messages delivered, timers fired, task exits; stale ones not counted)."""
+    wall_seconds: float
+    """Real time the simulation took, building the cores included."""
+    virtual_seconds: float
+    """Virtual time at the end (the run starts at 0)."""
+    cores: dict[str, Core] = field(default_factory=dict, repr=False)
+    """Every process's core by name, in their final state (for inspection)."""
+
+
+class _Proc:
+    """One simulated process: its core, its timers and its virtual executor."""
+
+    __slots__ = ("core", "name", "on_message", "on_task_exit", "on_timer", "tasks", "timers")
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.name = core.name
+        self.on_message = core.on_message
+        self.on_timer = core.on_timer
+        self.on_task_exit = core.on_task_exit
+        self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
+        # task -> [sequence number of the live exit event (0 while suspended), remaining, started]
+        self.tasks: dict[TaskId, list[Any]] = {}
+
+
+class Simulator:
+    """Drives a set of cores on virtual time. :func:`simulate` builds one for a cluster and a replay;
+    tests may build one from any cores (a name must be unique)."""
+
+    def __init__(self, cores: Iterable[Core], *, net_delay: float = 0.0005) -> None:
+        if not net_delay >= 0:
+            raise ValueError(f"net_delay must be >= 0, got {net_delay}")
+        self.net_delay = float(net_delay)
+        self.procs: dict[str, _Proc] = {}
+        for core in cores:
+            if core.name in self.procs:
+                raise ValueError(f"two cores named {core.name!r}")
+            self.procs[core.name] = _Proc(core)
+        self.now = 0.0
+        self.events = 0
+        self.seq = 0
+        self.heap: list[tuple[Any, ...]] = []
+        self.inbox: deque[tuple[Any, ...]] = deque()
+        self.sent: Counter[type] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.started = False
+
+    # --- results -----------------------------------------------------------------------------------
+    @property
+    def cores(self) -> dict[str, Core]:
+        return {name: p.core for name, p in self.procs.items()}
+
+    def messages(self) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for kind, n in self.sent.items():
+            name = kind.__name__
+            if name not in CONTROL_KINDS:
+                out[name] += n
+        return out
+
+    def counters(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for p in self.procs.values():
+            total.update(p.core.counters)
+        total.update(self.errors)
+        return total
+
+    @property
+    def pending(self) -> int:
+        """Events still queued (stale timers and exits included)."""
+        return len(self.heap) + len(self.inbox)
+
+    # --- running -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Call every core's ``start`` (in the order the cores were given) and apply its effects; once."""
+        if self.started:
+            return
+        self.started = True
+        for p in list(self.procs.values()):
+            self._apply(p, p.core.start(self.now))
+
+    def run(
+        self,
+        *,
+        frontend: FrontendCore | None = None,
+        progress: Progress | None = None,
+        progress_every: int = 20_000,
+        until: float | None = None,
+    ) -> None:
+        """Process events until the queue is empty, ``frontend`` (if given) is done, or the next event
+        lies beyond virtual time ``until``. ``progress(frontend, now)`` is called every
+        ``progress_every`` events (only with a frontend). Exceptions of cores propagate."""
+        self.start()
+        if frontend is not None and frontend.done:
+            return
+        fproc = self.procs[frontend.name] if frontend is not None else None
+        fcore = frontend
+        limit = float("inf") if until is None else until
+        if progress is None or frontend is None:
+            progress_every = 1 << 62
+        next_report = self.events + max(1, progress_every)
+
+        heap = self.heap
+        inbox = self.inbox
+        heappop = heapq.heappop
+        heappush = heapq.heappush
+        popleft = inbox.popleft
+        append = inbox.append
+        procs_get = self.procs.get
+        sent = self.sent
+        errors = self.errors
+        delay = self.net_delay
+        seq = self.seq
+        events = self.events
+        now = self.now
+        # Effect kinds by identity (type() dispatch, no isinstance chains), bound to locals.
+        SEND, SET, CANCEL, LAUNCH = Send, SetTimer, CancelTimer, Launch
+        TIMER, EXIT = _TIMER, _EXIT
+
+        # A bigger first generation: millions of short-lived tuples per run would otherwise trigger
+        # collections (which walk the long-lived core state) thousands of times per second.
+        gc_threshold = gc.get_threshold()
+        gc.set_threshold(max(gc_threshold[0], 200_000), *gc_threshold[1:])
+        try:
+            while True:
+                # --- next event: the earlier, by (time, seq), of the message FIFO and the heap -------
+                if inbox and (not heap or inbox[0] < heap[0]):
+                    ev = inbox[0]  # a message: (time, seq, target, sender, msg)
+                    if ev[0] > limit:
+                        break
+                    popleft()
+                    now = ev[0]
+                    proc = ev[2]
+                    events += 1
+                    effects = proc.on_message(now, ev[3], ev[4])
+                    if proc is fproc and fcore.done:
+                        self.seq = seq
+                        self._apply(proc, effects, now)
+                        seq = self.seq
+                        break
+                elif heap:
+                    ev = heap[0]  # (time, seq, kind, proc, a, b)
+                    if ev[0] > limit:
+                        break
+                    heappop(heap)
+                    proc = ev[3]
+                    kind = ev[2]
+                    if kind is TIMER:
+                        key = ev[4]
+                        timers = proc.timers
+                        if timers.get(key) != ev[1]:
+                            continue  # replaced or cancelled
+                        del timers[key]
+                        now = ev[0]
+                        events += 1
+                        effects = proc.on_timer(now, key)
+                    elif kind is EXIT:
+                        entry = ev[5]
+                        if entry[0] != ev[1]:
+                            continue  # suspended, re-armed or killed since
+                        task_id = ev[4]
+                        del proc.tasks[task_id]
+                        now = ev[0]
+                        events += 1
+                        effects = proc.on_task_exit(now, task_id, True)
+                    else:  # KILLED
+                        now = ev[0]
+                        events += 1
+                        effects = proc.on_task_exit(now, ev[4], False)
+                else:
+                    break
+                if events >= next_report:
+                    next_report = events + progress_every
+                    progress(frontend, now)  # type: ignore[misc]
+                if not effects:
+                    continue
+
+                # --- apply the effects (inline: this is the hot path) -------------------------------
+                arrive = now + delay
+                name = proc.name
+                for e in effects:
+                    k = type(e)
+                    if k is SEND:
+                        target = procs_get(e.to)
+                        if target is None:
+                            errors["error.unknown-peer"] += 1
+                            continue
+                        msg = e.msg
+                        sent[type(msg)] += 1
+                        seq += 1
+                        append((arrive, seq, target, name, msg))
+                    elif k is LAUNCH:
+                        tasks = proc.tasks
+                        task_id = e.task_id
+                        if task_id in tasks:
+                            errors["executor.duplicate_launch"] += 1
+                            continue
+                        d = e.duration
+                        d = float(d) if d > 0.0 else 0.0
+                        seq += 1
+                        entry = [seq, d, now]
+                        tasks[task_id] = entry
+                        heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
+                    elif k is SET:
+                        seq += 1
+                        proc.timers[e.key] = seq
+                        d = e.delay
+                        heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
+                    elif k is CANCEL:
+                        proc.timers.pop(e.key, None)
+                    else:
+                        self.seq = seq
+                        self._executor(proc, e, now)
+                        seq = self.seq
+        finally:
+            gc.set_threshold(*gc_threshold)
+            self.seq = seq
+            self.events = events
+            self.now = now
+        if progress is not None and frontend is not None:
+            progress(frontend, now)  # the final state, so a progress bar can reach its end
+
+    # --- slow paths ----------------------------------------------------------------------------------
+    def _apply(self, proc: _Proc, effects: list[Any], now: float | None = None) -> None:
+        """Apply effects outside the hot loop (start, and the last event of a run)."""
+        if now is None:
+            now = self.now
+        for e in effects:
+            k = type(e)
+            if k is Send:
+                target = self.procs.get(e.to)
+                if target is None:
+                    self.errors["error.unknown-peer"] += 1
+                    continue
+                self.sent[type(e.msg)] += 1
+                self.seq += 1
+                self.inbox.append((now + self.net_delay, self.seq, target, proc.name, e.msg))
+            elif k is SetTimer:
+                self.seq += 1
+                proc.timers[e.key] = self.seq
+                heapq.heappush(self.heap, (now + max(0.0, e.delay), self.seq, _TIMER, proc, e.key, None))
+            elif k is CancelTimer:
+                proc.timers.pop(e.key, None)
+            else:
+                self._executor(proc, e, now)
+
+    def _executor(self, proc: _Proc, e: Any, now: float) -> None:
+        """The virtual executor: Launch / Suspend / Resume / Kill, as the real ``TimerExecutor``."""
+        k = type(e)
+        tasks = proc.tasks
+        entry = tasks.get(e.task_id) if k is not Launch else None
+        if k is Launch:
+            if e.task_id in tasks:
+                self.errors["executor.duplicate_launch"] += 1
+                return
+            d = max(0.0, float(e.duration))
+            self.seq += 1
+            entry = [self.seq, d, now]
+            tasks[e.task_id] = entry
+            heapq.heappush(self.heap, (now + d, self.seq, _EXIT, proc, e.task_id, entry))
+        elif k is Suspend:
+            if entry is None:
+                self.errors["executor.unknown_suspend"] += 1
+            elif entry[0] == 0:
+                self.errors["executor.redundant_suspend"] += 1
+            else:
+                entry[0] = 0  # its exit event is now stale
+                entry[1] = max(0.0, entry[1] - (now - entry[2]))
+        elif k is Resume:
+            if entry is None:
+                self.errors["executor.unknown_resume"] += 1
+            elif entry[0] != 0:
+                self.errors["executor.redundant_resume"] += 1
+            else:
+                self.seq += 1
+                entry[0] = self.seq
+                entry[2] = now
+                heapq.heappush(self.heap, (now + entry[1], self.seq, _EXIT, proc, e.task_id, entry))
+        elif k is Kill:
+            if entry is None:
+                self.errors["executor.unknown_kill"] += 1
+                return
+            del tasks[e.task_id]
+            entry[0] = -1  # its exit event (if any) is now stale
+            self.errors["executor.killed"] += 1
+            # Reported as an event of its own at the same instant, like the real call_soon.
+            self.seq += 1
+            heapq.heappush(self.heap, (now, self.seq, _KILLED, proc, e.task_id, None))
+        else:
+            self.errors["error.bad-effect"] += 1
+
+
+def simulate(
+    cluster: Cluster,
+    jobs: list[JobSpec],
+    *,
+    net_delay: float = 0.0005,
+    progress: Progress | None = None,
+    progress_every: int = 20_000,
+) -> SimOutcome:
+    """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
+    and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
+    ``outcome.frontend.unfinished()`` names the jobs that never finished). Deterministic."""
+    t0 = time.perf_counter()
+    policy = get_policy(cluster.policy)
+    fspec = cluster.frontend
+    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster))
+    others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
+    sim = Simulator([*others, frontend], net_delay=net_delay)
+    # Every other process is up before the frontend starts submitting (as after Register in a real run).
+    sim.run(frontend=frontend, progress=progress, progress_every=progress_every)
+    return SimOutcome(
+        frontend=frontend,
+        messages=sim.messages(),
+        counters=sim.counters(),
+        events=sim.events,
+        wall_seconds=time.perf_counter() - t0,
+        virtual_seconds=sim.now,
+        cores=sim.cores,
+    )
