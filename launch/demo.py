@@ -1,9 +1,9 @@
 """``aviary demo``: the quickstart. A small replay of the bundled Google sample on a local testbed,
-with Sparrow and with the central FIFO baseline, then their comparison (about half a minute).
+with Sparrow and with the central FIFO baseline, then their comparison (under a minute).
 
-300 consecutive jobs (from the 4,000th: a window of moderate jobs) on 10 node monitors x 4 slots (2 distributed schedulers for Sparrow, one
-central scheduler for FIFO), durations divided by 10,000 and task counts by 20 (task-seconds kept),
-Poisson arrivals at 80 % offered load.
+300 consecutive jobs from the 4,000th (a window of moderate jobs) on 10 node monitors x 4 slots (2
+distributed schedulers for Sparrow, one central scheduler for FIFO), durations divided by 10,000 and
+task counts by 20 (task-seconds kept), Poisson arrivals at 80 % offered load.
 """
 
 from __future__ import annotations

@@ -114,3 +114,15 @@ def test_failed_task_is_reported_not_ok():
     out = node.on_task_exit(1, (1, 0), False)
     assert sends(out, TaskFinished) == [("a", TaskFinished(1, 0, False))]
     assert node.counters["tasks_failed"] == 1
+
+
+def test_a_new_probe_after_a_cancel_does_not_revive_the_cancelled_ones():
+    node = NodeMonitorCore("n", slots=1)
+    node.on_message(0, "a", Probe(1, 1.0, 1))
+    node.on_message(0, "a", Probe(2, 1.0, 1, count=2))
+    node.on_message(0, "a", CancelProbes(2))
+    node.on_message(0, "a", Probe(2, 1.0, 1))  # a re-probe (as Eagle does) after the cancel
+    assert node.queue.reservations() == 1
+    node.on_message(1, "a", NoTask(1))
+    node.on_message(2, "a", NoTask(2))
+    assert node.free == 1 and len(node.queue) == 0

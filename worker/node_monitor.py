@@ -48,64 +48,56 @@ Entry = ProbeEntry | TaskEntry
 
 
 class FifoQueue:
-    """First come, first served; cancelled probes are skipped lazily when they reach the head."""
+    """First come, first served. A cancel removes the job's queued reservations at once."""
 
     def __init__(self) -> None:
         self._q: deque[Entry] = deque()
-        self._queued: Counter[tuple[str, int]] = Counter()  # probe reservations by (scheduler, job)
-        self._cancelled: set[tuple[str, int]] = set()
+        self._queued: dict[tuple[str, int], int] = {}  # probe reservations by (scheduler, job)
 
     def __len__(self) -> int:
         return len(self._q)
 
     def push(self, entry: Entry) -> None:
         self._q.append(entry)
-        if isinstance(entry, ProbeEntry):
+        if type(entry) is ProbeEntry:
             key = (entry.scheduler, entry.job_id)
-            self._queued[key] += entry.count
-            self._cancelled.discard(key)
+            self._queued[key] = self._queued.get(key, 0) + entry.count
 
     def cancel(self, scheduler: str, job_id: int) -> int:
-        """Mark a job's queued probes as cancelled; returns how many reservations that drops."""
-        key = (scheduler, job_id)
-        n = self._queued.get(key, 0)
+        """Drop a job's queued probes; returns how many reservations that drops."""
+        n = self._queued.pop((scheduler, job_id), 0)
         if n:
-            self._cancelled.add(key)
+            self._q = deque(
+                e
+                for e in self._q
+                if not (type(e) is ProbeEntry and e.job_id == job_id and e.scheduler == scheduler)
+            )
         return n
 
     def pop(self) -> Entry | None:
-        """The next live entry; a multi-count probe yields one reservation at a time."""
+        """The next entry; a multi-count probe yields one reservation at a time."""
         q = self._q
-        while q:
-            head = q[0]
-            if isinstance(head, TaskEntry):
-                return q.popleft()
-            key = (head.scheduler, head.job_id)
-            if key in self._cancelled:
-                q.popleft()
-                self._forget(key, head.count)
-                continue
-            if head.count == 1:
-                q.popleft()
-            else:
-                head.count -= 1
-                head = ProbeEntry(head.scheduler, head.job_id, head.estimate, head.remaining, 1)
-            self._forget(key, 1)
-            return head
-        return None
-
-    def _forget(self, key: tuple[str, int], n: int) -> None:
-        left = self._queued[key] - n
-        if left > 0:
+        if not q:
+            return None
+        head = q[0]
+        if type(head) is TaskEntry:
+            return q.popleft()
+        if head.count == 1:
+            q.popleft()
+        else:
+            head.count -= 1
+            head = ProbeEntry(head.scheduler, head.job_id, head.estimate, head.remaining, 1)
+        key = (head.scheduler, head.job_id)
+        left = self._queued[key] - 1
+        if left:
             self._queued[key] = left
         else:
             del self._queued[key]
-            self._cancelled.discard(key)
+        return head
 
     def reservations(self) -> int:
-        """Live probe reservations plus placed tasks waiting (cancelled ones excluded)."""
-        live = sum(n for key, n in self._queued.items() if key not in self._cancelled)
-        return live + sum(1 for e in self._q if isinstance(e, TaskEntry))
+        """Probe reservations plus placed tasks waiting."""
+        return sum(self._queued.values()) + sum(1 for e in self._q if type(e) is TaskEntry)
 
 
 class NodeMonitorCore(Core):
