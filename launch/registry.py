@@ -25,6 +25,7 @@ class Policy:
     summary: str
     scheduler: Builder | None = None  # distributed schedulers, if the policy uses them
     central: Builder | None = None  # the central scheduler, if the policy uses one
+    node: Builder | None = None  # the node monitor core (default: NodeMonitorCore with a FIFO queue)
     params: tuple[str, ...] = ()  # the cluster parameters it reads
 
     def route(self, cluster: Cluster) -> Router:
@@ -80,9 +81,9 @@ def get_policy(name: str) -> Policy:
 def build_core(spec: ProcessSpec, cluster: Cluster) -> Core:
     """The core of one process of the cluster (frontends are built by the replay)."""
     policy = get_policy(cluster.policy)
-    if spec.role == "node":
+    if spec.role == "node" and policy.node is None:
         return NodeMonitorCore(spec.name, spec.slots)
-    builder = {"scheduler": policy.scheduler, "central": policy.central}.get(spec.role)
+    builder = {"scheduler": policy.scheduler, "central": policy.central, "node": policy.node}.get(spec.role)
     if builder is None:
         raise ClusterError(f"process {spec.name!r}: policy {policy.name!r} has no {spec.role} role")
     return builder(spec, cluster)
