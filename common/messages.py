@@ -245,4 +245,22 @@ class GetStats:
     """Frontend -> any process: reply with Stats and keep running."""
 
 
+# --- Kairos (tags 50-59) -------------------------------------------------------------------------
+
+
+@message(50)
+@dataclasses.dataclass(slots=True)
+class Heartbeat:
+    """Node -> central scheduler, every heartbeat interval (Kairos, thesis Alg. 2 line 45).
+
+    ``tasks``: tasks on the node (running and suspended); ``variance``: population variance of their
+    attained service (s^2); ``attained_sum``: its sum (s); ``free``: free slots.
+    """
+
+    tasks: int
+    variance: float
+    attained_sum: float = 0.0
+    free: int = 0
+
+
 MESSAGE_TYPES: tuple[type, ...] = tuple(_BY_TAG.values())
