@@ -24,7 +24,11 @@ CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats"}
 
 
 class Runtime:
-    """Runs ``core`` on ``transport`` until :meth:`stop` (or a ``Shutdown`` message)."""
+    """Runs ``core`` on ``transport`` until :meth:`stop` (or a ``Shutdown`` message).
+
+    Its counters: ``dropped.<kind>`` for frames dropped (bad envelope, not msgpack, bad version,
+    unknown type, bad fields) and ``error.<kind>`` for anything else that went wrong and was survived.
+    """
 
     def __init__(self, core: Core, transport: Transport, executor_kind: str | None = None) -> None:
         self.core = core
@@ -82,7 +86,7 @@ class Runtime:
             try:
                 msg = decode(frame)
             except BadFrame as exc:
-                self._error(f"dropped.{exc.kind}", f"dropped a frame from {sender!r}: {exc}")
+                self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
                 continue
             kind = type(msg).__name__
             if kind in CONTROL_KINDS and self._control(sender, msg):
@@ -127,6 +131,11 @@ class Runtime:
             self._error(f"core.{getattr(fn, '__name__', 'call')}", "core raised", exc_info=True)
             return
         self._apply(effects)
+
+    def _drop(self, kind: str, text: str) -> None:
+        self.transport.dropped[kind] += 1
+        if self.transport.dropped[kind] == 1:
+            log.warning("%s: %s (further ones of this kind are only counted)", self.core.name, text)
 
     def _error(self, kind: str, text: str, exc_info: bool = False) -> None:
         self.errors[kind] += 1

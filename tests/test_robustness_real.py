@@ -1,0 +1,209 @@
+"""Integration: bad frames, bad input and dead processes on a real testbed on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import msgpack
+import pytest
+import uvloop
+import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aviary.common.messages import (
+    PROTOCOL_VERSION,
+    AssignTask,
+    BadFrame,
+    PlaceTask,
+    Probe,
+    Shutdown,
+    SubmitJob,
+    decode,
+)
+from aviary.common.model import JobSpec
+from aviary.launch.cli import main
+from aviary.launch.local import LocalTestbed
+from aviary.launch.real import FrontendSession, run_real
+from aviary.launch.registry import get_policy, policy_cluster
+
+pytestmark = pytest.mark.integration
+
+# Valid messages that make a process do work for the sender (or stop) are not "bad frames".
+WORK = (Probe, PlaceTask, AssignTask, SubmitJob, Shutdown)
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+    st.binary(max_size=8),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+frames = st.one_of(
+    st.binary(max_size=64),
+    values.map(lambda v: msgpack.packb(v)),
+    st.tuples(st.integers(0, 3), st.integers(-2, 60), st.lists(values, max_size=7)).map(
+        lambda t: msgpack.packb([t[0], t[1], *t[2]])
+    ),
+    st.tuples(st.integers(1, 60), st.lists(scalars, max_size=7)).map(
+        lambda t: msgpack.packb([PROTOCOL_VERSION, t[0], *t[1]])
+    ),
+)
+
+
+def harmless(frame: bytes) -> bool:
+    try:
+        return not isinstance(decode(frame), WORK)
+    except BadFrame:
+        return True
+
+
+def jobs(n: int, tasks: int = 3, duration: float = 0.005) -> list[JobSpec]:
+    return [JobSpec(i, 0.002 * i, [duration] * tasks, duration, False) for i in range(n)]
+
+
+def test_thousands_of_bad_frames_are_counted_and_dropped_and_the_testbed_keeps_serving(tmp_path):
+    cluster = policy_cluster("sparrow", nodes=3, slots=1, schedulers=1)
+    targets = [cluster.get("node-0").address, cluster.get("sched-0").address]
+    sent = {"frames": 0, "bad": 0, "dropped": 0}
+    with LocalTestbed(cluster, tmp_path) as bed:
+        ctx = zmq.Context.instance()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        socks = []
+        for address in targets:
+            s = ctx.socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(address)
+            socks.append(s)
+        sock.close()
+
+        @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @given(frame=frames, target=st.sampled_from([0, 1]), multipart=st.booleans())
+        def throw(frame, target, multipart):
+            if not harmless(frame):
+                return
+            parts = [frame, b"extra"] if multipart else [frame]
+            socks[target].send_multipart(parts)
+            sent["frames"] += 1
+            try:
+                decode(frame)
+                sent["dropped"] += multipart  # a valid frame in a bad envelope is dropped too
+            except BadFrame:
+                sent["bad"] += 1
+                sent["dropped"] += 1
+
+        throw()
+        time.sleep(0.5)
+        for s in socks:
+            s.close()
+        assert sent["bad"] > 1000
+        assert not bed.dead(), "a process died of bad frames"
+
+        # The same testbed still serves a replay, and its counters show the drops.
+        route = get_policy("sparrow").route(cluster)
+        outcome = uvloop.run(run_real(cluster, jobs(30), route, stall_timeout=10, dead=bed.dead))
+        assert outcome.frontend.done, outcome.problems
+        dropped = sum(v for k, v in outcome.counters.items() if k.startswith("dropped."))
+        assert dropped == sent["dropped"]
+        assert bed.wait(10)
+
+
+def test_a_dead_node_monitor_ends_the_replay_with_the_unfinished_jobs_named(tmp_path):
+    cluster = policy_cluster("sparrow", nodes=3, slots=1, schedulers=1)
+    route = get_policy("sparrow").route(cluster)
+    work = [JobSpec(i, 0.05 * i, [0.4] * 3, 0.4, False) for i in range(20)]
+
+    async def scenario(bed: LocalTestbed):
+        async with FrontendSession(cluster, work, route, dead=bed.dead) as session:
+            await session.registered()
+            await asyncio.sleep(0.3)
+            bed.children["node-1"].kill()
+            started = time.monotonic()
+            await session.replay(stall_timeout=2.0, tick=0.05)
+            waited = time.monotonic() - started
+            await session.collect(shutdown=True, timeout=3.0)
+            return session, waited
+
+    with LocalTestbed(cluster, tmp_path) as bed:
+        session, waited = uvloop.run(scenario(bed))
+    unfinished = session.core.unfinished()
+    assert unfinished, "killing a node should leave jobs unfinished"
+    text = "\n".join(session.problems)
+    assert "process node-1 exited" in text
+    assert f"{len(unfinished)} jobs did not finish" in text
+    assert str(unfinished[0]) in text
+    assert waited < 20
+
+
+def test_bad_trace_line_gives_one_line_and_writes_nothing(tmp_path, capsys):
+    trace = tmp_path / "bad.tr"
+    trace.write_text("0 2 1.0 1.0 1.0\n5 3 1.0 1.0 1.0\n")
+    out = tmp_path / "out"
+    assert main(["replay", str(trace), "--runtime", "sim", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{trace}:2: field 'num_tasks'" in err
+    assert not out.exists()
+
+
+def test_bad_flag_gives_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["replay", "--load", "lots"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--load" in err
+
+
+def test_bad_cluster_file_gives_one_line(tmp_path, capsys):
+    bad = tmp_path / "cluster.toml"
+    bad.write_text('[[process]]\nname = "x"\nrole = "wizard"\nhost = "127.0.0.1"\nport = 1\n')
+    assert main(["replay", "--connect", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{bad}:1" in err and "field 'role'" in err
+
+
+def test_up_runs_until_sigterm_and_leaves_no_process_or_port(tmp_path):
+    env = {**os.environ, "COLUMNS": "200"}
+    command = ["up", "--nodes", "3", "--schedulers", "2", "--dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aviary.launch.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines = []
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if "processes registered" in line or time.monotonic() > deadline:
+            break
+    assert any("all 5 processes registered" in line for line in lines), "".join(lines)
+    import psutil
+
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) == 5
+    from aviary.common.cluster import load_cluster
+
+    ports = [p.port for p in load_cluster(tmp_path / "cluster.toml").processes if p.role != "frontend"]
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, rest
+    assert "every process exited cleanly" in rest
+    _, alive = psutil.wait_procs(children, timeout=5)
+    assert not alive
+    listening = {c.laddr.port for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    assert not listening & set(ports)
