@@ -142,12 +142,19 @@ class JobDone:
 @message(3)
 @dataclasses.dataclass(slots=True)
 class Probe:
-    """A reservation for ``count`` tasks of a job in a node's queue (batch sampling, late binding)."""
+    """A reservation for ``count`` tasks of a job in a node's queue (batch sampling, late binding).
+
+    Optional (Hawk/Eagle): ``long`` marks a probe of a long job (Hawk without its central scheduler);
+    ``attempt`` is Eagle's placement round: 0 random, 1 re-sent by the bitvector, 2 short partition
+    (a node never rejects a probe of the last round).
+    """
 
     job_id: int
     estimate: float
     remaining: int
     count: int = 1
+    long: bool = False
+    attempt: int = 0
 
 
 @message(4)
@@ -161,12 +168,17 @@ class GetTask:
 @message(5)
 @dataclasses.dataclass(slots=True)
 class AssignTask:
-    """Scheduler -> node: run this task now in the slot reserved for the probe."""
+    """Scheduler -> node: run this task now in the slot reserved for the probe.
+
+    Optional ``remaining``: the job's tasks not yet handed out after this one (-1: not told); Eagle's
+    node SRPT uses it (thesis §3.4.3).
+    """
 
     job_id: int
     task_index: int
     duration: float
     estimate: float
+    remaining: int = -1
 
 
 @message(6)
@@ -243,6 +255,98 @@ class Stats:
 @dataclasses.dataclass(slots=True)
 class GetStats:
     """Frontend -> any process: reply with Stats and keep running."""
+
+
+# --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------
+
+
+@message(30)
+@dataclasses.dataclass(slots=True)
+class LongTask:
+    """Central -> node: queue this long task (LWL placement, thesis §2.3.7).
+
+    Piggybacks Eagle's succinct state (§3.3.3): ``bitvector`` has bit i (byte i // 8, bit i % 8) set
+    when the i-th node of the cluster holds long work by the central's bookkeeping, and ``stamp`` is
+    the central's clock when that bitvector was current. Empty when the policy does not share state.
+    """
+
+    job_id: int
+    task_index: int
+    duration: float
+    estimate: float
+    bitvector: bytes = b""
+    stamp: float = -1.0
+
+
+@message(31)
+@dataclasses.dataclass(slots=True)
+class ProbeRejected:
+    """Node -> scheduler: a node holding long work refuses ``count`` short probes of the job (Eagle SSS),
+    sending back its own bitvector and timestamp; ``attempt`` is the round the probes were sent in."""
+
+    job_id: int
+    count: int
+    attempt: int
+    bitvector: bytes = b""
+    stamp: float = -1.0
+
+
+@message(32)
+@dataclasses.dataclass(slots=True)
+class RemainingUpdate:
+    """Scheduler -> nodes holding the job's probes or tasks: its tasks not yet handed out (node SRPT)."""
+
+    job_id: int
+    remaining: int
+
+
+@message(33)
+@dataclasses.dataclass(slots=True)
+class StealRequest:
+    """Idle node -> general-partition node: give me your first group of short probes behind a long task
+    (Hawk randomized stealing, thesis §2.3.6)."""
+
+
+@message(34)
+@dataclasses.dataclass(slots=True)
+class StealReply:
+    """Victim -> thief: the stolen probes, each ``[scheduler, job_id, estimate, remaining, count]``; an
+    empty list when the victim had none to give."""
+
+    probes: list[Any]
+
+
+@message(35)
+@dataclasses.dataclass(slots=True)
+class TaskStarted:
+    """Node -> the scheduler that placed the task: it started running now (LWL counts the remaining part
+    of a running long task; DLWL's remaining-work bookkeeping)."""
+
+    job_id: int
+    task_index: int
+
+
+@message(36)
+@dataclasses.dataclass(slots=True)
+class QueueReport:
+    """Node -> distributed schedulers (DLWL heartbeat, thesis §3.6.2): the node's estimated queue waiting
+    time in seconds (estimates of queued tasks plus the remaining part of the running ones)."""
+
+    wait: float
+
+
+@message(37)
+@dataclasses.dataclass(slots=True)
+class QueueTask:
+    """Distributed scheduler -> node (DLWL, early binding): queue this task; ``remaining`` is the job's
+    tasks not yet started as the scheduler knows it (node SRPT), ``long`` its class."""
+
+    job_id: int
+    task_index: int
+    duration: float
+    estimate: float
+    remaining: int
+    long: bool = False
 
 
 # --- Kairos (tags 50-59) -------------------------------------------------------------------------
