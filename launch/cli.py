@@ -34,6 +34,44 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _kairos_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Kairos (policies kairos, kairos-random, kairos-sum)")
+    g.add_argument(
+        "--quantum",
+        type=_positive_float,
+        default=None,
+        help="LAS quantum W in seconds of the replay clock "
+        "(default: 10,000 trace seconds divided by the time scale; 10 s for 'up')",
+    )
+    g.add_argument(
+        "--kairos-q", type=_non_negative_int, default=2, help="tasks per node beyond its slots, Q (default 2)"
+    )
+    g.add_argument(
+        "--starvation-quanta",
+        type=_positive_int,
+        default=3,
+        help="missed quanta before a task is guarded against preemption (default 3)",
+    )
+    g.add_argument(
+        "--starvation-multiple",
+        type=_positive_float,
+        default=2.0,
+        help="a starving task then runs un-preempted for this many quanta (default 2)",
+    )
+    g.add_argument(
+        "--heartbeat-interval",
+        type=_positive_float,
+        default=None,
+        help="node -> central heartbeat period in seconds (default: quantum / 10)",
+    )
+
 def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
     p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
     p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
@@ -51,6 +89,7 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         help="what a task is: a timer in the node monitor, or a real child process",
     )
     p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
+    _kairos_flags(p)
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
 

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..central.fifo import CentralFifoCore
+from ..central.kairos import KairosCentralCore
 from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
 from ..distributed.sparrow import SparrowCore
+from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
@@ -53,6 +55,36 @@ def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
     return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes})
 
 
+KAIROS_PARAMS = ("quantum", "kairos_q", "starvation_quanta", "starvation_multiple", "heartbeat_interval")
+
+
+def _kairos_central(tiebreak: str) -> Builder:
+    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        return KairosCentralCore(
+            spec.name,
+            {n.name: n.slots for n in cluster.nodes},
+            q=int(_param(cluster, "kairos_q", 2)),
+            tiebreak=tiebreak,
+            seed=cluster.seed,
+        )
+
+    return build
+
+
+def _kairos_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+    quantum = float(_param(cluster, "quantum", 10.0))
+    heartbeat = _param(cluster, "heartbeat_interval", None)
+    return KairosNodeCore(
+        spec.name,
+        spec.slots,
+        central=cluster.central.name if cluster.central is not None else None,
+        quantum=quantum,
+        starvation_quanta=int(_param(cluster, "starvation_quanta", 3)),
+        starvation_multiple=float(_param(cluster, "starvation_multiple", 2.0)),
+        heartbeat_interval=None if heartbeat is None else float(heartbeat),
+    )
+
+
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in [
@@ -66,6 +98,16 @@ POLICIES: dict[str, Policy] = {
             "fifo",
             "central FIFO queue, a task placed only on a free slot (no preemption)",
             central=_central_fifo,
+        ),
+        *(
+            Policy(
+                name,
+                f"Kairos: node LAS with quantum and preemption, central N+Q dispatch, {tb} tie-break",
+                central=_kairos_central(tb),
+                node=_kairos_node,
+                params=KAIROS_PARAMS,
+            )
+            for name, tb in (("kairos", "var"), ("kairos-random", "random"), ("kairos-sum", "sum"))
         ),
     ]
 }

@@ -51,7 +51,33 @@ class ReplaySetup:
 
 
 def policy_params(args: argparse.Namespace) -> dict[str, Any]:
-    return {"probe_ratio": args.probe_ratio}
+    kairos = kairos_params(args) if str(getattr(args, "policy", "")).startswith("kairos") else {}
+    return {"probe_ratio": args.probe_ratio, **kairos}
+
+
+KAIROS_REFERENCE_QUANTUM = 10_000.0
+"""The thesis' quantum for the Google trace, in trace seconds (§4.6.2)."""
+
+
+def kairos_params(args: argparse.Namespace) -> dict[str, Any]:
+    """Kairos parameters from the flags; the quantum follows the time scale unless given."""
+    quantum = getattr(args, "quantum", None)
+    if quantum is None:
+        if hasattr(args, "time_scale"):
+            real = getattr(args, "runtime", "real") == "real"
+            scale = args.time_scale if args.time_scale is not None else (1000.0 if real else 1.0)
+            quantum = KAIROS_REFERENCE_QUANTUM / scale
+        else:
+            quantum = 10.0
+    params: dict[str, Any] = {
+        "quantum": quantum,
+        "kairos_q": getattr(args, "kairos_q", 2),
+        "starvation_quanta": getattr(args, "starvation_quanta", 3),
+        "starvation_multiple": getattr(args, "starvation_multiple", 2.0),
+    }
+    if getattr(args, "heartbeat_interval", None) is not None:
+        params["heartbeat_interval"] = args.heartbeat_interval
+    return params
 
 
 def testbed_cluster(args: argparse.Namespace) -> Cluster:

@@ -1,0 +1,223 @@
+"""The Kairos central dispatcher (thesis §4.3.3, Algorithm 3): no runtime estimates.
+
+Every task of every job joins one central FIFO queue. Tasks leave it for the node with the fewest
+tasks assigned, at most ``slots + q`` per node (admission control bounds the load imbalance: a node
+holds at most Q tasks that could have run elsewhere); ties between nodes with the same number of tasks
+go to the one with the lowest variance of attained service, as last reported by its ``Heartbeat``
+(the LAS-aware ``Var`` policy). Figure 4.6's two other tie-breaks are here too: ``random`` (a
+uniformly random node among the tied ones, from the core's seeded generator) and ``sum`` (the lowest
+sum of attained service). Ties that remain (e.g. every variance 0 at start-up) go to the node listed
+first.
+
+Counts come from the dispatcher's own bookkeeping (tasks placed minus ``TaskFinished`` received), not
+from heartbeats: Alg. 3 reads ``numTasks`` from heartbeats and sleeps ∆ between rounds, placing at most
+one task per node per round; placing on every arrival and finish with exact counts is the event-driven
+equivalent without the ∆ delay, and it can never exceed N + Q because of stale reports. A heartbeat's
+task count is kept only for diagnostics (``heartbeat_count_mismatch``).
+
+The estimate in ``SubmitJob`` is ignored and ``PlaceTask`` carries 0.0 as estimate: nothing on the
+Kairos path uses runtime estimates. The task duration is passed through only because the node's
+executor needs it to run the (sleep) task.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import Heartbeat, JobDone, PlaceTask, SubmitJob, TaskFinished
+
+TIEBREAKS = ("var", "random", "sum")
+DEFAULT_Q = 2
+
+
+@dataclass(slots=True)
+class KairosJob:
+    frontend: str
+    durations: list[float]
+    arrival: float
+    finished: int = 0
+    first_start: float | None = None
+
+
+@dataclass(slots=True)
+class NodeState:
+    name: str
+    index: int
+    cap: int  # slots + Q
+    count: int = 0  # tasks placed and not finished (own bookkeeping)
+    variance: float = 0.0  # from the last heartbeat
+    attained_sum: float = 0.0  # from the last heartbeat
+    reported: int = 0  # task count of the last heartbeat (diagnostics)
+    version: int = 0  # bumped whenever count or key changes (lazy heap entries)
+
+
+@dataclass(slots=True)
+class _Level:
+    """Nodes holding the same number of tasks: a lazy min-heap by key (var/sum), or an indexed list
+    (random)."""
+
+    heap: list[tuple[float, int, int]] = field(default_factory=list)  # (key, index, version)
+    members: list[int] = field(default_factory=list)
+    where: dict[int, int] = field(default_factory=dict)
+
+
+class KairosCentralCore(Core):
+    role = "central"
+
+    def __init__(
+        self,
+        name: str,
+        node_slots: dict[str, int],
+        *,
+        q: int = DEFAULT_Q,
+        tiebreak: str = "var",
+        seed: int = 0,
+    ) -> None:
+        super().__init__(name)
+        if not node_slots:
+            raise ValueError(f"central scheduler {name}: no nodes")
+        if q < 0:
+            raise ValueError(f"central scheduler {name}: kairos_q must be >= 0, got {q}")
+        if tiebreak not in TIEBREAKS:
+            raise ValueError(f"central scheduler {name}: tie-break {tiebreak!r} not one of {TIEBREAKS}")
+        self.q = q
+        self.tiebreak = tiebreak
+        self.rng = random.Random(seed)
+        self.nodes = [NodeState(n, i, s + q) for i, (n, s) in enumerate(node_slots.items())]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.levels = [_Level() for _ in range(max(n.cap for n in self.nodes))]
+        for node in self.nodes:
+            self._enter(node)
+        self.queue: deque[tuple[int, int]] = deque()
+        self.jobs: dict[int, KairosJob] = {}
+
+    # --- views ----------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        return {n.name: n.count for n in self.nodes}
+
+    # --- events ---------------------------------------------------------------------------------------
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is Heartbeat:
+            return self._heartbeat(sender, msg)
+        if kind is TaskFinished:
+            return self._finished(now, sender, msg)
+        if kind is SubmitJob:
+            if msg.job_id in self.jobs:
+                self.counters["duplicate_job"] += 1
+                return []
+            if not msg.durations:
+                return [Send(sender, JobDone(msg.job_id, 0.0))]
+            # msg.estimate is deliberately not read: Kairos uses no runtime estimates.
+            self.jobs[msg.job_id] = KairosJob(sender, msg.durations, now)
+            self.queue.extend((msg.job_id, i) for i in range(len(msg.durations)))
+            self.counters["jobs"] += 1
+            return self._dispatch(now)
+        return self.unexpected(msg)
+
+    def _heartbeat(self, sender: str, msg: Heartbeat) -> list[Effect]:
+        node = self.by_name.get(sender)
+        if node is None:
+            self.counters["unknown_heartbeat"] += 1
+            return []
+        self.counters["heartbeats_received"] += 1
+        node.reported = msg.tasks
+        if msg.tasks != node.count:
+            self.counters["heartbeat_count_mismatch"] += 1
+        key_changed = (msg.variance, msg.attained_sum) != (node.variance, node.attained_sum)
+        node.variance = msg.variance
+        node.attained_sum = msg.attained_sum
+        if key_changed and self.tiebreak != "random":
+            self._leave(node)
+            self._enter(node)
+        return []
+
+    def _finished(self, now: float, sender: str, msg: TaskFinished) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        node = self.by_name.get(sender)
+        if job is None or node is None:
+            self.counters["unknown_task_finished"] += 1
+            return []
+        self._leave(node)
+        node.count -= 1
+        self._enter(node)
+        job.finished += 1
+        effects = self._dispatch(now)
+        if job.finished == len(job.durations):
+            del self.jobs[msg.job_id]
+            assert job.first_start is not None
+            effects.append(Send(job.frontend, JobDone(msg.job_id, job.first_start - job.arrival)))
+        return effects
+
+    # --- Alg. 3 main loop, event-driven -----------------------------------------------------------------
+    def _dispatch(self, now: float) -> list[Effect]:
+        effects: list[Effect] = []
+        queue = self.queue
+        while queue:
+            node = self._pick()
+            if node is None:  # every node holds N + Q tasks
+                break
+            job_id, index = queue.popleft()
+            job = self.jobs[job_id]
+            if job.first_start is None:
+                job.first_start = now
+            self._leave(node)
+            node.count += 1
+            self._enter(node)
+            self.counters["tasks_placed"] += 1
+            effects.append(Send(node.name, PlaceTask(job_id, index, job.durations[index], 0.0)))
+        return effects
+
+    def _key(self, node: NodeState) -> float:
+        return node.variance if self.tiebreak == "var" else node.attained_sum
+
+    def _enter(self, node: NodeState) -> None:
+        """File the node under its current count (nodes at their cap are in no level)."""
+        node.version += 1
+        if node.count >= node.cap:
+            return
+        level = self.levels[node.count]
+        if self.tiebreak == "random":
+            level.where[node.index] = len(level.members)
+            level.members.append(node.index)
+        else:
+            heap = level.heap
+            heapq.heappush(heap, (self._key(node), node.index, node.version))
+            if len(heap) > 4 * len(self.nodes) + 64:  # drop stale entries now and then
+                nodes = self.nodes
+                level.heap = [e for e in heap if nodes[e[1]].version == e[2]]
+                heapq.heapify(level.heap)
+
+    def _leave(self, node: NodeState) -> None:
+        """Take the node out of its level (heaps: lazily, by the version bump in ``_enter``)."""
+        if self.tiebreak != "random" or node.count >= node.cap:
+            return
+        level = self.levels[node.count]
+        pos = level.where.pop(node.index)
+        last = level.members.pop()
+        if last != node.index:
+            level.members[pos] = last
+            level.where[last] = pos
+
+    def _pick(self) -> NodeState | None:
+        """The node with the fewest tasks below its cap, ties by the tie-break policy."""
+        nodes = self.nodes
+        for level in self.levels:
+            if self.tiebreak == "random":
+                if level.members:
+                    return nodes[level.members[self.rng.randrange(len(level.members))]]
+                continue
+            heap = level.heap
+            while heap:
+                _, index, version = heap[0]
+                node = nodes[index]
+                if node.version == version:
+                    return node
+                heapq.heappop(heap)
+        return None
