@@ -33,9 +33,9 @@ Choices where the thesis is silent or loose (documented in docs/kairos.md):
 - A task that exits while the node thinks it suspended (on the real runtime the exit can race the
   SIGSTOP) is reported finished like any other; nothing is lost.
 
-Counters: ``preemptions`` (every ``Suspend``), split into ``preemptions_arrival`` and
-``preemptions_quantum``; ``starvation_guards``; ``resumes``; ``tasks_received``; ``tasks_launched``;
-``tasks_finished``; ``heartbeats`` (sent).
+Counters: ``preemptions`` (every ``Suspend``, reported even when 0), split into
+``preemptions_arrival``, ``preemptions_quantum`` and ``preemptions_starvation``; ``starvation_guards``;
+``resumes``; ``tasks_received``; ``tasks_launched``; ``tasks_finished``; ``heartbeats`` (sent).
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ class KairosNodeCore(Core):
         self.idle: dict[TaskId, LasTask] = {}  # suspended, or not started yet
         self.tasks: dict[TaskId, LasTask] = {}  # every task on this node
         self._said_idle = False
+        self.counters["preemptions"] = 0  # always reported, even when nothing was preempted
 
     # --- views (tests, heartbeats) ------------------------------------------------------------------
     @property
@@ -208,6 +209,7 @@ class KairosNodeCore(Core):
         starving = self._starving(now)
         if starving is not None:
             self.counters["starvation_guards"] += 1
+            self.counters["preemptions_starvation"] += 1
             return [*self._suspend(now, task), *self._run(now, starving, slot, guard=True)]
         young = self._youngest()
         if young is not None and young.attained <= task.attained:  # line 34
