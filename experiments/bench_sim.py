@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import math
 import pstats
 import resource
 import sys
 import time
 from pathlib import Path
 
-from aviary.common.model import GOOGLE_CUTOFF, JobSpec
+from aviary.common.model import JobSpec
+from aviary.common.trace import read_trace
+from aviary.common.workload import build_workload
 from aviary.launch.registry import policy_cluster
 from aviary.launch.sim import simulate
 
@@ -27,26 +28,7 @@ TRACE = Path(__file__).resolve().parent / "traces" / "google_10k.tr"
 
 def load_jobs(path: Path, limit: int | None) -> list[JobSpec]:
     """The trace as a replay at time scale 1 with the trace's own arrivals (first job at 0)."""
-    try:
-        from aviary.common.trace import read_trace
-    except ImportError:  # the trace module is not there: parse `submit num_tasks mean d1..dn` here
-        read_trace = None
-    rows: list[tuple[float, list[float], float, int]] = []
-    if read_trace is not None:
-        rows = [(tj.submit, tj.durations, tj.mean, tj.line) for tj in read_trace(path)]
-    else:
-        with open(path) as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.split()
-                if parts and not parts[0].startswith("#"):
-                    rows.append((float(parts[0]), [float(x) for x in parts[3:]], float(parts[2]), lineno))
-        rows.sort(key=lambda r: r[0])
-    rows = rows[:limit] if limit else rows
-    first = rows[0][0]
-    return [
-        JobSpec(i, submit - first, ds, math.fsum(ds) / len(ds), mean >= GOOGLE_CUTOFF, line)
-        for i, (submit, ds, mean, line) in enumerate(rows)
-    ]
+    return build_workload(read_trace(path), jobs=limit, start=0, keep_arrivals=True, scale_tasks=False)
 
 
 def peak_rss_mb() -> float:
