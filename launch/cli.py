@@ -72,6 +72,51 @@ def _kairos_flags(p: argparse.ArgumentParser) -> None:
         help="node -> central heartbeat period in seconds (default: quantum / 10)",
     )
 
+def _percent(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got {text}")
+    return value
+
+
+def _hybrid_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Hawk, Eagle, DLWL (policies hawk*, eagle*, lwl, dlwl; docs/policies.md)")
+    g.add_argument(
+        "--short-partition",
+        type=_percent,
+        default=None,
+        help="percent of the nodes reserved for short jobs (default: 17 for hawk/eagle/dlwl, else 0)",
+    )
+    g.add_argument(
+        "--steal-attempts",
+        type=_non_negative_int,
+        default=10,
+        help="Hawk: nodes an idle node asks for probes to steal (default 10; 0: no stealing)",
+    )
+    g.add_argument(
+        "--min-probes", type=_non_negative_int, default=20, help="Eagle: minimum probes per job (default 20)"
+    )
+    g.add_argument(
+        "--srpt-threshold",
+        type=float,
+        default=5.0,
+        help="Eagle/DLWL: a probe may be bypassed by work up to this many of its task estimates (default 5)",
+    )
+    g.add_argument(
+        "--update-ratio",
+        type=float,
+        default=None,
+        help="Eagle: send remaining-task updates when the count fell by this fraction (0: every "
+        "assignment, as the thesis; default 0.1)",
+    )
+    g.add_argument(
+        "--dlwl-heartbeat",
+        type=_positive_float,
+        default=3.0,
+        help="DLWL heartbeat interval in trace seconds, divided by the time scale (default 3)",
+    )
+
+
 def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
     p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
     p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
@@ -90,6 +135,7 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     )
     p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
     _kairos_flags(p)
+    _hybrid_flags(p)
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
 
@@ -150,7 +196,8 @@ def build_parser() -> Parser:
         "--cutoff",
         type=_positive_float,
         default=None,
-        help="short/long cutoff in trace seconds for reporting (default 1129.532)",
+        help="short/long cutoff in trace seconds (default 1129.532): classes for reporting, and the "
+        "scheduling cutoff of hawk/eagle/dlwl once divided by the time scale",
     )
     rp.add_argument(
         "--misestimate",

@@ -17,6 +17,7 @@ from ..common.frontend import Router, round_robin
 from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
+from .hybrid import hybrid_policies
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
 
@@ -29,9 +30,13 @@ class Policy:
     central: Builder | None = None  # the central scheduler, if the policy uses one
     node: Builder | None = None  # the node monitor core (default: NodeMonitorCore with a FIFO queue)
     params: tuple[str, ...] = ()  # the cluster parameters it reads
+    router: Callable[[Cluster], Router] | None = None  # where jobs go (default: schedulers, else central)
+    short_partition: float = 0.0  # default share of nodes in the short partition
 
     def route(self, cluster: Cluster) -> Router:
         """Where the frontend sends each job."""
+        if self.router is not None:
+            return self.router(cluster)
         if self.scheduler is not None:
             return round_robin([p.name for p in cluster.schedulers])
         assert cluster.central is not None
@@ -111,6 +116,7 @@ POLICIES: dict[str, Policy] = {
         ),
     ]
 }
+POLICIES.update((p.name, p) for p in hybrid_policies(Policy))  # Hawk, Eagle, ablations, LWL, DLWL
 
 
 def get_policy(name: str) -> Policy:
@@ -140,12 +146,15 @@ def policy_cluster(
     executor: str = "timer",
     seed: int = 0,
     params: dict[str, Any] | None = None,
-    short_partition: float = 0.0,
+    short_partition: float | None = None,
     bind_ports: bool = True,
 ) -> Cluster:
     """A local cluster with the processes ``policy`` needs: a central scheduler if it uses one, and
-    ``schedulers`` distributed schedulers only if it uses them (``bind_ports=False`` for the simulator)."""
+    ``schedulers`` distributed schedulers only if it uses them (``bind_ports=False`` for the simulator).
+    ``short_partition`` (share of the nodes) defaults to the policy's own (17 % for Hawk and Eagle)."""
     spec = get_policy(policy)
+    if short_partition is None:
+        short_partition = spec.short_partition
     return local_cluster(
         nodes=nodes,
         slots=slots,

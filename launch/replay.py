@@ -25,6 +25,7 @@ from ..common.model import GOOGLE_CUTOFF, JobSpec
 from ..common.results import JobRecord, format_summary_table, write_results
 from ..common.trace import TraceError, read_trace
 from ..common.workload import WorkloadError, build_workload
+from .hybrid import DEFAULT_UPDATE_RATIO
 from .local import LocalTestbed
 from .real import ReplayError, run_real
 from .registry import get_policy, policy_cluster
@@ -52,7 +53,25 @@ class ReplaySetup:
 
 def policy_params(args: argparse.Namespace) -> dict[str, Any]:
     kairos = kairos_params(args) if str(getattr(args, "policy", "")).startswith("kairos") else {}
-    return {"probe_ratio": args.probe_ratio, **kairos}
+    hybrid = hybrid_params(args, get_policy(args.policy).params) if hasattr(args, "policy") else {}
+    return {"probe_ratio": args.probe_ratio, **kairos, **hybrid}
+
+
+def hybrid_params(args: argparse.Namespace, wanted: tuple[str, ...]) -> dict[str, Any]:
+    """Hawk/Eagle/DLWL parameters the policy reads (``wanted``); times in trace seconds (the cutoff,
+    the DLWL heartbeat) are divided by the time scale, as the estimates they are compared with."""
+    real = getattr(args, "runtime", "real") == "real"
+    scale = getattr(args, "time_scale", None) or (1000.0 if real else 1.0)
+    ratio = getattr(args, "update_ratio", None)
+    params = {
+        "cutoff": (getattr(args, "cutoff", None) or GOOGLE_CUTOFF) / scale,
+        "steal_attempts": getattr(args, "steal_attempts", 10),
+        "min_probes": getattr(args, "min_probes", 20),
+        "srpt_threshold": getattr(args, "srpt_threshold", 5.0),
+        "update_ratio": DEFAULT_UPDATE_RATIO if ratio is None else ratio,
+        "heartbeat": getattr(args, "dlwl_heartbeat", 3.0) / scale,
+    }
+    return {k: v for k, v in params.items() if k in wanted}
 
 
 KAIROS_REFERENCE_QUANTUM = 10_000.0
@@ -90,6 +109,7 @@ def testbed_cluster(args: argparse.Namespace) -> Cluster:
         executor=args.executor,
         seed=args.seed,
         params=policy_params(args),
+        short_partition=None if args.short_partition is None else args.short_partition / 100,
         bind_ports=getattr(args, "runtime", "real") == "real",
     )
 

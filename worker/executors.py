@@ -10,8 +10,9 @@ seconds finishes X seconds later. The real runtime builds one executor per node 
 - :class:`ProcessExecutor` (``process``): one child process per task running :mod:`sleeptask` (a sleep
   that counts only its running time, in 5 ms ticks); suspend/resume are SIGSTOP/SIGCONT sent through
   psutil, kill is SIGKILL, and the exit is seen by the process's ``wait()``.
-- ``docker``: a container per task, paused/unpaused through the docker SDK; it lands with its own
-  issue and registers itself in :data:`EXECUTORS`.
+- :class:`DockerExecutor` (``docker``): one container per task, without network, from a tiny image
+  built locally (``FROM scratch`` + static busybox, :mod:`dockertask`); suspend/resume are docker
+  pause/unpause (the cgroup freezer) through the docker SDK, whose blocking calls run in threads.
 
 Contract shared by all executors: ``on_exit(task_id, ok)`` is called exactly once per launched task,
 always from the event loop and never from inside ``launch``/``suspend``/``resume``/``kill`` (so a core
@@ -30,13 +31,15 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 
@@ -371,17 +374,358 @@ class ProcessExecutor(_Base):
         self._dying.clear()
 
 
+# --- docker ----------------------------------------------------------------------------------------
+
+
+_PENDING, _LIVE = 0, 1
+
+
+class _Box:
+    """One task of the docker executor; its runner coroutine alone talks to the engine about it."""
+
+    __slots__ = ("changed", "cid", "debt", "duration", "killed", "launched", "paused", "phase", "removed",
+                 "since", "suspended")
+
+    def __init__(self, duration: float, launched: float) -> None:
+        self.duration = duration
+        self.launched = launched  # monotonic; shifted by suspensions that end before the container exists
+        self.phase = _PENDING  # _LIVE once the container is being created (its start time is then fixed)
+        self.cid: str | None = None  # set (from the engine thread) as soon as the container exists
+        self.suspended = False  # what the owner asked for
+        self.since = 0.0  # monotonic time of the last suspend request
+        self.paused = False  # whether the container is paused (or a pause is under way)
+        self.debt = 0.0  # running time to take back by keeping it paused longer, see DockerExecutor
+        self.killed = False
+        self.removed = False
+        self.changed = asyncio.Event()  # set by suspend/resume/kill: the runner re-reads the state
+
+
+class DockerExecutor(_Base):
+    """A container per task, paused and unpaused through the docker SDK (DESIGN §6 ``docker``).
+
+    Each task runs :file:`sleeptask.sh` in the ``FROM scratch`` + busybox image of :mod:`dockertask`
+    (built once per machine, on the first use, by content tag; never pulled), with no network
+    (``network_mode="none"``), labelled ``aviary.sleeptask`` = the task id and ``aviary.owner`` = this
+    process. The SDK blocks, so every call runs in a thread pool (``ops_threads``) and each container's
+    output stream is read in a thread of its own; the event loop only awaits their futures. One runner
+    coroutine per task issues that task's calls one after the other (create, attach, start, then
+    pause / unpause / remove as the owner's requests come), so requests always apply in order: a
+    suspend or kill that arrives while the container is being created takes effect once it exists.
+
+    Timing:
+
+    - The task counts its start-up (launch to the container's first instruction, ~0.2-0.3 s here) as
+      running time, as the process executor does, so a task holds its slot for its duration as long
+      as the start-up is shorter than that. A task suspended before its container is created is
+      created only when resumed, its launch time shifted by the wait.
+    - The end is seen on the container's output: the task prints ``done`` and the executor reports
+      at once (~1 ms), without waiting for the container's teardown (~40-60 ms, during which the
+      engine reports the exit); the container is removed after the report.
+    - Suspensions: the in-container task cannot see a freeze, only a tick that lasted too long, so
+      each suspension shifts the finish by +-``tick``/2 around "exactly the suspension later".
+      Pause and unpause both take the same path (~15-20 ms each), so their latencies cancel. A
+      suspend that could not be applied at once (the container was still being created) has let the
+      task run on meanwhile: that running time becomes a debt, paid by keeping the container paused
+      that much longer after the resume. A suspension shorter than ``tick`` + ``slack`` can go
+      unnoticed by the task (it then counts as running time).
+
+    A task whose container fails (no engine, no image, an error from the engine, an exit without
+    ``done``) reports ``ok=False``; the reason is counted and logged once per kind. Containers of a
+    process that died without closing its executor are removed when the next executor on the host
+    connects to the engine.
+    """
+
+    tick = 0.005
+    """The in-container tick (s): a suspension shifts the finish by at most +-tick/2."""
+    slack = 0.02
+    """A tick that took longer than planned by more than this (s) is taken as frozen."""
+    debt_min = 0.001
+    ops_threads = 8
+    stream_threads = 256
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> None:
+        super().__init__(loop, on_exit)
+        self._tasks: dict[TaskId, _Box] = {}
+        self._dying: set[_Box] = set()  # killed, not reported yet
+        self._runners: set[asyncio.Task[None]] = set()
+        self._ops = ThreadPoolExecutor(self.ops_threads, thread_name_prefix="aviary-docker")
+        self._streams = ThreadPoolExecutor(self.stream_threads, thread_name_prefix="aviary-docker-out")
+        self._client: Any = None
+        self.image: str | None = None
+        me = psutil.Process()
+        self._owner = f"{socket.gethostname()}:{me.pid}:{me.create_time()!r}"
+        self._ready = loop.run_in_executor(self._ops, self._connect)
+        self._ready.add_done_callback(lambda fut: fut.cancelled() or fut.exception())
+
+    @property
+    def running(self) -> int:
+        return len(self._tasks) + len(self._dying)
+
+    def container_id(self, task_id: TaskId) -> str | None:
+        """The task's container id (None if unknown or not created yet); for tests and diagnostics."""
+        box = self._tasks.get(task_id)
+        return None if box is None else box.cid
+
+    # --- owner's requests (event loop; never block, never report) --------------------------------
+
+    def launch(self, task_id: TaskId, duration: float) -> None:
+        if self.closed:
+            self._ignore("launch_after_close", task_id)
+            return
+        if task_id in self._tasks:
+            self._ignore("duplicate_launch", task_id)
+            return
+        box = self._tasks[task_id] = _Box(max(0.0, float(duration)), time.monotonic())
+        runner = self.loop.create_task(self._run(task_id, box))
+        self._runners.add(runner)
+        runner.add_done_callback(self._runners.discard)
+
+    def suspend(self, task_id: TaskId) -> None:
+        box = self._tasks.get(task_id)
+        if box is None:
+            self._ignore("unknown_suspend", task_id)
+        elif box.suspended:
+            self._ignore("redundant_suspend", task_id)
+        else:
+            box.suspended = True
+            box.since = time.monotonic()
+            box.changed.set()
+
+    def resume(self, task_id: TaskId) -> None:
+        box = self._tasks.get(task_id)
+        if box is None:
+            self._ignore("unknown_resume", task_id)
+        elif not box.suspended:
+            self._ignore("redundant_resume", task_id)
+        else:
+            box.suspended = False
+            if box.phase == _PENDING:  # held back before its creation: it starts that much later
+                box.launched += time.monotonic() - box.since
+            box.changed.set()
+
+    def kill(self, task_id: TaskId) -> None:
+        box = self._tasks.pop(task_id, None)
+        if box is None:
+            self._ignore("unknown_kill", task_id)
+            return
+        self._dying.add(box)
+        box.killed = True
+        self.counters["killed"] += 1
+        box.changed.set()  # on_exit(False) comes from the runner once the container is removed
+
+    async def close(self) -> None:
+        """Kill and remove every container still there; no on_exit is called from here on."""
+        self.closed = True
+        for box in [*self._tasks.values(), *self._dying]:
+            box.killed = True
+            box.changed.set()
+        while self._runners:
+            await asyncio.gather(*list(self._runners), return_exceptions=True)
+        self._tasks.clear()
+        self._dying.clear()
+        await asyncio.wait([self._ready])
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        self._ops.shutdown(wait=False, cancel_futures=True)
+        self._streams.shutdown(wait=False, cancel_futures=True)
+
+    # --- the runner of one task (event loop) --------------------------------------------------------
+
+    async def _run(self, task_id: TaskId, box: _Box) -> None:
+        ok = False
+        try:
+            ok = await self._life(task_id, box)
+        except asyncio.CancelledError:  # the loop is going away: leave no container behind
+            box.killed = True
+            self._remove(box)
+            raise
+        except Exception as exc:  # an unexpected error from the engine or the SDK: the task fails
+            self._note("task_error", f"task {task_id}: {exc!r}")
+        finally:
+            if self._tasks.get(task_id) is box:
+                del self._tasks[task_id]
+            self._dying.discard(box)
+            self._report(task_id, ok)
+        if box.cid is not None and not box.removed:
+            await self.loop.run_in_executor(self._ops, self._remove, box)
+
+    async def _until(self, box: _Box, *futures: asyncio.Future[Any], timeout: float | None = None) -> None:
+        """Wait until the owner changes the task's state, one of ``futures`` is done, or ``timeout``."""
+        changed = self.loop.create_task(box.changed.wait())
+        try:
+            await asyncio.wait([changed, *futures], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            changed.cancel()
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self.loop.run_in_executor(self._ops, fn, *args)
+
+    async def _life(self, task_id: TaskId, box: _Box) -> bool:
+        """Carry the task through; True once it has run its whole duration (its container may remain)."""
+        # 1. The engine and the image (connected and built once per executor, at its creation).
+        while True:
+            box.changed.clear()
+            if box.killed:
+                return False
+            if self._ready.done():
+                break
+            await self._until(box, self._ready)
+        if self._ready.exception() is not None:
+            self._note("docker_unavailable", f"task {task_id} cannot run: {self._ready.exception()}")
+            return False
+        # 2. Held back while suspended: nothing to pause yet (resume() shifts the launch time).
+        while True:
+            box.changed.clear()
+            if box.killed:
+                return False
+            if not box.suspended:
+                break
+            await self._until(box)
+        # 3. Create, attach to its output, start. From here on the task counts its running time.
+        box.phase = _LIVE
+        origin = time.time_ns() // 1000 - round((time.monotonic() - box.launched) * 1e6)
+        try:
+            stream = await self._call(self._start, box, task_id, origin)
+        except Exception as exc:
+            self._note("start_failed", f"task {task_id} could not start: {exc}")
+            return False
+        reader = self.loop.run_in_executor(self._streams, self._read, stream)
+        # 4. Apply the owner's requests, in order, until the task ends or is killed.
+        while True:
+            box.changed.clear()
+            if box.killed:
+                await self._call(self._remove, box)  # a kill, even of a paused container
+                with contextlib.suppress(Exception):
+                    await reader
+                return False
+            if reader.done():
+                break
+            if box.suspended and not box.paused:
+                box.debt += max(0.0, time.monotonic() - box.since)
+                box.paused = True
+                await self._call(self._freeze, box, True)
+            elif not box.suspended and box.paused:
+                if box.debt > self.debt_min:  # it ran on while it should have been suspended
+                    start = time.monotonic()
+                    await self._until(box, reader, timeout=box.debt)
+                    box.debt = max(0.0, box.debt - (time.monotonic() - start))
+                    continue
+                box.debt = 0.0
+                box.paused = False
+                await self._call(self._freeze, box, False)
+            else:
+                await self._until(box, reader)
+        try:
+            finished, output = reader.result()
+        except Exception as exc:
+            self._note("stream_failed", f"lost the output of task {task_id}: {exc!r}")
+            return False
+        if not finished:
+            text = output.decode(errors="replace").strip()[-300:]
+            self._note("task_failed", f"task {task_id} ended without finishing; its output: {text!r}")
+        return finished
+
+    # --- engine calls (threads of ``_ops``; ``_read`` in ``_streams``) ------------------------------
+
+    def _connect(self) -> str:
+        from . import dockertask
+
+        client = dockertask.connect(max_pool_size=self.ops_threads + self.stream_threads + 4)
+        self._client = client
+        self._reap(client)
+        self.image = dockertask.ensure_image(client)
+        return self.image
+
+    def _reap(self, client: Any) -> None:
+        """Remove containers left by an executor of this host whose process is gone."""
+        from .dockertask import OWNER_LABEL
+
+        host = socket.gethostname()
+        for info in client.api.containers(all=True, filters={"label": OWNER_LABEL}):
+            owner_host, _, rest = (info.get("Labels") or {}).get(OWNER_LABEL, "").partition(":")
+            pid, _, started = rest.partition(":")
+            if owner_host != host:
+                continue
+            try:
+                if repr(psutil.Process(int(pid)).create_time()) == started:
+                    continue  # its owner is alive
+            except (psutil.Error, ValueError):
+                pass
+            with contextlib.suppress(Exception):
+                client.api.remove_container(info["Id"], force=True)
+                self.counters["orphans_removed"] += 1
+
+    def _start(self, box: _Box, task_id: TaskId, origin_us: int) -> Any:
+        from .dockertask import OWNER_LABEL, TASK_LABEL
+
+        api = self._client.api
+        command = [str(round(box.duration * 1e6)), str(origin_us), str(round(self.tick * 1e6)),
+                   str(round(self.slack * 1e6))]
+        labels = {TASK_LABEL: f"{task_id[0]}.{task_id[1]}", OWNER_LABEL: self._owner}
+        box.cid = api.create_container(self.image, command, labels=labels,
+                                       host_config=api.create_host_config(network_mode="none"))["Id"]
+        try:
+            stream = api.attach(box.cid, stdout=True, stderr=True, stream=True, logs=True)
+            try:
+                api.start(box.cid)
+            except Exception:
+                stream.close()
+                raise
+        except Exception:
+            self._remove(box)
+            raise
+        return stream
+
+    @staticmethod
+    def _read(stream: Any) -> tuple[bool, bytes]:
+        """``(finished, output)`` as soon as the task prints ``done``, or once its output ends."""
+        output = b""
+        try:
+            for chunk in stream:
+                output = (output + chunk)[-4096:]
+                if output.startswith(b"done") or b"\ndone" in output:
+                    return True, output
+            return False, output
+        finally:
+            with contextlib.suppress(Exception):
+                stream.close()
+
+    def _freeze(self, box: _Box, pause: bool) -> None:
+        try:
+            if pause:
+                self._client.api.pause(box.cid)
+            else:
+                self._client.api.unpause(box.cid)
+        except Exception as exc:  # it has just ended (its output stream says how) or the engine failed
+            kind = "pause_failed" if pause else "unpause_failed"
+            self._note(kind, f"{kind.replace('_', ' ')} for container {box.cid[:12]}: {exc}")
+
+    def _remove(self, box: _Box) -> None:
+        """Remove the container, killing it first if it runs or is paused (blocks)."""
+        if box.cid is None or box.removed:
+            return
+        try:
+            self._client.api.remove_container(box.cid, force=True)
+        except Exception as exc:
+            if getattr(getattr(exc, "response", None), "status_code", None) != 404:  # 404: gone already
+                self._note("remove_failed", f"could not remove container {box.cid[:12]}: {exc}")
+                return
+        box.removed = True
+
+
 # --- factory ---------------------------------------------------------------------------------------
 
 EXECUTORS: dict[str, Callable[[asyncio.AbstractEventLoop, OnExit], Executor]] = {
     "timer": TimerExecutor,
     "process": ProcessExecutor,
-    # "docker": DockerExecutor,  # a container per task, docker pause/unpause (DESIGN §6): own issue
+    "docker": DockerExecutor,
 }
 
 
 def make_executor(kind: str, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> Executor:
-    """The executor named ``kind`` (``timer`` or ``process``), driving tasks on ``loop``."""
+    """The executor named ``kind`` (``timer``, ``process`` or ``docker``), driving tasks on ``loop``."""
     try:
         factory = EXECUTORS[kind]
     except KeyError:
