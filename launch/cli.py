@@ -130,8 +130,8 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     p.add_argument(
         "--executor",
         default="timer",
-        choices=["timer", "process"],
-        help="what a task is: a timer in the node monitor, or a real child process",
+        choices=["timer", "process", "docker"],
+        help="what a task is: a timer in the node monitor, a real child process, or a container",
     )
     p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
     _kairos_flags(p)

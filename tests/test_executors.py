@@ -96,7 +96,7 @@ async def test_make_executor_kinds_and_a_clear_error():
     loop = asyncio.get_running_loop()
     assert isinstance(make_executor("timer", loop, Exits()), TimerExecutor)
     assert isinstance(make_executor("process", loop, Exits()), ProcessExecutor)
-    with pytest.raises(ValueError, match=r"unknown executor 'dockr'; choose one of: process, timer"):
+    with pytest.raises(ValueError, match=r"unknown executor 'dockr'; choose one of: docker, process, timer"):
         make_executor("dockr", loop, Exits())
 
 

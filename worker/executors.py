@@ -381,20 +381,21 @@ _PENDING, _LIVE = 0, 1
 
 
 class _Box:
-    """One task of the docker executor; its runner coroutine alone talks to the engine about it."""
+    """One task of the docker executor; its runner coroutine alone calls the engine about it."""
 
-    __slots__ = ("changed", "cid", "debt", "duration", "killed", "launched", "paused", "phase", "removed",
-                 "since", "suspended")
+    __slots__ = ("changed", "cid", "duration", "killed", "launched", "outbox", "paused", "phase",
+                 "removed", "since", "sock", "suspended")
 
     def __init__(self, duration: float, launched: float) -> None:
         self.duration = duration
         self.launched = launched  # monotonic; shifted by suspensions that end before the container exists
-        self.phase = _PENDING  # _LIVE once the container is being created (its start time is then fixed)
-        self.cid: str | None = None  # set (from the engine thread) as soon as the container exists
+        self.phase = _PENDING  # _LIVE from the moment its container is being created
+        self.cid: str | None = None  # set (by the engine thread) as soon as the container exists
+        self.sock: Any = None  # the attached socket: the task's stdin and its multiplexed output
+        self.outbox: list[bytes] = []  # messages for the task until it is attached
         self.suspended = False  # what the owner asked for
         self.since = 0.0  # monotonic time of the last suspend request
-        self.paused = False  # whether the container is paused (or a pause is under way)
-        self.debt = 0.0  # running time to take back by keeping it paused longer, see DockerExecutor
+        self.paused = False  # whether the container is paused (or a pause call is under way)
         self.killed = False
         self.removed = False
         self.changed = asyncio.Event()  # set by suspend/resume/kill: the runner re-reads the state
@@ -404,42 +405,42 @@ class DockerExecutor(_Base):
     """A container per task, paused and unpaused through the docker SDK (DESIGN §6 ``docker``).
 
     Each task runs :file:`sleeptask.sh` in the ``FROM scratch`` + busybox image of :mod:`dockertask`
-    (built once per machine, on the first use, by content tag; never pulled), with no network
+    (built once per machine, on first use, under a content tag; never pulled), with no network
     (``network_mode="none"``), labelled ``aviary.sleeptask`` = the task id and ``aviary.owner`` = this
-    process. The SDK blocks, so every call runs in a thread pool (``ops_threads``) and each container's
-    output stream is read in a thread of its own; the event loop only awaits their futures. One runner
-    coroutine per task issues that task's calls one after the other (create, attach, start, then
-    pause / unpause / remove as the owner's requests come), so requests always apply in order: a
-    suspend or kill that arrives while the container is being created takes effect once it exists.
+    process. The SDK blocks, so its calls run in a thread pool (``ops_threads``) and each container's
+    output is read in a thread of its own; the event loop only awaits their futures. One runner
+    coroutine per task makes that task's calls one after the other (create, attach, start, then pause /
+    unpause / remove as the owner's requests come), so requests apply in order: a suspend or kill that
+    arrives while the container is being created takes effect once it exists.
 
     Timing:
 
-    - The task counts its start-up (launch to the container's first instruction, ~0.2-0.3 s here) as
-      running time, as the process executor does, so a task holds its slot for its duration as long
-      as the start-up is shorter than that. A task suspended before its container is created is
-      created only when resumed, its launch time shifted by the wait.
-    - The end is seen on the container's output: the task prints ``done`` and the executor reports
-      at once (~1 ms), without waiting for the container's teardown (~40-60 ms, during which the
-      engine reports the exit); the container is removed after the report.
-    - Suspensions: the in-container task cannot see a freeze, only a tick that lasted too long, so
-      each suspension shifts the finish by +-``tick``/2 around "exactly the suspension later".
-      Pause and unpause both take the same path (~15-20 ms each), so their latencies cancel. A
-      suspend that could not be applied at once (the container was still being created) has let the
-      task run on meanwhile: that running time becomes a debt, paid by keeping the container paused
-      that much longer after the resume. A suspension shorter than ``tick`` + ``slack`` can go
-      unnoticed by the task (it then counts as running time).
+    - Start-up (launch to the task's first instruction, ~0.2-0.3 s here) counts as running time, as
+      in the process executor: a task holds its slot for its duration as long as its start-up is
+      shorter than that. A task suspended before its container is created is created only when
+      resumed, its launch time shifted by the wait.
+    - Suspensions: besides pausing the container, the executor writes ``s T`` / ``r T`` to the task's
+      standard input (T: when the owner asked, on the host's realtime clock, which containers share),
+      and the task subtracts exactly those intervals from its running time, whenever the messages
+      and the engine's freeze and thaw (15-30 ms each, jittery) reach it. So a task suspended for X s
+      finishes X s later to ~1 ms, including a suspend that came while its container was being
+      created (it was paused later, but the task counts from the request). A freeze without a message
+      (a manual ``docker pause`` longer than ``slack``) is still seen by the task, to +-``tick``/2.
+    - The end is seen on the task's output: it prints ``done`` and the executor reports at once
+      (~1 ms), without waiting for the container's teardown (~40-60 ms, after which the engine would
+      report the exit); the container is removed right after the report.
 
     A task whose container fails (no engine, no image, an error from the engine, an exit without
-    ``done``) reports ``ok=False``; the reason is counted and logged once per kind. Containers of a
-    process that died without closing its executor are removed when the next executor on the host
-    connects to the engine.
+    ``done``) reports ``ok=False``; the reason is counted and logged once per kind. If the executor's
+    process dies, the engine closes its tasks' standard input and they exit (paused ones stay paused);
+    the next executor to connect on this host removes the containers of dead owners.
     """
 
     tick = 0.005
-    """The in-container tick (s): a suspension shifts the finish by at most +-tick/2."""
-    slack = 0.02
-    """A tick that took longer than planned by more than this (s) is taken as frozen."""
-    debt_min = 0.001
+    """The task's tick (s): how often it checks for messages and for unannounced freezes."""
+    slack = 0.1
+    """A tick that took longer than planned by more than this (s), with no message, was frozen; shorter
+    delays (a busy host) count as running time."""
     ops_threads = 8
     stream_threads = 256
 
@@ -466,7 +467,12 @@ class DockerExecutor(_Base):
         box = self._tasks.get(task_id)
         return None if box is None else box.cid
 
-    # --- owner's requests (event loop; never block, never report) --------------------------------
+    @staticmethod
+    def _realtime_us(mono: float) -> int:
+        """Monotonic time ``mono`` on the realtime clock, in microseconds (what the task reads)."""
+        return time.time_ns() // 1000 - round((time.monotonic() - mono) * 1e6)
+
+    # --- the owner's requests (event loop; they never block and never report) -----------------------
 
     def launch(self, task_id: TaskId, duration: float) -> None:
         if self.closed:
@@ -489,6 +495,8 @@ class DockerExecutor(_Base):
         else:
             box.suspended = True
             box.since = time.monotonic()
+            if box.phase == _LIVE:
+                self._tell(box, b"s %d\n" % self._realtime_us(box.since))
             box.changed.set()
 
     def resume(self, task_id: TaskId) -> None:
@@ -499,8 +507,11 @@ class DockerExecutor(_Base):
             self._ignore("redundant_resume", task_id)
         else:
             box.suspended = False
+            now = time.monotonic()
             if box.phase == _PENDING:  # held back before its creation: it starts that much later
-                box.launched += time.monotonic() - box.since
+                box.launched += now - box.since
+            else:
+                self._tell(box, b"r %d\n" % self._realtime_us(now))
             box.changed.set()
 
     def kill(self, task_id: TaskId) -> None:
@@ -531,6 +542,18 @@ class DockerExecutor(_Base):
         self._ops.shutdown(wait=False, cancel_futures=True)
         self._streams.shutdown(wait=False, cancel_futures=True)
 
+    def _tell(self, box: _Box, message: bytes) -> None:
+        """Write ``message`` to the task's standard input (queued until the task is attached)."""
+        if box.sock is None:
+            box.outbox.append(message)
+            return
+        try:  # a few bytes into a local socket: never blocks in practice, and must not
+            sent = box.sock._sock.send(message, socket.MSG_DONTWAIT)
+            if sent != len(message):
+                raise BlockingIOError(f"sent {sent} of {len(message)} bytes")
+        except OSError as exc:  # the task has just ended, or the engine is stuck: it runs on untold
+            self._note("tell_failed", f"could not tell container {(box.cid or '?')[:12]} {message!r}: {exc}")
+
     # --- the runner of one task (event loop) --------------------------------------------------------
 
     async def _run(self, task_id: TaskId, box: _Box) -> None:
@@ -539,6 +562,7 @@ class DockerExecutor(_Base):
             ok = await self._life(task_id, box)
         except asyncio.CancelledError:  # the loop is going away: leave no container behind
             box.killed = True
+            self._hang_up(box)
             self._remove(box)
             raise
         except Exception as exc:  # an unexpected error from the engine or the SDK: the task fails
@@ -548,14 +572,15 @@ class DockerExecutor(_Base):
                 del self._tasks[task_id]
             self._dying.discard(box)
             self._report(task_id, ok)
+        self._hang_up(box)
         if box.cid is not None and not box.removed:
             await self.loop.run_in_executor(self._ops, self._remove, box)
 
-    async def _until(self, box: _Box, *futures: asyncio.Future[Any], timeout: float | None = None) -> None:
-        """Wait until the owner changes the task's state, one of ``futures`` is done, or ``timeout``."""
+    async def _until(self, box: _Box, *futures: asyncio.Future[Any]) -> None:
+        """Wait until the owner changes the task's state or one of ``futures`` is done."""
         changed = self.loop.create_task(box.changed.wait())
         try:
-            await asyncio.wait([changed, *futures], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([changed, *futures], return_when=asyncio.FIRST_COMPLETED)
         finally:
             changed.cancel()
 
@@ -564,7 +589,7 @@ class DockerExecutor(_Base):
 
     async def _life(self, task_id: TaskId, box: _Box) -> bool:
         """Carry the task through; True once it has run its whole duration (its container may remain)."""
-        # 1. The engine and the image (connected and built once per executor, at its creation).
+        # 1. The engine and the image (connected to and built once per executor, at its creation).
         while True:
             box.changed.clear()
             if box.killed:
@@ -583,15 +608,19 @@ class DockerExecutor(_Base):
             if not box.suspended:
                 break
             await self._until(box)
-        # 3. Create, attach to its output, start. From here on the task counts its running time.
+        # 3. Create, attach, start. The task counts its running time from its launch on.
         box.phase = _LIVE
-        origin = time.time_ns() // 1000 - round((time.monotonic() - box.launched) * 1e6)
+        origin = self._realtime_us(box.launched)
         try:
-            stream = await self._call(self._start, box, task_id, origin)
+            sock = await self._call(self._start, box, task_id, origin)
         except Exception as exc:
             self._note("start_failed", f"task {task_id} could not start: {exc}")
             return False
-        reader = self.loop.run_in_executor(self._streams, self._read, stream)
+        box.sock = sock
+        for message in box.outbox:  # suspend / resume requests made while it was being created
+            self._tell(box, message)
+        box.outbox.clear()
+        reader = self.loop.run_in_executor(self._streams, self._read, sock._sock)
         # 4. Apply the owner's requests, in order, until the task ends or is killed.
         while True:
             box.changed.clear()
@@ -602,19 +631,9 @@ class DockerExecutor(_Base):
                 return False
             if reader.done():
                 break
-            if box.suspended and not box.paused:
-                box.debt += max(0.0, time.monotonic() - box.since)
-                box.paused = True
-                await self._call(self._freeze, box, True)
-            elif not box.suspended and box.paused:
-                if box.debt > self.debt_min:  # it ran on while it should have been suspended
-                    start = time.monotonic()
-                    await self._until(box, reader, timeout=box.debt)
-                    box.debt = max(0.0, box.debt - (time.monotonic() - start))
-                    continue
-                box.debt = 0.0
-                box.paused = False
-                await self._call(self._freeze, box, False)
+            if box.suspended != box.paused:
+                box.paused = box.suspended
+                await self._call(self._freeze, box, box.paused)
             else:
                 await self._until(box, reader)
         try:
@@ -626,6 +645,15 @@ class DockerExecutor(_Base):
             text = output.decode(errors="replace").strip()[-300:]
             self._note("task_failed", f"task {task_id} ended without finishing; its output: {text!r}")
         return finished
+
+    @staticmethod
+    def _hang_up(box: _Box) -> None:
+        sock, box.sock = box.sock, None
+        if sock is not None:
+            with contextlib.suppress(Exception):
+                sock._sock.close()
+            with contextlib.suppress(Exception):
+                sock.close()
 
     # --- engine calls (threads of ``_ops``; ``_read`` in ``_streams``) ------------------------------
 
@@ -658,39 +686,52 @@ class DockerExecutor(_Base):
                 self.counters["orphans_removed"] += 1
 
     def _start(self, box: _Box, task_id: TaskId, origin_us: int) -> Any:
+        """Create the container, attach to its stdin and output, start it; return the attached socket."""
         from .dockertask import OWNER_LABEL, TASK_LABEL
 
         api = self._client.api
         command = [str(round(box.duration * 1e6)), str(origin_us), str(round(self.tick * 1e6)),
                    str(round(self.slack * 1e6))]
         labels = {TASK_LABEL: f"{task_id[0]}.{task_id[1]}", OWNER_LABEL: self._owner}
-        box.cid = api.create_container(self.image, command, labels=labels,
-                                       host_config=api.create_host_config(network_mode="none"))["Id"]
-        try:
-            stream = api.attach(box.cid, stdout=True, stderr=True, stream=True, logs=True)
-            try:
-                api.start(box.cid)
-            except Exception:
-                stream.close()
-                raise
+        box.cid = api.create_container(
+            self.image, command, labels=labels, stdin_open=True,  # detach=False: StdinOnce too
+            host_config=api.create_host_config(network_mode="none"))["Id"]
+        sock = None
+        try:  # attached before the start, so that no output is missed
+            sock = api.attach_socket(box.cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock._sock.settimeout(None)
+            api.start(box.cid)
         except Exception:
+            if sock is not None:
+                with contextlib.suppress(Exception):
+                    sock._sock.close()
             self._remove(box)
             raise
-        return stream
+        return sock
 
     @staticmethod
-    def _read(stream: Any) -> tuple[bool, bytes]:
-        """``(finished, output)`` as soon as the task prints ``done``, or once its output ends."""
-        output = b""
-        try:
-            for chunk in stream:
-                output = (output + chunk)[-4096:]
-                if output.startswith(b"done") or b"\ndone" in output:
-                    return True, output
-            return False, output
-        finally:
-            with contextlib.suppress(Exception):
-                stream.close()
+    def _read(sock: socket.socket) -> tuple[bool, bytes]:
+        """``(finished, output)`` as soon as the task prints ``done``, or once its output ends.
+
+        The stream is docker's multiplexed one: frames of an 8-byte header (stream, 0, 0, 0, length as
+        a 32-bit big-endian integer) and the payload."""
+        pending = output = b""
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:  # closed under us: a kill or a close
+                data = b""
+            if not data:
+                return False, output
+            pending += data
+            while len(pending) >= 8:
+                size = int.from_bytes(pending[4:8], "big")
+                if len(pending) < 8 + size:
+                    break
+                output = (output + pending[8:8 + size])[-4096:]
+                pending = pending[8 + size:]
+            if output.startswith(b"done") or b"\ndone" in output:
+                return True, output
 
     def _freeze(self, box: _Box, pause: bool) -> None:
         try:
@@ -698,9 +739,9 @@ class DockerExecutor(_Base):
                 self._client.api.pause(box.cid)
             else:
                 self._client.api.unpause(box.cid)
-        except Exception as exc:  # it has just ended (its output stream says how) or the engine failed
+        except Exception as exc:  # it has just ended (its output says how) or the engine failed
             kind = "pause_failed" if pause else "unpause_failed"
-            self._note(kind, f"{kind.replace('_', ' ')} for container {box.cid[:12]}: {exc}")
+            self._note(kind, f"{kind.replace('_', ' ')} of container {(box.cid or '?')[:12]}: {exc}")
 
     def _remove(self, box: _Box) -> None:
         """Remove the container, killing it first if it runs or is paused (blocks)."""
