@@ -5,7 +5,8 @@ both read from it, so no two hosts' clocks need to agree. A job's first task sta
 time plus the delay its scheduler measured on its own clock.
 
 On the real runtime the frontend first says ``Hello`` to every process it must wait for (again every
-``hello_interval`` until each has answered ``Register``); the replay starts when all have answered.
+``hello_interval`` until each has answered ``Register``); the replay starts when all have answered,
+or, with ``hold``, when the driver calls :meth:`FrontendCore.begin`.
 At the end (:meth:`collect`) it asks every process for its ``Stats`` with ``GetStats`` or ``Shutdown``.
 """
 
@@ -54,6 +55,7 @@ class FrontendCore(Core):
         *,
         wait_for: list[str] = (),  # type: ignore[assignment]
         hello_interval: float = 0.5,
+        hold: bool = False,
     ) -> None:
         super().__init__(name)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
@@ -63,6 +65,7 @@ class FrontendCore(Core):
         self.waiting = set(wait_for)
         self.registered: dict[str, Register] = {}
         self.hello_interval = hello_interval
+        self.hold = hold  # once ready, wait for begin() instead of starting the replay at once
         self.t0: float | None = None
         self.next = 0
         self.finished = 0
@@ -85,12 +88,13 @@ class FrontendCore(Core):
     def start(self, now: float) -> list[Effect]:
         if self.waiting:
             return self._hello()
-        return self._begin(now)
+        return [] if self.hold else self.begin(now)
 
     def _hello(self) -> list[Effect]:
         return [*(Send(p, Hello()) for p in sorted(self.waiting)), SetTimer(HELLO, self.hello_interval)]
 
-    def _begin(self, now: float) -> list[Effect]:
+    def begin(self, now: float) -> list[Effect]:
+        """Start the replay clock and the submissions."""
         self.t0 = now
         self.last_progress = now
         if not self.jobs:
@@ -128,8 +132,8 @@ class FrontendCore(Core):
             self.registered[sender] = msg
             if sender in self.waiting:
                 self.waiting.discard(sender)
-                if not self.waiting:
-                    return self._begin(now)
+                if not self.waiting and not self.hold:
+                    return self.begin(now)
             return []
         if kind is Stats:
             self.stats[sender] = msg

@@ -50,7 +50,9 @@ class FrontendSession:
     ) -> None:
         spec = frontend or cluster.frontend
         self.members = [p.name for p in cluster.processes if p.role != "frontend"]
-        self.core = FrontendCore(spec.name, jobs, route or round_robin(self.members), wait_for=self.members)
+        self.core = FrontendCore(
+            spec.name, jobs, route or round_robin(self.members), wait_for=self.members, hold=True
+        )
         self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
         self.runtime = Runtime(self.core, self.transport)
         self.dead = dead
@@ -98,6 +100,7 @@ class FrontendSession:
         """Wait until every job finished or the replay stalled; returns the wall time it took."""
         core, runtime = self.core, self.runtime
         start = time.monotonic()
+        runtime.inject(core.begin)
         while not core.done:
             await asyncio.sleep(tick)
             self._check()
@@ -146,6 +149,10 @@ async def run_real(
     """One whole replay: register, replay, collect."""
     async with FrontendSession(cluster, jobs, route, dead=dead) as session:
         await session.registered(register_timeout)
+        # Processes of a running testbed count from their start: report this replay's share only.
+        base_messages, base_counters = await session.collect(shutdown=False)
         wall = await session.replay(stall_timeout=stall_timeout, progress=progress)
         messages, counters = await session.collect(shutdown=shutdown)
-        return RealOutcome(session.core, wall, messages, counters, session.problems)
+        messages.subtract(base_messages)
+        counters.subtract(base_counters)
+        return RealOutcome(session.core, wall, +messages, +counters, session.problems)

@@ -54,3 +54,55 @@ def test_real_replay_of_200_google_jobs_finishes_every_job(tmp_path, no_leftover
     assert messages["AssignTask"] == summary["tasks"]
     assert messages["JobDone"] == messages["SubmitJob"] == 200
     assert 0 < summary["utilization"] <= 1
+
+
+def test_replay_with_the_process_executor_runs_real_children(tmp_path, no_leftover_children):
+    out = tmp_path / "proc"
+    flags = ["--jobs", "30", "--start", "6000", "--nodes", "4", "--slots", "2", "--schedulers", "1",
+             "--time-scale", "200000", "--load", "0.7", "--executor", "process", "--quiet"]  # fmt: skip
+    assert main(["replay", *flags, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished"] == 30 and summary["extra"]["executor"] == "process"
+    assert summary["counters"]["tasks_finished"] == summary["tasks"]
+
+
+def test_replay_connects_to_a_testbed_started_by_up(tmp_path, no_leftover_children):
+    import signal
+    import subprocess
+    import sys
+
+    bed = tmp_path / "bed"
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aviary.launch.cli",
+            "up",
+            "--nodes",
+            "4",
+            "--schedulers",
+            "2",
+            "--dir",
+            str(bed),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert up.stdout is not None
+        for line in up.stdout:
+            if "processes registered" in line:
+                break
+        out = tmp_path / "run"
+        flags = ["--jobs", "50", "--start", "6000", "--time-scale", "100000", "--load", "0.5", "--quiet"]
+        for _ in range(2):  # the testbed outlives a replay and serves the next one
+            assert main(["replay", "--connect", str(bed / "cluster.toml"), *flags, "--out", str(out)]) == 0
+            summary = json.loads((out / "summary.json").read_text())
+            assert summary["finished"] == 50 and summary["nodes"] == 4
+            assert summary["messages"]["SubmitJob"] == 50  # this replay's messages only
+        assert up.poll() is None
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.communicate(timeout=30)
+    assert up.returncode == 0

@@ -7,7 +7,18 @@ import json
 from aviary.common.trace import read_trace
 from aviary.launch.cli import BUNDLED_TRACE, main
 
-FLAGS = ["--runtime", "sim", "--jobs", "400", "--start", "2000", "--nodes", "300", "--keep-arrivals", "--quiet"]
+FLAGS = [
+    "--runtime",
+    "sim",
+    "--jobs",
+    "400",
+    "--start",
+    "2000",
+    "--nodes",
+    "300",
+    "--keep-arrivals",
+    "--quiet",
+]
 
 
 def test_sim_replay_is_byte_identical_for_a_seed_and_differs_across_seeds(tmp_path):
