@@ -27,7 +27,8 @@ class Runtime:
     """Runs ``core`` on ``transport`` until :meth:`stop` (or a ``Shutdown`` message).
 
     Its counters: ``dropped.<kind>`` for frames dropped (bad envelope, not msgpack, bad version,
-    unknown type, bad fields) and ``error.<kind>`` for anything else that went wrong and was survived.
+    unknown type, bad fields), ``error.<kind>`` for anything else that went wrong and was survived,
+    and ``executor.<kind>`` for what the executor counted (kills, ignored requests).
     """
 
     def __init__(self, core: Core, transport: Transport, executor_kind: str | None = None) -> None:
@@ -74,6 +75,8 @@ class Runtime:
         counters = dict(self.core.counters)
         counters.update({f"dropped.{k}": v for k, v in self.transport.dropped.items()})
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
+        if self.executor is not None:
+            counters.update({f"executor.{k}": v for k, v in self.executor.counters.items()})
         return Stats(counters, dict(self.sent))
 
     # --- inputs ------------------------------------------------------------------------------------
