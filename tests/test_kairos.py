@@ -337,3 +337,32 @@ def test_many_nodes_with_churn_never_exceed_the_cap_and_always_pick_a_minimum():
             live += [(to, job) for to, job, _ in placed(effects)]
             assert all(k <= slots[n] + 2 for n, k in c.counts().items())
             assert sum(c.counts().values()) == len(live)
+
+
+# --- parameters from the command line ---------------------------------------------------------------------
+
+
+def test_cli_flags_reach_the_cores():
+    from aviary.launch.cli import build_parser
+    from aviary.launch.registry import build_core
+    from aviary.launch.replay import testbed_cluster
+
+    flags = ["replay", "--runtime", "sim", "--policy", "kairos-sum", "--nodes", "3", "--slots", "2",
+             "--quantum", "2", "--kairos-q", "3", "--starvation-quanta", "4", "--starvation-multiple", "1.5",
+             "--heartbeat-interval", "0.5"]  # fmt: skip
+    args = build_parser().parse_args(flags)
+    cluster = testbed_cluster(args)
+    central = build_core(cluster.central, cluster)
+    node = build_core(cluster.nodes[0], cluster)
+    assert isinstance(central, KairosCentralCore) and isinstance(node, KairosNodeCore)
+    assert (central.q, central.tiebreak) == (3, "sum") and [n.cap for n in central.nodes] == [5, 5, 5]
+    assert (node.slots, node.quantum, node.starvation_wait, node.guard) == (2, 2.0, 8.0, 3.0)
+    assert node.heartbeat_interval == 0.5 and node.central == cluster.central.name
+    # Defaults: W = 10,000 trace seconds over the time scale, heartbeats every W / 10, Q = 2.
+    args = build_parser().parse_args(["replay", "--policy", "kairos", "--time-scale", "500"])
+    cluster = testbed_cluster(args)
+    node = build_core(cluster.nodes[0], cluster)
+    assert (node.quantum, node.heartbeat_interval) == (20.0, 2.0)
+    assert build_core(cluster.central, cluster).q == 2
+    args = build_parser().parse_args(["up", "--policy", "kairos"])
+    assert testbed_cluster(args).params["quantum"] == 10.0
