@@ -72,6 +72,7 @@ def _kairos_flags(p: argparse.ArgumentParser) -> None:
         help="node -> central heartbeat period in seconds (default: quantum / 10)",
     )
 
+
 def _percent(text: str) -> float:
     value = float(text)
     if not 0 <= value < 100:

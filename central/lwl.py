@@ -1,0 +1,259 @@
+"""Central Least Work Left for long jobs (Hawk, thesis §2.3.7; Eagle, §3.3.3) with Eagle's succinct
+state sharing (SSS, §3.3.3).
+
+"The centralized component keeps a priority queue of tuples of the form <server, waiting time> ... The
+waiting time is the sum of the estimated execution time for all long tasks in that server's queue plus
+the remaining estimated execution time of any long task that currently may be executing. When a new job
+is scheduled, for every task, the centralized allocation algorithm puts the task on the node that is at
+the head of the priority queue ... After every task assignment, the priority queue is updated." The
+central scheduler knows only what it placed: a task is *queued* from its placement until the node says
+it started (``TaskStarted``), then *running* until ``TaskFinished``; short tasks are invisible to it.
+
+SSS: bit i of the bitvector is set while the i-th node of the cluster (``Cluster.nodes`` order) has a
+long task placed by this scheduler, queued or running. Every ``LongTask`` carries the bitvector as it
+is once the whole job is placed, and the scheduler's clock as its timestamp.
+
+The same core serves the centralized baseline of §2.4.5 (``lwl``: every job, over all nodes) and Hawk
+without partitions (over all nodes).
+
+Speed: :class:`LwlIndex` finds the least-loaded node in O(log n) per task, with no per-job scan of the
+nodes: a node's waiting time at time t is ``Q + max(0, R - t)`` (Q the queued estimates, R the expected
+end of its running long task), so nodes whose running task is not expected to end yet are ordered by
+``R + Q`` in one heap, the others by ``Q`` in another, and nodes move from the first to the second as
+their R passes (a third heap keyed by R). Stale heap entries are skipped lazily.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import JobDone, LongTask, SubmitJob, TaskFinished, TaskStarted
+
+__all__ = ["CentralLwlCore", "LwlIndex"]
+
+
+class LwlIndex:
+    """Estimated long work waiting at each of ``n`` nodes, and the node with the least of it.
+
+    ``queued[i]``: estimates of tasks placed on node i and not started; ``ends[i]``: expected end of the
+    task running there (``-inf`` if none, or when the node has several slots, the latest of them).
+    Ties go to ``rank`` order (a seeded permutation, so equal nodes are not taken in index order).
+    """
+
+    def __init__(self, n: int, rank: Sequence[int] | None = None) -> None:
+        self.n = n
+        self.queued = [0.0] * n
+        self.ends = [-math.inf] * n
+        self.running: list[list[float]] = [[] for _ in range(n)]  # expected ends of running tasks
+        self.rank = list(rank) if rank is not None else list(range(n))
+        self.version = [0] * n
+        self.idle: list[tuple[float, int, int, int]] = [(0.0, self.rank[i], i, 0) for i in range(n)]
+        heapq.heapify(self.idle)
+        self.busy: list[tuple[float, int, int, int]] = []  # (R + Q, rank, i, version)
+        self.expiry: list[tuple[float, int, int]] = []  # (R, i, version)
+
+    def wait(self, i: int, now: float) -> float:
+        return self.queued[i] + max(0.0, self.ends[i] - now)
+
+    def _push(self, i: int, now: float) -> None:
+        self.version[i] += 1
+        v = self.version[i]
+        end = self.ends[i]
+        if end > now:
+            heapq.heappush(self.busy, (end + self.queued[i], self.rank[i], i, v))
+            heapq.heappush(self.expiry, (end, i, v))
+        else:
+            heapq.heappush(self.idle, (self.queued[i], self.rank[i], i, v))
+
+    def _rebuild(self, now: float) -> None:
+        self.idle, self.busy, self.expiry = [], [], []
+        for i in range(self.n):
+            self.version[i] += 1
+            v = self.version[i]
+            if self.ends[i] > now:
+                self.busy.append((self.ends[i] + self.queued[i], self.rank[i], i, v))
+                self.expiry.append((self.ends[i], i, v))
+            else:
+                self.idle.append((self.queued[i], self.rank[i], i, v))
+        for h in (self.idle, self.busy, self.expiry):
+            heapq.heapify(h)
+
+    def least(self, now: float) -> int:
+        """The node with the least estimated waiting time now."""
+        if len(self.idle) + len(self.busy) > 8 * self.n + 64:  # mostly stale entries
+            self._rebuild(now)
+        version = self.version
+        expiry, idle, busy = self.expiry, self.idle, self.busy
+        while expiry and expiry[0][0] <= now:  # running tasks now expected to have ended
+            _, i, v = heapq.heappop(expiry)
+            if version[i] == v:
+                self._push(i, now)
+        while idle and version[idle[0][2]] != idle[0][3]:
+            heapq.heappop(idle)
+        while busy and version[busy[0][2]] != busy[0][3]:
+            heapq.heappop(busy)
+        if not busy:
+            return idle[0][2]
+        if not idle:
+            return busy[0][2]
+        a, b = idle[0], busy[0]
+        wa, wb = a[0], b[0] - now
+        if wa < wb or (wa == wb and a[1] < b[1]):
+            return a[2]
+        return b[2]
+
+    def add(self, i: int, estimate: float, now: float) -> None:
+        """A task with this estimate was placed on node i."""
+        self.queued[i] += estimate
+        self._push(i, now)
+
+    def start(self, i: int, estimate: float, now: float) -> None:
+        """A placed task of node i started running now."""
+        self.queued[i] = max(0.0, self.queued[i] - estimate)
+        self.running[i].append(now + estimate)
+        self.ends[i] = max(self.running[i])
+        self._push(i, now)
+
+    def report(self, i: int, wait: float, now: float) -> None:
+        """Node i reported ``wait`` seconds of work now: forget what was known, expect that work to end
+        at ``now + wait`` (DLWL heartbeats)."""
+        self.queued[i] = 0.0
+        self.running[i] = [now + wait] if wait > 0 else []
+        self.ends[i] = now + wait if wait > 0 else -math.inf
+        self._push(i, now)
+
+    def finish(self, i: int, estimate: float, started_end: float | None, now: float) -> None:
+        """A task of node i ended: ``started_end`` is the expected end recorded when it started (None if
+        it was never reported started; then it leaves the queued work)."""
+        if started_end is None:
+            self.queued[i] = max(0.0, self.queued[i] - estimate)
+        else:
+            runs = self.running[i]
+            if started_end in runs:
+                runs.remove(started_end)
+            self.ends[i] = max(runs) if runs else -math.inf
+        if self.queued[i] < 1e-9:
+            self.queued[i] = 0.0
+        self._push(i, now)
+
+
+@dataclass(slots=True)
+class _Job:
+    frontend: str
+    durations: list[float]
+    estimate: float
+    arrival: float
+    finished: int = 0
+    first_start: float | None = None
+    nodes: list[int] = field(default_factory=list)  # node index of each task
+    ends: dict[int, float] = field(default_factory=dict)  # task -> expected end once started
+
+
+class CentralLwlCore(Core):
+    """LWL placement of every job it gets on ``targets`` (the general partition), with SSS bitvectors.
+
+    ``nodes`` is every node of the cluster in ``Cluster.nodes`` order (bit positions); ``targets`` the
+    names of those it may place on. ``sss`` piggybacks the bitvector on every ``LongTask``.
+    """
+
+    role = "central"
+
+    def __init__(
+        self, name: str, nodes: Sequence[str], targets: Sequence[str], *, sss: bool = False, seed: int = 0
+    ) -> None:
+        super().__init__(name)
+        if not targets:
+            raise ValueError(f"central scheduler {name}: no nodes to place long tasks on")
+        position = {n: i for i, n in enumerate(nodes)}
+        missing = [t for t in targets if t not in position]
+        if missing:
+            raise ValueError(f"central scheduler {name}: unknown target nodes {missing[:3]}")
+        self.nodes = list(nodes)
+        self.targets = list(targets)
+        self.bit = [position[t] for t in self.targets]  # target index -> bit position
+        self.index = {t: k for k, t in enumerate(self.targets)}
+        rng = random.Random(f"{seed}/{name}")
+        rank = list(range(len(self.targets)))
+        rng.shuffle(rank)
+        self.lwl = LwlIndex(len(self.targets), rank)
+        self.sss = sss
+        self.bits = 0
+        self.longs = [0] * len(self.targets)  # tasks placed and not finished, per target
+        self.nbytes = (len(self.nodes) + 7) // 8
+        self.jobs: dict[int, _Job] = {}
+
+    def bitvector(self) -> bytes:
+        return self.bits.to_bytes(self.nbytes, "little")
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is TaskStarted:
+            return self._started(now, sender, msg)
+        if kind is TaskFinished:
+            return self._finished(now, sender, msg)
+        if kind is SubmitJob:
+            return self._submit(now, sender, msg)
+        return self.unexpected(msg)
+
+    def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
+        if msg.job_id in self.jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        if not msg.durations:
+            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        job = _Job(frontend, msg.durations, msg.estimate, now)
+        self.jobs[msg.job_id] = job
+        self.counters["jobs_central"] += 1
+        lwl, longs, est = self.lwl, self.longs, msg.estimate
+        for _ in msg.durations:
+            k = lwl.least(now)
+            lwl.add(k, est, now)
+            job.nodes.append(k)
+            if longs[k] == 0:
+                self.bits |= 1 << self.bit[k]
+            longs[k] += 1
+        self.counters["long_tasks_placed"] += len(msg.durations)
+        bv, stamp = (self.bitvector(), now) if self.sss else (b"", -1.0)
+        targets = self.targets
+        return [
+            Send(targets[k], LongTask(msg.job_id, i, d, est, bv, stamp))
+            for i, (k, d) in enumerate(zip(job.nodes, msg.durations, strict=True))
+        ]
+
+    def _started(self, now: float, node: str, msg: TaskStarted) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        k = self.index.get(node)
+        if job is None or k is None or not 0 <= msg.task_index < len(job.durations):
+            self.counters["unknown_task_started"] += 1
+            return []
+        if job.first_start is None:
+            job.first_start = now
+        self.lwl.start(k, job.estimate, now)
+        job.ends[msg.task_index] = now + job.estimate
+        return []
+
+    def _finished(self, now: float, node: str, msg: TaskFinished) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        k = self.index.get(node)
+        if job is None or k is None:
+            self.counters["unknown_task_finished"] += 1
+            return []
+        if not msg.ok:
+            self.counters["tasks_failed"] += 1
+        self.lwl.finish(k, job.estimate, job.ends.pop(msg.task_index, None), now)
+        self.longs[k] -= 1
+        if self.longs[k] == 0:
+            self.bits &= ~(1 << self.bit[k])
+        job.finished += 1
+        if job.finished < len(job.durations):
+            return []
+        del self.jobs[msg.job_id]
+        first = job.first_start if job.first_start is not None else now
+        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]

@@ -1,0 +1,173 @@
+"""DLWL+SRPT, the baseline of thesis §3.6.2: a distributed version of Yaq's LWL placement with node SRPT.
+
+"Queue reordering in DLWL+SRPT is implemented on top of a distributed version of an LWL-like
+scheduler, in which the estimated queue waiting times are made available to the distributed schedulers
+through periodic updates (heartbeats) ... To reduce the chance of conflicts by several distributed
+schedulers picking the same workers with a low advertised load, we add a small random number (smaller
+than the heartbeat interval) to each queue waiting time, as done in Apollo. We use the same relative
+threshold as in Eagle to prevent starvation, and we also reserve the same small partition of the
+datacenter for short jobs."
+
+Every job goes to a distributed scheduler (there is no central one). Each task is placed early
+(``QueueTask``) on the node with the least estimated waiting time as this scheduler sees it: the node's
+last heartbeat (``QueueReport``, every ``heartbeat`` seconds when its queue changed), decayed by the
+time since it was received, plus a random amount in [0, heartbeat) drawn at each heartbeat, plus the
+estimates this scheduler placed there since. Short jobs may use every node, long jobs (estimate >=
+cutoff) only the general partition. Nodes reorder their queues by SRPT over all entries
+(:class:`~aviary.worker.hybrid.HybridNodeCore` with ``stop_at_long=False``); the job's remaining work
+is its tasks not yet started, which nodes learn from ``QueueTask`` and from ``RemainingUpdate`` (sent
+to the nodes still holding tasks of the job when a ``TaskStarted`` lowers the count; with
+``update_ratio`` as in Eagle).
+
+Counters: ``jobs``, ``jobs_long``, ``tasks_placed``, ``remaining_updates``, ``reports``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..central.lwl import LwlIndex
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import (
+    JobDone,
+    QueueReport,
+    QueueTask,
+    RemainingUpdate,
+    SubmitJob,
+    TaskFinished,
+    TaskStarted,
+)
+from ..common.model import GOOGLE_CUTOFF
+
+__all__ = ["DlwlSchedulerCore"]
+
+
+@dataclass(slots=True)
+class _Job:
+    frontend: str
+    durations: list[float]
+    estimate: float
+    arrival: float
+    not_started: int
+    told: int
+    finished: int = 0
+    first_start: float | None = None
+    waiting: Counter[str] = field(default_factory=Counter)  # node -> tasks of the job not started there
+
+
+class DlwlSchedulerCore(Core):
+    role = "scheduler"
+
+    def __init__(
+        self,
+        name: str,
+        nodes: Sequence[str],
+        general: Sequence[str],
+        short: Sequence[str] = (),
+        *,
+        heartbeat: float = 3.0,
+        update_ratio: float = 0.0,
+        cutoff: float = GOOGLE_CUTOFF,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(name)
+        if not nodes:
+            raise ValueError(f"scheduler {name}: no nodes")
+        self.rng = random.Random(f"{seed}/{name}")
+        self.heartbeat = heartbeat
+        self.update_ratio = update_ratio
+        self.cutoff = cutoff
+        self.all = list(nodes)
+        self.general = list(general) or self.all
+        # Two views of the same reports: every node (short jobs) and the general partition (long jobs).
+        self.views = {False: self._view(self.all), True: self._view(self.general)}
+        self.jobs: dict[int, _Job] = {}
+
+    def _view(self, names: list[str]) -> tuple[list[str], dict[str, int], LwlIndex]:
+        rank = list(range(len(names)))
+        self.rng.shuffle(rank)
+        return names, {n: i for i, n in enumerate(names)}, LwlIndex(len(names), rank)
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is QueueReport:
+            return self._report(now, sender, msg.wait)
+        if kind is TaskStarted:
+            return self._started(now, sender, msg)
+        if kind is TaskFinished:
+            return self._finished(msg)
+        if kind is SubmitJob:
+            return self._submit(now, sender, msg)
+        return self.unexpected(msg)
+
+    def _report(self, now: float, node: str, wait: float) -> list[Effect]:
+        self.counters["reports"] += 1
+        noise = self.rng.uniform(0.0, self.heartbeat) if self.heartbeat > 0 else 0.0
+        for _, index, lwl in self.views.values():
+            i = index.get(node)
+            if i is not None:
+                lwl.report(i, max(0.0, wait) + noise, now)
+        return []
+
+    def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
+        if msg.job_id in self.jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        t = len(msg.durations)
+        if not t:
+            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        long = msg.estimate >= self.cutoff
+        job = _Job(frontend, msg.durations, msg.estimate, now, not_started=t, told=t)
+        self.jobs[msg.job_id] = job
+        self.counters["jobs_long" if long else "jobs"] += 1
+        self.counters["tasks_placed"] += t
+        names, _, lwl = self.views[long]
+        _, other_index, other = self.views[not long]
+        effects: list[Effect] = []
+        for i, d in enumerate(msg.durations):
+            k = lwl.least(now)
+            lwl.add(k, msg.estimate, now)
+            node = names[k]
+            j = other_index.get(node)
+            if j is not None:
+                other.add(j, msg.estimate, now)
+            job.waiting[node] += 1
+            effects.append(Send(node, QueueTask(msg.job_id, i, d, msg.estimate, t, long)))
+        return effects
+
+    def _started(self, now: float, node: str, msg: TaskStarted) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        if job is None:
+            self.counters["unknown_task_started"] += 1
+            return []
+        if job.first_start is None:
+            job.first_start = now
+        job.not_started -= 1
+        left = job.waiting[node] - 1
+        if left > 0:
+            job.waiting[node] = left
+        else:
+            job.waiting.pop(node, None)
+        if job.waiting and job.not_started <= job.told * (1.0 - self.update_ratio):
+            job.told = job.not_started
+            update = RemainingUpdate(msg.job_id, job.not_started)
+            self.counters["remaining_updates"] += len(job.waiting)
+            return [Send(n, update) for n in job.waiting]
+        return []
+
+    def _finished(self, msg: TaskFinished) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        if job is None:
+            self.counters["unknown_task_finished"] += 1
+            return []
+        job.finished += 1
+        if job.finished < len(job.durations):
+            return []
+        del self.jobs[msg.job_id]
+        first = job.first_start if job.first_start is not None else job.arrival
+        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]

@@ -1,0 +1,271 @@
+"""Eagle's distributed scheduler (thesis ch. 3): probing with a minimum number of probes, SSS
+re-placement of rejected probes, and the scheduler's side of sticky batch probing and node SRPT.
+
+- **Probes** (§3.3.3): "for a job with t tasks, a distributed scheduler sends probes to max{K, 2t}
+  worker nodes" (K = 20, §3.5), drawn uniformly at random among all nodes: "probes are scheduled at
+  first by contacting nodes uniformly at random, even if the distributed scheduler already has a
+  bitvector available".
+- **SSS re-placement** (§3.3.3): a node holding long work rejects short probes (``ProbeRejected``, with
+  its bitvector and timestamp). The scheduler keeps the freshest bitvector it has seen and re-sends the
+  rejected probes to nodes drawn uniformly at random among those with no long work by that bitvector
+  (the short partition and the general nodes whose bit is clear); "probes rejected during
+  re-scheduling are assigned uniformly at random to nodes in the short partition" (the last round,
+  which nodes never reject). Re-sent targets are drawn with replacement (as in the thesis' simulator).
+- **SBP** (§3.4): a node keeps a probe after the task it brought and asks for another one, so the
+  scheduler answers every ``GetTask`` with a task while the job has one, else ``NoTask``; once every
+  task is handed out, every node holding the job's probes gets ``CancelProbes``.
+- **Remaining-task updates** (§3.4.3): "upon assigning a new task to a node, the distributed scheduler
+  updates the number of remaining tasks at all nodes where it has located probes" (``RemainingUpdate``;
+  the node that got the task learns it from ``AssignTask.remaining``). With ``update_ratio`` e > 0 an
+  update is sent only when the remaining count fell to (1 - e) x the count last sent, a bounded-error
+  version that keeps the message count near-linear for jobs of thousands of tasks (the exact scheme
+  sends t x max(K, 2t) updates for a job of t tasks; see ``docs/policies.md``).
+
+Ablation switches: ``min_probes=0`` (no minimum), ``sss=False`` (nodes accept every probe, so nothing
+is re-sent), ``updates=False`` (no remaining updates, for FIFO nodes without SRPT), ``sticky=False``
+(probes are used up by the task they bring, as in Sparrow).
+
+Counters: ``probes`` (first-round probes), ``probes_rescheduled`` (re-sent after a rejection; also
+split into ``probes_to_free`` and ``probes_to_short``), ``remaining_updates``, ``jobs``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import (
+    AssignTask,
+    CancelProbes,
+    GetTask,
+    JobDone,
+    NoTask,
+    Probe,
+    ProbeRejected,
+    RemainingUpdate,
+    SubmitJob,
+    TaskFinished,
+)
+from ..common.model import GOOGLE_CUTOFF
+from ..worker.hybrid import LAST_ATTEMPT
+from .sparrow import sample_nodes
+
+__all__ = ["EagleSchedulerCore"]
+
+
+@dataclass(slots=True)
+class EagleJob:
+    frontend: str
+    durations: list[float]
+    estimate: float
+    arrival: float
+    long: bool = False
+    next_task: int = 0
+    finished: int = 0
+    first_start: float | None = None
+    told: int = 0  # remaining count last sent to the nodes
+    probed: Counter[str] = field(default_factory=Counter)  # node -> probe reservations it holds
+
+    @property
+    def unassigned(self) -> int:
+        return len(self.durations) - self.next_task
+
+
+class EagleSchedulerCore(Core):
+    """Eagle's distributed scheduler over ``nodes`` (``Cluster.nodes`` order: bitvector positions);
+    ``short`` names the short-partition nodes."""
+
+    role = "scheduler"
+
+    def __init__(
+        self,
+        name: str,
+        nodes: Sequence[str],
+        short: Sequence[str] = (),
+        *,
+        probe_ratio: float = 2.0,
+        min_probes: int = 20,
+        sss: bool = True,
+        sticky: bool = True,
+        updates: bool = True,
+        update_ratio: float = 0.0,
+        cutoff: float = GOOGLE_CUTOFF,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(name)
+        if not nodes:
+            raise ValueError(f"scheduler {name}: no nodes to probe")
+        if probe_ratio < 1:
+            raise ValueError(f"scheduler {name}: probe ratio must be at least 1, got {probe_ratio}")
+        if not 0 <= update_ratio < 1:
+            raise ValueError(f"scheduler {name}: update ratio must be in [0, 1), got {update_ratio}")
+        self.nodes = list(nodes)
+        short_set = set(short)
+        self.is_short = [n in short_set for n in self.nodes]
+        self.short = [n for n in self.nodes if n in short_set]
+        self.general = [n for n in self.nodes if n not in short_set]
+        self.probe_ratio = probe_ratio
+        self.min_probes = max(0, int(min_probes))
+        self.sss = sss
+        self.sticky = sticky
+        self.updates = updates
+        self.update_ratio = update_ratio
+        self.cutoff = cutoff
+        self.rng = random.Random(f"{seed}/{name}")
+        self.bits = 0  # the freshest bitvector seen, as an int (bit i: node i holds long work)
+        self.stamp = -math.inf
+        self.jobs: dict[int, EagleJob] = {}
+
+    # --- inputs --------------------------------------------------------------------------------------
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        kind = type(msg)
+        if kind is GetTask:
+            return self._get_task(now, sender, msg.job_id)
+        if kind is TaskFinished:
+            return self._task_finished(msg)
+        if kind is ProbeRejected:
+            return self._rejected(sender, msg)
+        if kind is SubmitJob:
+            return self._submit(now, sender, msg)
+        return self.unexpected(msg)
+
+    def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
+        if msg.job_id in self.jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        t = len(msg.durations)
+        if not t:
+            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        long = msg.estimate >= self.cutoff
+        job = EagleJob(frontend, msg.durations, msg.estimate, now, long=long, told=t)
+        self.jobs[msg.job_id] = job
+        if long:  # a long job sent here (no central scheduler): Sparrow over the general partition
+            self.counters["jobs_long"] += 1
+            k = math.ceil(self.probe_ratio * t)
+            picks = sample_nodes(self.rng, self.general or self.nodes, k)
+            self.counters["probes_long"] += k
+            job.probed.update(picks)
+            return [Send(n, Probe(msg.job_id, job.estimate, t, c, long=True)) for n, c in picks.items()]
+        self.counters["jobs"] += 1
+        k = max(self.min_probes, math.ceil(self.probe_ratio * t))
+        picks = sample_nodes(self.rng, self.nodes, k)
+        self.counters["probes"] += k
+        job.probed.update(picks)
+        return [Send(n, Probe(msg.job_id, job.estimate, t, c)) for n, c in picks.items()]
+
+    # --- SSS -----------------------------------------------------------------------------------------
+    def _rejected(self, node: str, msg: ProbeRejected) -> list[Effect]:
+        if msg.stamp > self.stamp and msg.bitvector:
+            self.bits = int.from_bytes(msg.bitvector, "little")
+            self.stamp = msg.stamp
+        job = self.jobs.get(msg.job_id)
+        if job is None:
+            return []
+        left = job.probed[node] - msg.count
+        if left > 0:
+            job.probed[node] = left
+        else:
+            job.probed.pop(node, None)
+        if job.unassigned == 0:  # nothing left to place
+            return []
+        count = max(1, msg.count)
+        if msg.attempt == 0:
+            picks = self._free_by_bitvector(count)
+            attempt = 1
+        else:
+            picks = None
+            attempt = LAST_ATTEMPT
+        if picks is None:
+            attempt = LAST_ATTEMPT
+            picks = self._random(self.short or self.nodes, count)
+            self.counters["probes_to_short"] += count
+        else:
+            self.counters["probes_to_free"] += count
+        self.counters["probes_rescheduled"] += count
+        job.probed.update(picks)
+        return [
+            Send(n, Probe(msg.job_id, job.estimate, job.unassigned, c, attempt=attempt))
+            for n, c in picks.items()
+        ]
+
+    def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
+        rng = self.rng
+        n = len(pool)
+        return Counter(pool[rng.randrange(n)] for _ in range(k))
+
+    def _free_by_bitvector(self, k: int) -> Counter[str] | None:
+        """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
+        bitvector (short-partition nodes always qualify); None when there is none."""
+        nodes, is_short, bits, rng = self.nodes, self.is_short, self.bits, self.rng
+        n = len(nodes)
+        picks: Counter[str] = Counter()
+        candidates: list[str] | None = None
+        for _ in range(k):
+            if candidates is None:
+                for _try in range(32):  # rejection sampling: usually a few tries
+                    i = rng.randrange(n)
+                    if is_short[i] or not (bits >> i) & 1:
+                        picks[nodes[i]] += 1
+                        break
+                else:
+                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (bits >> i) & 1]
+            if candidates is not None:
+                if not candidates:
+                    return None
+                picks[candidates[rng.randrange(len(candidates))]] += 1
+        return picks
+
+    # --- late binding, SBP ---------------------------------------------------------------------------
+    def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
+        job = self.jobs.get(job_id)
+        if job is None or job.next_task >= len(job.durations):
+            if job is not None:
+                self._forget(job, node)
+            return [Send(node, NoTask(job_id))]
+        if not self.sticky:
+            self._forget(job, node)
+        index = job.next_task
+        job.next_task += 1
+        if job.first_start is None:
+            job.first_start = now
+        left = job.unassigned
+        effects: list[Effect] = [
+            Send(node, AssignTask(job_id, index, job.durations[index], job.estimate, left))
+        ]
+        if left == 0:
+            effects.extend(Send(n, CancelProbes(job_id)) for n in job.probed)
+            job.probed.clear()
+        elif self.updates and left <= job.told * (1.0 - self.update_ratio):
+            job.told = left
+            update = RemainingUpdate(job_id, left)
+            effects.extend(Send(n, update) for n in job.probed if n != node)
+            self.counters["remaining_updates"] += len(job.probed) - (node in job.probed)
+        return effects
+
+    def _forget(self, job: EagleJob, node: str) -> None:
+        """One reservation of ``node`` is used up (non-sticky) or dropped (NoTask)."""
+        left = job.probed.get(node, 0)
+        if left <= 1:
+            job.probed.pop(node, None)
+        else:
+            job.probed[node] = left - 1
+
+    def _task_finished(self, msg: TaskFinished) -> list[Effect]:
+        job = self.jobs.get(msg.job_id)
+        if job is None:
+            self.counters["unknown_task_finished"] += 1
+            return []
+        if not msg.ok:
+            self.counters["tasks_failed"] += 1
+        job.finished += 1
+        if job.finished < len(job.durations):
+            return []
+        del self.jobs[msg.job_id]
+        first = job.first_start if job.first_start is not None else job.arrival
+        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]

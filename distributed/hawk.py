@@ -1,0 +1,62 @@
+"""Hawk's distributed scheduler (thesis §2.3.5): short jobs by Sparrow batch sampling over the whole
+cluster.
+
+"Distributed schedulers schedule tasks on the entire cluster. The first scheduling step is achieved as
+in Sparrow. To schedule a job with t tasks, a distributed scheduler sends probes to 2t servers." Long
+jobs normally go to the central LWL scheduler (the frontend routes them there by their estimate,
+:func:`aviary.launch.hybrid.hybrid_router`); a long job that reaches a distributed scheduler (the
+"Hawk without centralized scheduling" ablation of §2.4.4) is probed the same way but only over the
+general partition, since long tasks never use the short partition (§2.3.4), with its probes marked
+``long`` so that nodes know what they hold (stealing takes short probes queued behind long entries).
+
+Counters: ``probes`` (short probes sent), ``probes_long``, ``jobs``, ``jobs_long``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..common.effects import Effect, Send
+from ..common.messages import JobDone, Probe, SubmitJob
+from ..common.model import GOOGLE_CUTOFF
+from .sparrow import JobState, SparrowCore, sample_nodes
+
+__all__ = ["HawkSchedulerCore"]
+
+
+class HawkSchedulerCore(SparrowCore):
+    """Sparrow over ``nodes`` for short jobs; over ``general`` with long probes for long ones."""
+
+    def __init__(
+        self,
+        name: str,
+        nodes: Sequence[str],
+        general: Sequence[str],
+        *,
+        probe_ratio: float = 2.0,
+        cutoff: float = GOOGLE_CUTOFF,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(name, list(nodes), probe_ratio=probe_ratio, seed=seed)
+        self.general = list(general) or self.nodes
+        self.cutoff = cutoff
+
+    def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
+        if msg.job_id in self.jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        if not msg.durations:
+            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        job = JobState(frontend, msg.durations, msg.estimate, now)
+        self.jobs[msg.job_id] = job
+        k = math.ceil(self.probe_ratio * len(msg.durations))
+        if msg.estimate < self.cutoff:
+            self.counters["jobs"] += 1
+            return self.probe(msg.job_id, job, k)
+        self.counters["jobs_long"] += 1
+        picks = sample_nodes(self.rng, self.general, k)
+        job.probed.update(picks)
+        self.counters["probes_long"] += k
+        remaining = job.unassigned
+        return [Send(n, Probe(msg.job_id, job.estimate, remaining, c, long=True)) for n, c in picks.items()]

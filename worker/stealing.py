@@ -1,0 +1,79 @@
+"""Hawk's randomized task stealing, the thief's side (thesis §2.3.6).
+
+"Whenever a server is out of tasks to execute, it randomly contacts a number of other servers to select
+one from which to steal short tasks. Both the servers from the general partition and the servers from
+the short partition can steal, but they can only steal from servers in the general partition." An idle
+node asks up to ``attempts`` distinct random general-partition nodes (default 10, §2.4.1), one after
+the other, and stops at the first that gives it probes. The victim's side (which probes it gives) is
+:meth:`aviary.worker.queues.HybridQueue.steal_group`.
+
+Here each attempt is a message round trip (``StealRequest`` / ``StealReply``), where the thesis'
+simulator stole instantly; a round stops early when the node got work meanwhile, and a node that found
+nothing tries again only the next time it runs out of work (as in the thesis' simulator).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from ..common.effects import Effect, Send
+from ..common.messages import StealRequest
+
+__all__ = ["Stealer"]
+
+
+class Stealer:
+    """The stealing rounds of one node: pick victims, ask them one at a time."""
+
+    __slots__ = ("attempts", "in_round", "me", "rng", "tried", "victims")
+
+    def __init__(self, me: str, victims: Sequence[str], attempts: int, rng: random.Random) -> None:
+        self.me = me
+        self.victims = victims  # general-partition nodes (may include ``me``; shared between nodes)
+        self.attempts = attempts
+        self.rng = rng
+        self.in_round = False
+        self.tried: list[str] = []
+
+    def _next_victim(self) -> str | None:
+        """A random general-partition node not asked yet in this round (never ``me``)."""
+        victims = self.victims
+        n = len(victims)
+        if len(self.tried) >= self.attempts or n == 0:
+            return None
+        for _ in range(64):
+            v = victims[self.rng.randrange(n)]
+            if v != self.me and v not in self.tried:
+                return v
+        # Few candidates: pick among the ones left explicitly.
+        left = [v for v in victims if v != self.me and v not in self.tried]
+        return self.rng.choice(left) if left else None
+
+    def start(self) -> list[Effect]:
+        """Begin a round (the node just ran out of work); no-op while a round is on."""
+        if self.in_round or self.attempts <= 0:
+            return []
+        self.tried = []
+        return self._ask()
+
+    def _ask(self) -> list[Effect]:
+        victim = self._next_victim()
+        if victim is None:
+            self.in_round = False
+            return []
+        self.in_round = True
+        self.tried.append(victim)
+        return [Send(victim, StealRequest())]
+
+    def failed(self, still_idle: bool) -> list[Effect]:
+        """The last victim had nothing to give: ask the next one, if the node is still idle."""
+        if not self.in_round:
+            return []
+        if not still_idle:
+            self.in_round = False
+            return []
+        return self._ask()
+
+    def succeeded(self) -> None:
+        self.in_round = False
