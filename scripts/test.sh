@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-docker.sh # the docker executor's engine and image (never fails: see the script)
 python3 -m pytest -q "$@"

@@ -438,9 +438,9 @@ class DockerExecutor(_Base):
 
     tick = 0.005
     """The task's tick (s): how often it checks for messages and for unannounced freezes."""
-    slack = 0.1
-    """A tick that took longer than planned by more than this (s), with no message, was frozen; shorter
-    delays (a busy host) count as running time."""
+    slack = 0.02
+    """A tick that took longer than planned by more than this (s), not counting the time the task waited
+    for a CPU, and brought no message, was frozen by someone else (see :file:`sleeptask.sh`)."""
     ops_threads = 8
     stream_threads = 256
 

@@ -17,15 +17,18 @@
 #    engine takes to apply the freeze and the thaw (15-30 ms, jittery): a suspension requested for
 #    X s delays the finish by X s to the rounding of its ticks (~1 ms).
 # 2. A freeze it was not told of (a plain `docker pause`: the cgroup freezer sends no signal), seen
-#    as a tick that lasted longer than planned + SLACK_US: it was frozen at an unknown moment of that
-#    tick (uniformly, so half a tick on average), and a tick whose deadline passed during the freeze
-#    ends right after the thaw; so such a tick counts as half a planned tick, and one suspension
-#    shifts the finish by at most +-TICK_US/2 around "exactly the suspension later".
+#    as a tick that lasted longer than planned + SLACK_US, not counting the time the task spent
+#    runnable but waiting for a CPU (/proc/self/schedstat: a busy host delays ticks too, but does not
+#    freeze them). It was frozen at an unknown moment of that tick (uniformly, so half a tick on
+#    average), and a tick whose deadline passed during the freeze ends right after the thaw; so such
+#    a tick counts as half a planned tick (plus the wait for a CPU), and one suspension shifts the
+#    finish by at most +-TICK_US/2 around "exactly the suspension later". A freeze shorter than
+#    SLACK_US goes unnoticed (it counts as running time).
 #
 # Otherwise each tick counts the time it really took (oversleep, loop overhead and start-up
 # included, so an unsuspended task finishes after exactly DURATION_US). A tick is `read -t` on
 # standard input: a sleep without a child process that a message cuts short. Cost per tick: one
-# poll(), one clock read, some shell arithmetic: ~50 us of CPU, ~1 % of a core at the 5 ms default.
+# poll(), two small reads, some shell arithmetic: ~60 us of CPU, ~1 % of a core at the 5 ms default.
 
 d=$1 origin=$2 tick=$3 slack=$4
 for v in "$d" "$origin" "$tick" "$slack"; do
@@ -43,6 +46,10 @@ now=${EPOCHREALTIME/./}
 done=$((now - origin))
 [ "$done" -ge 0 ] || done=0
 last=$now
+sched=/proc/self/schedstat # its 2nd field: ns spent runnable but waiting for a CPU (/proc/self is us:
+[ -r $sched ] || sched=/dev/null # `read` is a builtin); without it, starved=0
+waited_last=0
+read -r _ waited_last _ < $sched
 ticks=0 frozen=0 suspensions=0 quick=0
 while :; do
   cmd='' at=''
@@ -66,6 +73,10 @@ while :; do
   fi
   now=${EPOCHREALTIME/./}
   ran=$((now - last))
+  waited=0
+  read -r _ waited _ < $sched
+  starved=$(((waited - waited_last) / 1000))
+  waited_last=$waited
   ticks=$((ticks + 1))
   case $cmd$at in
     s[0-9]*) # suspended at $at: it ran up to then (less than counted already, if it came late)
@@ -80,8 +91,8 @@ while :; do
       done=$((done + now - at)) # resumed at $at: it has run since then
       ;;
     '')
-      if [ "$ran" -gt $((ms * 1000 + slack)) ]; then # frozen without being told
-        done=$((done + ms * 500))
+      if [ "$((ran - starved))" -gt $((ms * 1000 + slack)) ]; then # frozen without being told
+        done=$((done + ms * 500 + starved))
         frozen=$((frozen + 1))
       else
         if [ "$ran" -lt $((ms * 500)) ]; then # `read` failed at once: 3 times in a row = input closed
