@@ -28,7 +28,8 @@ Counters (thesis Table 3.2): ``probes_behind_long`` (probe reservations queued w
 running or queued ahead), ``short_ran_behind_long`` (short tasks launched from such probes, i.e. that
 waited behind a long task and were not stolen), ``steals`` (probe reservations stolen by this node),
 ``probes_rejected``; and ``probes_received``, ``steal_requests``, ``steal_successes``,
-``probes_given`` (stolen from this node), ``tasks_launched``, ``tasks_finished``, ``no_task``,
+``probes_given`` (stolen from this node), ``tasks_launched``, ``long_launched``, ``tasks_finished``,
+``no_task``,
 ``probes_cancelled``, ``sticky_tasks`` (tasks a probe brought after its first, SBP).
 """
 
@@ -285,6 +286,7 @@ class HybridNodeCore(Core):
         self.running[task_id] = _Running(scheduler, entry, long, estimate, now)
         if long:
             self.running_long += 1
+            self.counters["long_launched"] += 1
         self.counters["tasks_launched"] += 1
         return [Launch(task_id, duration)]
 
