@@ -24,7 +24,9 @@ this machine has 2 cores for 120 task slots and 31 scheduler processes.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import resource
 import shutil
 import statistics
 import sys
@@ -68,14 +70,20 @@ def replay(trace: Path, out: Path, policy: str, runtime: str, executor: str, sca
              "--slots", str(SLOTS), "--executor", executor, "--keep-arrivals", "--task-scale", "1",
              "--time-scale", str(scale), "--cutoff", str(LONG_CUTOFF), "--quantum", str(QUANTUM / scale),
              "--kairos-q", str(Q), "--seed", "1", "--quiet", "--out", str(out)]  # fmt: skip
-    cpu0, t0 = psutil.cpu_times(), time.monotonic()
+    cpu0, own0, t0 = psutil.cpu_times(), _own_cpu(), time.monotonic()
     code = aviary(flags)
-    cpu1, wall = psutil.cpu_times(), time.monotonic() - t0
+    cpu1, own1, wall = psutil.cpu_times(), _own_cpu(), time.monotonic() - t0
     if code != 0:
         raise SystemExit(f"{runtime} replay of {policy} failed (exit {code}); see {out}")
     shutil.rmtree(out / "testbed", ignore_errors=True)  # logs of a successful run: not kept
     busy = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    return {"cpu": busy / wall / psutil.cpu_count(), "wall": wall}
+    return {"cpu": busy / wall / psutil.cpu_count(), "own_cores": (own1 - own0) / wall, "wall": wall}
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of every descendant reaped so far (testbed processes, tasks)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def job_stats(folder: Path, durations: list[list[float]], cats: list[int], scale: float) -> dict[str, Any]:
@@ -132,11 +140,11 @@ def _f(x: float | None, digits: int = 0) -> str:
 
 def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dict[str, dict[str, float]],
            swept: dict[float, dict[str, dict[str, float]]], load: float) -> str:  # fmt: skip
-    cmd = " ".join(["python experiments/kairos_real.py", *sys.argv[1:]])
+    cmd = " ".join(["python experiments/kairos_real.py", *(a for a in sys.argv[1:] if a != "--report-only")])
     lines = [
         "# Kairos on a 30 x 4 local testbed: Table 4.1 workload (thesis §4.5, Fig. 4.4 and 4.6)",
         "",
-        f"Regenerate: `{cmd}` (the real runs take ~{4 * 5800 / args.time_scale / 60:.0f} min in all).",
+        f"Regenerate: `{cmd}` (each real run takes ~{5800 / args.time_scale / 60:.0f} min).",
         "",
         f"100 jobs of Table 4.1 (seed {args.seed}), Poisson arrivals of mean {args.mean_gap:g} s "
         f"(offered load {load:.2f} of 120 slots), 30 nodes x 4 slots, Q = {Q}, W = {QUANTUM:g} s, starvation "
@@ -148,8 +156,8 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         "## Completion times (s) and slowdowns (Fig. 4.4, 4.6)",
         "",
         "| run | p10 | p30 | p50 | p90 | p99 | p50 / FIFO | p99 / FIFO | slowdown p50 | p90 | p99 | max "
-        "| preemptions | util. | host CPU | wall (s) |",
-        "|---|" + "---|" * 15,
+        "| preemptions | util. | run's CPU (cores) | host CPU | wall (s) |",
+        "|---|" + "---|" * 16,
     ]
     for key, st in stats.items():
         runtime, policy = key.split(":")
@@ -159,12 +167,13 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         r99 = j["p99"] / base["jct"]["p99"] if base else None
         h = host.get(key, {})
         cpu = f"{h['cpu']:.0%}" if runtime == "real" and "cpu" in h else "-"
+        own = f"{h['own_cores']:.2f}" if runtime == "real" and "own_cores" in h else "-"
         wall = _f(h.get("wall")) if runtime == "real" else "-"
         util = "n/a" if st["utilization"] is None else f"{st['utilization']:.0%}"
         lines.append(
             f"| {LABELS[policy]} ({runtime}) | " + " | ".join(_f(j[k]) for k in PCTS) + f" | {_f(r50, 2)} | "
             f"{_f(r99, 2)} | " + " | ".join(_f(s[k], 2) for k in ("p50", "p90", "p99", "max"))
-            + f" | {st['preemptions']:,} | {util} | {cpu} | {wall} |"
+            + f" | {st['preemptions']:,} | {util} | {own} | {cpu} | {wall} |"
         )
     lines += [
         "",
@@ -183,6 +192,8 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         runtime, policy = key.split(":")
         lines.append(f"| {LABELS[policy]} ({runtime}) | "
                      + " | ".join(_f(st["category"].get(c.number)) for c in CATEGORIES) + " |")  # fmt: skip
+    if not swept:
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         "## Simulator load sweep (5 workload seeds each; mean of the percentiles, s)",
@@ -245,12 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     ap.add_argument("--runtimes", nargs="+", default=["real", "sim"], choices=["real", "sim"])
     ap.add_argument("--no-sweep", action="store_true", help="skip the simulator load sweep")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild the tables and plot from the result folders already in --out")  # fmt: skip
     ap.add_argument("--out", type=Path, default=Path("experiments/results/kairos_real"))
     args = ap.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    generated = table41_jobs(args.jobs, seed=args.seed, mean_gap=args.mean_gap)
-    trace = write_trace(generated, args.out / "table41.tr")
+    trace = args.out / "table41.tr"
+    if not (args.report_only and trace.exists()):
+        write_trace(table41_jobs(args.jobs, seed=args.seed, mean_gap=args.mean_gap), trace)
     tjobs = read_trace(trace)
     durations = [tj.durations for tj in tjobs]
     cats = categories_of(trace)
@@ -262,8 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         scale = args.time_scale if runtime == "real" else 1.0
         for policy in args.policies:
             folder = args.out / f"{runtime}-{policy}"
-            print(f"{runtime} {policy} ...", flush=True)
-            host[f"{runtime}:{policy}"] = replay(trace, folder, policy, runtime, args.executor, scale)
+            info = folder / "host.json"
+            if args.report_only:
+                if not (folder / "summary.json").exists():
+                    continue
+                host[f"{runtime}:{policy}"] = json.loads(info.read_text()) if info.exists() else {}
+            else:
+                print(f"{runtime} {policy} ...", flush=True)
+                host[f"{runtime}:{policy}"] = replay(trace, folder, policy, runtime, args.executor, scale)
+                info.write_text(json.dumps(host[f"{runtime}:{policy}"], indent=2) + "\n")
             stats[f"{runtime}:{policy}"] = job_stats(folder, durations, cats, scale)
     swept = {} if args.no_sweep else sweep([60.0, 75.0, 90.0, 120.0], [1, 2, 3, 4, 5], args.out)
     for f in args.out.glob("sweep-*.tr"):
