@@ -119,7 +119,7 @@ for driver in ${AVIARY_DOCKER_STORAGE_DRIVERS:-overlay2 vfs}; do
     say "starting dockerd --bridge=none --iptables=false --storage-driver=$driver (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"
     echo "=== $(date -Is) aviary setup-docker: dockerd with $driver" >> "$LOG"
-    setsid nohup dockerd --bridge=none --iptables=false --storage-driver="$driver" >> "$LOG" 2>&1 < /dev/null &
+    setsid nohup dockerd --bridge=none --iptables=false --storage-driver="$driver" >> "$LOG" 2>&1 < /dev/null 9>&- &
     pid=$!
     for _ in $(seq 150); do # up to 30 s
         engine_answers && break
