@@ -2,8 +2,9 @@
 
 System tests: they need a docker engine (scripts/setup-docker.sh installs and starts one; CI runs it).
 Without one they skip, saying why, unless AVIARY_REQUIRE_DOCKER=1 (set by .ci/run), which makes them
-fail instead. Bounds: the issue's 3.0..3.2 s for a 2 s task suspended 1 s; elsewhere ~10-30 ms, as the
-engine's own latency (pause/unpause ~15-30 ms, a container start ~0.2-0.5 s) is jittery on a busy host.
+fail instead. Bounds: the issue's 3.0..3.2 s for a 2 s task suspended 1 s; elsewhere a task must finish
+0..50 ms after launch + duration + suspensions (typically 1-3 ms: see docker/README.md; the margin is
+for a busy host). Durations are chosen so that a slow container start (0.3-1.5 s) does not matter.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ async def test_docker_suspension_delays_the_finish_by_its_length(engine):
     assert ok, ex.counters
     assert 3.0 <= at - t0 <= 3.2, f"finished {at - t0:.4f} s after launch"
     late = at - t0 - 2.0 - (resumed_at - suspended_at)  # vs the suspension actually asked for
-    assert 0.0 <= late <= 0.02, f"finished {late * 1000:.1f} ms after launch + duration + suspension"
+    assert 0.0 <= late <= 0.05, f"finished {late * 1000:.1f} ms after launch + duration + suspension"
     await ex.close()
     assert owned(engine, ex) == []
 
@@ -157,17 +158,39 @@ async def test_docker_suspend_while_the_container_is_created_counts_from_the_req
     suspended_at = time.monotonic()
     ex.suspend((1, 0))
     cid = None
-    while cid is None and time.monotonic() - suspended_at < 0.9:
+    while cid is None and time.monotonic() - suspended_at < 10.0:
         cid = ex.container_id((1, 0))
         await asyncio.sleep(0.005)
-    assert cid is not None and await becomes(engine, cid, paused=True, timeout=0.9)
-    await asyncio.sleep(1.0 - (time.monotonic() - suspended_at))
+    assert cid is not None and await becomes(engine, cid, paused=True, timeout=10.0)  # once it exists
+    await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - suspended_at)))
     resumed_at = time.monotonic()
     ex.resume((1, 0))
     ok, at = await exits.wait((1, 0))
     assert ok, ex.counters
     late = at - t0 - 2.0 - (resumed_at - suspended_at)
-    assert 0.0 <= late <= 0.02, f"finished {late * 1000:.1f} ms late"
+    assert 0.0 <= late <= 0.05, f"finished {late * 1000:.1f} ms late"
+    await ex.close()
+
+
+async def test_docker_task_shorter_than_its_start_up_still_honours_a_suspension(engine):
+    """A 0.1 s task suspended at 50 ms, while its container (~0.3 s to start) is created: it has run
+    50 ms when it starts, so it waits for the resume and runs its last 50 ms after it."""
+    exits = Exits()
+    ex = DockerExecutor(asyncio.get_running_loop(), exits)
+    await asyncio.wait([ex._ready])
+    t0 = time.monotonic()
+    ex.launch((1, 0), 0.1)
+    await asyncio.sleep(0.05)
+    suspended_at = time.monotonic()
+    ex.suspend((1, 0))
+    await asyncio.sleep(1.5)
+    assert exits.calls == [], "finished while suspended"
+    resumed_at = time.monotonic()
+    ex.resume((1, 0))
+    ok, at = await exits.wait((1, 0))
+    assert ok, ex.counters
+    late = at - t0 - 0.1 - (resumed_at - suspended_at)
+    assert 0.0 <= late <= 0.05, f"finished {late * 1000:.1f} ms late"
     await ex.close()
 
 
@@ -188,7 +211,7 @@ async def test_docker_manual_pause_is_seen_by_the_task(engine):
     ok, at = await exits.wait((1, 0))
     assert ok, ex.counters
     error = at - t0 - 1.0 - frozen
-    assert -0.015 <= error <= 0.025, f"finished {error * 1000:.1f} ms off"
+    assert -0.03 <= error <= 0.05, f"finished {error * 1000:.1f} ms off"
     await ex.close()
 
 
@@ -336,6 +359,16 @@ async def test_docker_container_has_no_network(engine):
     await ex.close()
 
 
+async def test_docker_executor_without_an_engine_fails_its_tasks_cleanly(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    exits = Exits()
+    ex = DockerExecutor(asyncio.get_running_loop(), exits)
+    ex.launch((1, 0), 1.0)
+    assert (await exits.wait((1, 0)))[0] is False
+    assert ex.counters["docker_unavailable"] == 1 and ex.running == 0
+    await ex.close()
+
+
 def test_docker_executor_on_uvloop(engine):
     """The production loop: a task runs, a suspension delays it, a kill removes the container."""
 
@@ -356,7 +389,7 @@ def test_docker_executor_on_uvloop(engine):
         assert (await exits.wait((1, 1)))[0] is False
         ok, at = await exits.wait((1, 0))
         late = at - t0 - 2.0 - (r - s)
-        assert ok and 0.0 <= late <= 0.02, f"finished {late * 1000:.1f} ms late"
+        assert ok and 0.0 <= late <= 0.05, f"finished {late * 1000:.1f} ms late"
         await ex.close()
         assert owned(engine, ex) == []
 

@@ -534,13 +534,18 @@ class DockerExecutor(_Base):
             await asyncio.gather(*list(self._runners), return_exceptions=True)
         self._tasks.clear()
         self._dying.clear()
-        await asyncio.wait([self._ready])
+        if self._ready.done():
+            self._close_client()
+        else:  # still connecting (an engine that does not answer): do not wait for it
+            self._ready.add_done_callback(lambda _: self._close_client())
+        self._ops.shutdown(wait=False, cancel_futures=True)
+        self._streams.shutdown(wait=False, cancel_futures=True)
+
+    def _close_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close()
-        self._ops.shutdown(wait=False, cancel_futures=True)
-        self._streams.shutdown(wait=False, cancel_futures=True)
 
     def _tell(self, box: _Box, message: bytes) -> None:
         """Write ``message`` to the task's standard input (queued until the task is attached)."""
@@ -612,14 +617,17 @@ class DockerExecutor(_Base):
         box.phase = _LIVE
         origin = self._realtime_us(box.launched)
         try:
-            sock = await self._call(self._start, box, task_id, origin)
+            sock = box.sock = await self._call(self._create, box, task_id, origin)
+            for message in box.outbox:  # suspend / resume requests made while it was being created:
+                self._tell(box, message)  # told before it starts (its input holds them meanwhile)
+            box.outbox.clear()
+            await self._call(self._start, box)
         except Exception as exc:
             self._note("start_failed", f"task {task_id} could not start: {exc}")
+            self._hang_up(box)
+            if box.cid is not None:
+                await self._call(self._remove, box)
             return False
-        box.sock = sock
-        for message in box.outbox:  # suspend / resume requests made while it was being created
-            self._tell(box, message)
-        box.outbox.clear()
         reader = self.loop.run_in_executor(self._streams, self._read, sock._sock)
         # 4. Apply the owner's requests, in order, until the task ends or is killed.
         while True:
@@ -685,8 +693,9 @@ class DockerExecutor(_Base):
                 client.api.remove_container(info["Id"], force=True)
                 self.counters["orphans_removed"] += 1
 
-    def _start(self, box: _Box, task_id: TaskId, origin_us: int) -> Any:
-        """Create the container, attach to its stdin and output, start it; return the attached socket."""
+    def _create(self, box: _Box, task_id: TaskId, origin_us: int) -> Any:
+        """Create the container and attach to its stdin and output (before it starts, so that nothing
+        it prints is missed); return the attached socket."""
         from .dockertask import OWNER_LABEL, TASK_LABEL
 
         api = self._client.api
@@ -696,18 +705,12 @@ class DockerExecutor(_Base):
         box.cid = api.create_container(
             self.image, command, labels=labels, stdin_open=True,  # detach=False: StdinOnce too
             host_config=api.create_host_config(network_mode="none"))["Id"]
-        sock = None
-        try:  # attached before the start, so that no output is missed
-            sock = api.attach_socket(box.cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            sock._sock.settimeout(None)
-            api.start(box.cid)
-        except Exception:
-            if sock is not None:
-                with contextlib.suppress(Exception):
-                    sock._sock.close()
-            self._remove(box)
-            raise
+        sock = api.attach_socket(box.cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        sock._sock.settimeout(None)
         return sock
+
+    def _start(self, box: _Box) -> None:
+        self._client.api.start(box.cid)
 
     @staticmethod
     def _read(sock: socket.socket) -> tuple[bool, bytes]:
