@@ -316,6 +316,34 @@ async def test_docker_unknown_ids_are_ignored_and_counted(engine):
     await ex.close()
 
 
+async def test_docker_exactly_one_exit_per_task_under_churn(engine):
+    """Random suspends, resumes and kills, some while containers are created: one exit per task,
+    not-ok exactly for the killed ones, and no container left."""
+    import random
+
+    exits = Exits()
+    ex = DockerExecutor(asyncio.get_running_loop(), exits)
+    await asyncio.wait([ex._ready])
+    rng = random.Random(5)
+    ids = [(2, i) for i in range(10)]
+    for tid in ids:
+        ex.launch(tid, rng.uniform(0.2, 1.5))
+    for _ in range(60):
+        rng.choice([ex.suspend, ex.suspend, ex.resume, ex.resume, ex.resume, ex.kill])(rng.choice(ids))
+        await asyncio.sleep(rng.uniform(0.0, 0.06))
+    for tid in ids:
+        ex.resume(tid)
+    deadline = time.monotonic() + 60.0
+    while ex.running and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert ex.running == 0
+    assert sorted(tid for tid, _, _ in exits.calls) == ids  # every task exactly once
+    assert sum(not ok for _, ok, _ in exits.calls) == ex.counters["killed"]
+    assert ex.counters["task_failed"] == ex.counters["start_failed"] == ex.counters["task_error"] == 0
+    await ex.close()
+    assert owned(engine, ex) == []
+
+
 async def test_docker_close_leaves_no_containers(engine):
     exits = Exits()
     ex = DockerExecutor(asyncio.get_running_loop(), exits)
@@ -478,3 +506,21 @@ def orphans(client: Any) -> list[str]:
             pass
         out.append(info["Id"])
     return out
+
+
+def test_kairos_replay_with_the_docker_executor_preempts_and_finishes_every_job(engine, tmp_path,
+                                                                               no_leftover_children):
+    """Issue 5's end-to-end proof: LAS preemption (docker pause / unpause) on a 4 x 2 testbed, 30 jobs."""
+    from aviary.launch.cli import main
+
+    out = tmp_path / "run"
+    flags = ["--executor", "docker", "--policy", "kairos", "--nodes", "4", "--slots", "2", "--schedulers",
+             "1", "--jobs", "30", "--start", "6000", "--time-scale", "2000", "--load", "0.9", "--seed", "1"]
+    assert main(["replay", *flags, "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs"] == summary["finished"] == 30 and summary["unfinished"] == []
+    counters = summary["counters"]
+    assert counters["preemptions"] >= 1
+    assert counters["tasks_finished"] == counters["tasks_launched"] == summary["tasks"]
+    assert counters["executor.completed"] == summary["tasks"]
+    assert orphans(engine) == []

@@ -618,9 +618,10 @@ class DockerExecutor(_Base):
         origin = self._realtime_us(box.launched)
         try:
             sock = box.sock = await self._call(self._create, box, task_id, origin)
-            for message in box.outbox:  # suspend / resume requests made while it was being created:
-                self._tell(box, message)  # told before it starts (its input holds them meanwhile)
+            for message in box.outbox:  # suspend / resume requests made while it was being created,
+                self._tell(box, message)  # and "go": the task reads them all before it counts
             box.outbox.clear()
+            self._tell(box, b"g\n")
             await self._call(self._start, box)
         except Exception as exc:
             self._note("start_failed", f"task {task_id} could not start: {exc}")
@@ -700,7 +701,7 @@ class DockerExecutor(_Base):
 
         api = self._client.api
         command = [str(round(box.duration * 1e6)), str(origin_us), str(round(self.tick * 1e6)),
-                   str(round(self.slack * 1e6))]
+                   str(round(self.slack * 1e6)), "1"]
         labels = {TASK_LABEL: f"{task_id[0]}.{task_id[1]}", OWNER_LABEL: self._owner}
         box.cid = api.create_container(
             self.image, command, labels=labels, stdin_open=True,  # detach=False: StdinOnce too

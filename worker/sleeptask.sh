@@ -1,12 +1,15 @@
 # The docker executor's task: a sleep that counts only its own running time (DESIGN §6).
 #
-#   busybox sh /sleeptask.sh DURATION_US ORIGIN_US TICK_US SLACK_US
+#   busybox sh /sleeptask.sh DURATION_US ORIGIN_US TICK_US SLACK_US [GO]
 #
 # Runs inside a FROM-scratch container that holds nothing but Debian's static busybox (see
 # aviary/worker/dockertask.py). Times are integers in microseconds; ORIGIN_US and the times in the
 # messages below are on the host's CLOCK_REALTIME, which containers share ($EPOCHREALTIME here). It
 # prints "done ..." and exits 0 once it has run DURATION_US; exit code 2 means bad arguments, 3 that
-# its standard input closed (the executor that attached to it is gone).
+# its standard input closed (the executor that attached to it is gone). With GO=1 it first reads
+# messages, blocking, up to a line "g": the executor writes the suspensions requested while the
+# container was being created, then "g", before it starts the container, so that the task knows of
+# them whatever the delay with which the engine passes its input on.
 #
 # Running time = wall time since ORIGIN_US (the launch: the container's start-up counts, as the slot
 # was busy during it) minus the suspensions, which it learns of in two ways:
@@ -30,11 +33,11 @@
 # standard input: a sleep without a child process that a message cuts short. Cost per tick: one
 # poll(), two small reads, some shell arithmetic: ~60 us of CPU, ~1 % of a core at the 5 ms default.
 
-d=$1 origin=$2 tick=$3 slack=$4
-for v in "$d" "$origin" "$tick" "$slack"; do
+d=$1 origin=$2 tick=$3 slack=$4 go=${5:-0}
+for v in "$d" "$origin" "$tick" "$slack" "$go"; do
   case $v in
     '' | *[!0-9]*)
-      echo "sleeptask: usage: DURATION_US ORIGIN_US TICK_US SLACK_US (integers), got: $*" >&2
+      echo "sleeptask: usage: DURATION_US ORIGIN_US TICK_US SLACK_US [GO] (integers), got: $*" >&2
       exit 2
       ;;
   esac
@@ -53,7 +56,11 @@ read -r _ waited_last _ < $sched
 ticks=0 frozen=0 suspensions=0 quick=0
 while :; do
   cmd='' at=''
-  if [ "$done" -ge "$d" ]; then
+  if [ "$go" = 1 ]; then # messages only, up to "g" (its start-up goes on meanwhile)
+    read -r cmd at || exit 3
+    [ "$cmd" = g ] && go=0
+    ms=0
+  elif [ "$done" -ge "$d" ]; then
     read -t 0 || break                         # finished, unless a message is waiting
     read -r cmd at || [ -n "$cmd" ] || break # (its input closed: finished all the same)
     ms=0
@@ -85,7 +92,7 @@ while :; do
       while :; do
         cmd='' at=''
         read -r cmd at || exit 3
-        case $cmd$at in r[0-9]*) break ;; esac
+        case $cmd$at in r[0-9]*) break ;; g) go=0 ;; esac
       done
       now=${EPOCHREALTIME/./}
       done=$((done + now - at)) # resumed at $at: it has run since then
