@@ -31,7 +31,8 @@
 # Otherwise each tick counts the time it really took (oversleep, loop overhead and start-up
 # included, so an unsuspended task finishes after exactly DURATION_US). A tick is `read -t` on
 # standard input: a sleep without a child process that a message cuts short. Cost per tick: one
-# poll(), two small reads, some shell arithmetic: ~60 us of CPU, ~1 % of a core at the 5 ms default.
+# poll(), two small reads, some shell arithmetic: 0.1-0.2 ms of CPU on a busy host, so ~2 % of a core
+# with the executor's 10 ms ticks.
 
 d=$1 origin=$2 tick=$3 slack=$4 go=${5:-0}
 for v in "$d" "$origin" "$tick" "$slack" "$go"; do
