@@ -10,7 +10,8 @@ schedulers, seed 0, the thesis' parameters (cutoff 1129.532 s, short partition 1
 10 stealing attempts, at least 20 probes, starvation threshold 5). Results go to
 ``experiments/results/hawk_eagle_sim/<policy>-<nodes>/`` (``summary.json`` is committed, ``jobs.csv``
 is not); the tables to ``experiments/results/hawk_eagle_sim.md`` and the plot to
-``experiments/results/hawk_eagle_sim.png``: short and long p50/p90/p99 of Hawk normalized to Sparrow
+``experiments/results/hawk_eagle_sim.png`` (runs whose results exist are not repeated without
+``--force``): short and long p50/p90/p99 of Hawk normalized to Sparrow
 (Figure 2.5) and of Eagle normalized to Hawk (Figure 3.2), below 1 is better. ``--ablations N`` also
 runs the thesis' breakdowns (Figure 2.7: Hawk without stealing / partition / central scheduler; Figure
 3.5: Eagle without SSS / SBP+SRPT / minimum probes) on N nodes, normalized to Hawk and Eagle.
@@ -170,8 +171,9 @@ def plot(sizes: list[int], png: Path) -> None:
             ax.set_xlabel("nodes")
             ax.set_ylim(bottom=0)
             if row == 0 and col == 0:
-                ax.legend()
-    fig.tight_layout()
+                handles, labels = ax.get_legend_handles_labels()
+                fig.legend(handles, labels, loc="upper center", ncol=3)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(png, dpi=100)
 
 
@@ -182,13 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablations", type=int, default=None, metavar="N", help="also the ablations, on N nodes")
     ap.add_argument("--workers", type=int, default=2, help="simulations run in parallel (default 2)")
     ap.add_argument("--report-only", action="store_true", help="rebuild the tables and plot from results")
+    ap.add_argument("--force", action="store_true", help="re-run simulations whose results exist")
     args = ap.parse_args(argv)
 
     runs = [(p, n) for n in args.nodes for p in args.policies]
     if args.ablations:
         more = [(p, args.ablations) for p in (*HAWK_ABLATIONS, *EAGLE_ABLATIONS)]
         runs += [r for r in more if r not in runs]
-    if not args.report_only:
+    if not args.force:
+        runs = [(p, n) for p, n in runs if load(p, n) is None]
+    if not args.report_only and runs:
         with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
             futures = {(p, n): pool.submit(run_one, p, n, OUT / f"{p}-{n}", []) for p, n in runs}
             for (p, n), fut in futures.items():

@@ -624,9 +624,12 @@ class DockerExecutor(_Base):
                 self._tell(box, message)  # and "go": the task reads them all before it counts
             box.outbox.clear()
             self._tell(box, b"g\n")
-            await self._call(self._start, box)
+            if not box.killed:  # (killed while it was being created: removed below, never started)
+                await self._call(self._start, box)
         except Exception as exc:
             self._note("start_failed", f"task {task_id} could not start: {exc}")
+            box.killed = True
+        if box.killed:
             self._hang_up(box)
             if box.cid is not None:
                 await self._call(self._remove, box)

@@ -233,6 +233,9 @@ class HybridNodeCore(Core):
             self.queue.charge_bypass(entry)
         if entry.behind:
             self.counters["short_ran_behind_long"] += 1
+        if entry.tasks:
+            self.counters["sticky_tasks"] += 1
+        entry.tasks += 1
         return [
             *self._launch(now, sender, entry, msg.job_id, msg.task_index, msg.duration),
             *self._serve(now),

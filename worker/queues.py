@@ -58,6 +58,7 @@ class Entry:
         "remaining",
         "scheduler",
         "task_index",
+        "tasks",
     )
 
     def __init__(
@@ -85,6 +86,7 @@ class Entry:
         self.duration = duration
         self.behind = behind  # long work was running or queued ahead when it arrived
         self.active = 0  # slots it holds now (GetTask pending or its task running; sticky probes)
+        self.tasks = 0  # tasks it brought
         self.bypass = 0.0  # estimated work that bypassed it, less its block's lazy amount
         self.dead = False
         self.block: _Block | None = None
