@@ -124,7 +124,8 @@ def write_trace(jobs: Sequence[GeneratedJob], path: Path | str) -> Path:
     for job in jobs:
         ds = job.durations
         lines.append(f"# category {job.category.number}")
-        lines.append(f"{job.submit:.6f} {len(ds)} {math.fsum(ds) / len(ds):.6f} " + " ".join(f"{d:.6f}" for d in ds))
+        mean = math.fsum(ds) / len(ds)
+        lines.append(f"{job.submit:.6f} {len(ds)} {mean:.6f} " + " ".join(f"{d:.6f}" for d in ds))
     path.write_text("\n".join(lines) + "\n")
     return path
 
