@@ -49,9 +49,13 @@ class _Exits:
 
 def _stats(values: list[float]) -> dict[str, float]:
     values = sorted(values)
-    return {"mean_ms": round(statistics.mean(values) * 1000, 2),
-            "sd_ms": round(statistics.pstdev(values) * 1000, 2),
-            "min_ms": round(values[0] * 1000, 2), "max_ms": round(values[-1] * 1000, 2), "n": len(values)}
+    return {
+        "mean_ms": round(statistics.mean(values) * 1000, 2),
+        "sd_ms": round(statistics.pstdev(values) * 1000, 2),
+        "min_ms": round(values[0] * 1000, 2),
+        "max_ms": round(values[-1] * 1000, 2),
+        "n": len(values),
+    }
 
 
 async def _overhead(ex: Any, exits: _Exits, seq: list[int], duration: float, repeat: int) -> list[float]:
@@ -103,8 +107,10 @@ def _cpu_ns(cid: str) -> int | None:
     v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
     if v1.exists():
         return int(v1.read_text())
-    for v2 in (Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"),
-               Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat")):
+    for v2 in (
+        Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"),
+        Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat"),
+    ):
         if v2.exists():
             fields = dict(line.split() for line in v2.read_text().splitlines())
             return int(fields["usage_usec"]) * 1000
@@ -157,8 +163,10 @@ async def measure(repeat: int) -> dict[str, Any]:
             "docker": _stats(await _overhead(dex, dexits, seq, 1.0, repeat)),
             "process": _stats(await _overhead(pex, pexits, seq, 1.0, repeat)),
         }
-        results["startup"] = {"docker": _stats(await _overhead(dex, dexits, seq, 0.0, repeat)),
-                              "process": _stats(await _overhead(pex, pexits, seq, 0.0, repeat))}
+        results["startup"] = {
+            "docker": _stats(await _overhead(dex, dexits, seq, 0.0, repeat)),
+            "process": _stats(await _overhead(pex, pexits, seq, 0.0, repeat)),
+        }
         results["suspension_error"] = {
             "docker": _stats(await _suspension(dex, dexits, seq, repeat)),
             "docker_manual_pause": _stats(await _suspension(dex, dexits, seq, repeat, manual)),

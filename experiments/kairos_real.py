@@ -172,7 +172,8 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         util = "n/a" if st["utilization"] is None else f"{st['utilization']:.0%}"
         lines.append(
             f"| {LABELS[policy]} ({runtime}) | " + " | ".join(_f(j[k]) for k in PCTS) + f" | {_f(r50, 2)} | "
-            f"{_f(r99, 2)} | " + " | ".join(_f(s[k], 2) for k in ("p50", "p90", "p99", "max"))
+            f"{_f(r99, 2)} | "
+            + " | ".join(_f(s[k], 2) for k in ("p50", "p90", "p99", "max"))
             + f" | {st['preemptions']:,} | {util} | {own} | {cpu} | {wall} |"
         )
     lines += [
@@ -183,8 +184,10 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         "## Median completion time by category (s)",
         "",
         "| run | "
-        + " | ".join(f"{c.number} {c.name} (alone {alone_time([c.task_duration] * c.tasks, 120):g})"
-                     for c in CATEGORIES)
+        + " | ".join(
+            f"{c.number} {c.name} (alone {alone_time([c.task_duration] * c.tasks, 120):g})"
+            for c in CATEGORIES
+        )
         + " |",
         "|---|" + "---|" * len(CATEGORIES),
     ]
@@ -223,8 +226,12 @@ def plot(stats: dict[str, dict[str, Any]], png: Path, runtime: str) -> None:
     panels = [
         ("(a) completion time, Fig. 4.4a", "cdf_jct", ("fifo", "kairos"), "job completion time (s)"),
         ("(b) slowdown, Fig. 4.4b", "cdf_slowdown", ("fifo", "kairos"), "job slowdown"),
-        ("(c) tie-breaks, Fig. 4.6", "cdf_jct", ("kairos", "kairos-random", "kairos-sum"),
-         "job completion time (s)"),
+        (
+            "(c) tie-breaks, Fig. 4.6",
+            "cdf_jct",
+            ("kairos", "kairos-random", "kairos-sum"),
+            "job completion time (s)",
+        ),
     ]
     for i, (title, field, policies, xlabel) in enumerate(panels):
         ax = fig.add_subplot(1, 3, i + 1)

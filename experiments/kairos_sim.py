@@ -105,8 +105,9 @@ def plot(results: dict[int, dict[str, dict]], baseline: str, png: Path) -> None:
         ax = fig.add_subplot(1, 2, i + 1)
         width = 0.8 / len(PCTS)
         for j, p in enumerate(PCTS):
-            hs = [ratio(results[n]["kairos"]["jct"][cls][p], results[n][baseline]["jct"][cls][p])
-                  for n in nodes]
+            hs = [
+                ratio(results[n]["kairos"]["jct"][cls][p], results[n][baseline]["jct"][cls][p]) for n in nodes
+            ]
             xs = [x - 0.4 + width * (j + 0.5) for x in range(len(nodes))]
             ax.bar(xs, [float("nan") if h is None else h for h in hs], width, label=p)
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1)

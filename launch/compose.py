@@ -53,8 +53,13 @@ def host_mounts(workdir: Path) -> list[str]:
     the testbed folder read-write; nested paths are left out."""
     import aviary
 
-    paths = {"/usr": "ro", "/etc": "ro", sys.base_prefix: "ro", sys.prefix: "ro",
-             str(Path(aviary.__file__).resolve().parent): "ro"}
+    paths = {
+        "/usr": "ro",
+        "/etc": "ro",
+        sys.base_prefix: "ro",
+        sys.prefix: "ro",
+        str(Path(aviary.__file__).resolve().parent): "ro",
+    }
     for p in site.getsitepackages():
         paths[p] = "ro"
     paths[str(workdir)] = "rw"
@@ -87,8 +92,9 @@ def node_image_context() -> tuple[str, bytes]:
     return f"{REPOSITORY}:{hashlib.sha256(data).hexdigest()[:16]}", data
 
 
-def compose_spec(cluster: Cluster, workdir: Path, image: str, *, cpus: float | None = None,
-                 memory: int | None = None) -> dict[str, Any]:
+def compose_spec(
+    cluster: Cluster, workdir: Path, image: str, *, cpus: float | None = None, memory: int | None = None
+) -> dict[str, Any]:
     """The docker-compose document for ``cluster`` (whose description is ``workdir/cluster.toml``)."""
     workdir = workdir.resolve()
     cluster_file = str(workdir / "cluster.toml")
@@ -160,6 +166,7 @@ def up(workdir: Path, client: Any = None) -> list[str]:
         down(workdir, client)
         for service in spec["services"].values():
             ensure_node_image_tag(client, service["image"])
+
         def start(item: tuple[str, dict[str, Any]]) -> str:
             name, service = item
             volumes = {}
@@ -172,9 +179,19 @@ def up(workdir: Path, client: Any = None) -> list[str]:
             if "mem_limit" in service:
                 kwargs["mem_limit"] = service["mem_limit"]
             container = client.containers.run(
-                service["image"], service["command"], name=_container_name(spec["name"], name), detach=True,
-                network_mode="host", pid_mode="host", working_dir=service["working_dir"], volumes=volumes,
-                environment=service["environment"], labels=service["labels"], stop_signal="SIGTERM", **kwargs)
+                service["image"],
+                service["command"],
+                name=_container_name(spec["name"], name),
+                detach=True,
+                network_mode="host",
+                pid_mode="host",
+                working_dir=service["working_dir"],
+                volumes=volumes,
+                environment=service["environment"],
+                labels=service["labels"],
+                stop_signal="SIGTERM",
+                **kwargs,
+            )
             return str(container.name)
 
         with ThreadPoolExecutor(PARALLEL) as pool:  # the engine does the work; a few calls at once help
@@ -224,8 +241,9 @@ def down(workdir: Path, client: Any = None, grace: float = 5.0) -> int:
 def main(argv: list[str] | None = None) -> int:
     from .registry import POLICIES, policy_cluster
 
-    parser = argparse.ArgumentParser(prog="python -m aviary.launch.compose",
-                                     description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m aviary.launch.compose", description=(__doc__ or "").split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     wr = sub.add_parser("write", help="write DIR/cluster.toml and DIR/docker-compose.yml")
     wr.add_argument("dir", type=Path)
@@ -237,16 +255,26 @@ def main(argv: list[str] | None = None) -> int:
     wr.add_argument("--seed", type=int, default=0)
     wr.add_argument("--cpus", type=float, default=None, help="CPU limit of each container")
     wr.add_argument("--memory", type=int, default=None, help="memory limit of each container (bytes)")
-    for name, text in (("up", "start the containers of DIR/docker-compose.yml"),
-                       ("down", "stop and remove them")):
+    for name, text in (
+        ("up", "start the containers of DIR/docker-compose.yml"),
+        ("down", "stop and remove them"),
+    ):
         sub.add_parser(name, help=text).add_argument("dir", type=Path)
     args = parser.parse_args(argv)
     if args.command == "write":
-        cluster = policy_cluster(args.policy, nodes=args.nodes, slots=args.slots, schedulers=args.schedulers,
-                                 executor=args.executor, seed=args.seed)
+        cluster = policy_cluster(
+            args.policy,
+            nodes=args.nodes,
+            slots=args.slots,
+            schedulers=args.schedulers,
+            executor=args.executor,
+            seed=args.seed,
+        )
         path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory)
-        print(f"{path} ({len(cluster.processes) - 1} services); then: python -m aviary.launch.compose up "
-              f"{args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ...")
+        print(
+            f"{path} ({len(cluster.processes) - 1} services); then: python -m aviary.launch.compose up "
+            f"{args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
+        )
     elif args.command == "up":
         t0 = time.monotonic()
         names = up(args.dir)

@@ -36,8 +36,10 @@ def engine() -> Any:
         client = dockertask.connect()
         dockertask.ensure_image(client)
     except Exception as exc:
-        reason = (f"no usable docker engine ({type(exc).__name__}: {exc}); "
-                  "run scripts/setup-docker.sh as root to install and start one")
+        reason = (
+            f"no usable docker engine ({type(exc).__name__}: {exc}); "
+            "run scripts/setup-docker.sh as root to install and start one"
+        )
         if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":
             pytest.fail(f"AVIARY_REQUIRE_DOCKER=1 but {reason}")
         pytest.skip(reason)
@@ -310,8 +312,15 @@ async def test_docker_unknown_ids_are_ignored_and_counted(engine):
     ex.resume((1, 0))  # running: ignored
     assert (await exits.wait((1, 0)))[0] is True
     ex.kill((1, 0))  # finished: unknown now
-    assert ex.counters >= Counter({"unknown_suspend": 1, "unknown_resume": 1, "unknown_kill": 2,
-                                 "duplicate_launch": 1, "redundant_resume": 1})
+    assert ex.counters >= Counter(
+        {
+            "unknown_suspend": 1,
+            "unknown_resume": 1,
+            "unknown_kill": 2,
+            "duplicate_launch": 1,
+            "redundant_resume": 1,
+        }
+    )
     assert exits.of((1, 0)) == [True]
     await ex.close()
 
@@ -468,7 +477,8 @@ async def test_containers_of_a_crashed_owner_stop_and_are_removed_by_the_next_on
     ex = DockerExecutor(asyncio.get_running_loop(), Exits())
     await asyncio.wait([ex._ready])
     left = engine.api.containers(all=True, filters={"id": running}) + engine.api.containers(
-        all=True, filters={"id": paused})
+        all=True, filters={"id": paused}
+    )
     assert left == []
     await ex.close()
 
@@ -480,8 +490,28 @@ def test_replay_with_the_docker_executor_finishes_every_job(engine, tmp_path, no
     from aviary.launch.cli import main
 
     out = tmp_path / "run"
-    flags = ["--executor", "docker", "--policy", "sparrow", "--nodes", "2", "--slots", "2", "--schedulers",
-             "1", "--jobs", "10", "--start", "6000", "--time-scale", "10000", "--load", "0.5", "--seed", "1"]
+    flags = [
+        "--executor",
+        "docker",
+        "--policy",
+        "sparrow",
+        "--nodes",
+        "2",
+        "--slots",
+        "2",
+        "--schedulers",
+        "1",
+        "--jobs",
+        "10",
+        "--start",
+        "6000",
+        "--time-scale",
+        "10000",
+        "--load",
+        "0.5",
+        "--seed",
+        "1",
+    ]
     assert main(["replay", *flags, "--out", str(out), "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["extra"]["executor"] == "docker"
@@ -508,14 +538,35 @@ def orphans(client: Any) -> list[str]:
     return out
 
 
-def test_kairos_replay_with_the_docker_executor_preempts_and_finishes_every_job(engine, tmp_path,
-                                                                               no_leftover_children):
+def test_kairos_replay_with_the_docker_executor_preempts_and_finishes_every_job(
+    engine, tmp_path, no_leftover_children
+):
     """Issue 5's end-to-end proof: LAS preemption (docker pause / unpause) on a 4 x 2 testbed, 30 jobs."""
     from aviary.launch.cli import main
 
     out = tmp_path / "run"
-    flags = ["--executor", "docker", "--policy", "kairos", "--nodes", "4", "--slots", "2", "--schedulers",
-             "1", "--jobs", "30", "--start", "6000", "--time-scale", "2000", "--load", "0.9", "--seed", "1"]
+    flags = [
+        "--executor",
+        "docker",
+        "--policy",
+        "kairos",
+        "--nodes",
+        "4",
+        "--slots",
+        "2",
+        "--schedulers",
+        "1",
+        "--jobs",
+        "30",
+        "--start",
+        "6000",
+        "--time-scale",
+        "2000",
+        "--load",
+        "0.9",
+        "--seed",
+        "1",
+    ]
     assert main(["replay", *flags, "--out", str(out), "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == summary["finished"] == 30 and summary["unfinished"] == []

@@ -166,8 +166,16 @@ async def test_timer_unknown_and_redundant_requests_are_ignored_and_counted():
     ex.resume((1, 0))
     await exits.wait((1, 0))
     ex.kill((1, 0))  # finished: unknown now
-    assert ex.counters >= Counter({"unknown_suspend": 1, "unknown_resume": 1, "unknown_kill": 2,
-                                 "duplicate_launch": 1, "redundant_resume": 1, "redundant_suspend": 1})
+    assert ex.counters >= Counter(
+        {
+            "unknown_suspend": 1,
+            "unknown_resume": 1,
+            "unknown_kill": 2,
+            "duplicate_launch": 1,
+            "redundant_resume": 1,
+            "redundant_suspend": 1,
+        }
+    )
     assert exits.of((1, 0)) == [True]
 
 
@@ -318,8 +326,9 @@ async def test_process_unknown_ids_are_ignored_and_counted():
     ex.launch((1, 0), 0.05)
     assert (await exits.wait((1, 0)))[0] is True
     ex.kill((1, 0))
-    assert ex.counters >= Counter({"unknown_suspend": 1, "unknown_resume": 1, "unknown_kill": 2,
-                                 "duplicate_launch": 1})
+    assert ex.counters >= Counter(
+        {"unknown_suspend": 1, "unknown_resume": 1, "unknown_kill": 2, "duplicate_launch": 1}
+    )
     assert exits.of((1, 0)) == [True]
     await ex.close()
 

@@ -58,6 +58,7 @@ def check(summary: dict, rows: list) -> None:
         assert float(row["jct"]) >= max(job.durations) - 1e-6
         assert abs(float(row["submit"]) - job.submit) < 0.5
 
+
 @pytest.mark.parametrize("executor", ["timer", "process"])
 def test_kairos_real_replay_finishes_every_job_with_preemptions(tmp_path, executor, no_leftover_children):
     summary, rows = replay(tmp_path, executor, time_scale=6000, quantum=0.15, load=0.9)

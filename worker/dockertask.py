@@ -55,10 +55,10 @@ def is_static_elf(path: Path) -> bool:
         is64, little = head[4] == 2, head[5] == 1
         order = "<" if little else ">"
         if is64:
-            phoff, = struct.unpack_from(order + "Q", head, 0x20)
+            (phoff,) = struct.unpack_from(order + "Q", head, 0x20)
             phentsize, phnum = struct.unpack_from(order + "HH", head, 0x36)
         else:
-            phoff, = struct.unpack_from(order + "I", head, 0x1C)
+            (phoff,) = struct.unpack_from(order + "I", head, 0x1C)
             phentsize, phnum = struct.unpack_from(order + "HH", head, 0x2A)
         f.seek(phoff)
         table = f.read(phentsize * phnum)
@@ -82,10 +82,14 @@ def find_busybox() -> Path:
             return path
         seen.append(str(path))
     if seen:
-        raise ImageError(f"busybox at {', '.join(seen)} is dynamically linked and cannot run in a FROM "
-                         "scratch image: install Debian's busybox-static (scripts/setup-docker.sh does)")
-    raise ImageError("no busybox found: install Debian's busybox-static (scripts/setup-docker.sh does) or "
-                     "set AVIARY_BUSYBOX to a statically linked busybox")
+        raise ImageError(
+            f"busybox at {', '.join(seen)} is dynamically linked and cannot run in a FROM "
+            "scratch image: install Debian's busybox-static (scripts/setup-docker.sh does)"
+        )
+    raise ImageError(
+        "no busybox found: install Debian's busybox-static (scripts/setup-docker.sh does) or "
+        "set AVIARY_BUSYBOX to a statically linked busybox"
+    )
 
 
 def build_context(busybox: Path | None = None) -> tuple[str, bytes]:
@@ -120,8 +124,15 @@ def ensure_image(client: Any) -> str:
     except docker.errors.ImageNotFound:
         pass
     try:
-        client.images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True,
-                            forcerm=True, pull=False, labels={TASK_LABEL: "image"})
+        client.images.build(
+            fileobj=io.BytesIO(context),
+            custom_context=True,
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            labels={TASK_LABEL: "image"},
+        )
     except (docker.errors.BuildError, docker.errors.APIError) as exc:
         raise ImageError(f"building the task image {tag} failed: {exc}") from exc
     return tag
@@ -141,8 +152,9 @@ def check(client: Any, tag: str) -> float:
     """Run one 0.2 s task without network; return how long it took from create to exit (s)."""
     t0 = time.monotonic()
     origin = time.time_ns() // 1000
-    container = client.containers.create(tag, ["200000", str(origin), "5000", "20000"],
-                                         network_mode="none", labels={TASK_LABEL: "check"})
+    container = client.containers.create(
+        tag, ["200000", str(origin), "5000", "20000"], network_mode="none", labels={TASK_LABEL: "check"}
+    )
     try:
         container.start()
         status = container.wait(timeout=30)

@@ -245,7 +245,8 @@ class ProcessExecutor(_Base):
             return
         entry = self._tasks[task_id] = _Proc()
         entry.runner = self.loop.create_task(
-            self._run(task_id, entry, max(0.0, float(duration)), time.monotonic()))
+            self._run(task_id, entry, max(0.0, float(duration)), time.monotonic())
+        )
 
     async def _run(self, task_id: TaskId, entry: _Proc, duration: float, launched: float) -> None:
         ok = False
@@ -257,11 +258,19 @@ class ProcessExecutor(_Base):
                 launched += time.monotonic() - waited
             if entry.killed:
                 return
-            argv = (sys.executable, *INTERPRETER_FLAGS, SLEEPTASK, repr(duration), repr(launched),
-                    self._pid, repr(self.tick))
+            argv = (
+                sys.executable,
+                *INTERPRETER_FLAGS,
+                SLEEPTASK,
+                repr(duration),
+                repr(launched),
+                self._pid,
+                repr(self.tick),
+            )
             try:
                 proc = entry.proc = await asyncio.create_subprocess_exec(
-                    *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                    *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+                )
             except OSError as exc:  # EAGAIN, EMFILE, ENOMEM...: the task fails, the node lives on
                 self._note("spawn_failed", f"could not start task {task_id}: {exc}")
                 return
@@ -383,8 +392,20 @@ _PENDING, _LIVE = 0, 1
 class _Box:
     """One task of the docker executor; its runner coroutine alone calls the engine about it."""
 
-    __slots__ = ("changed", "cid", "duration", "killed", "launched", "outbox", "paused", "phase",
-                 "removed", "since", "sock", "suspended")
+    __slots__ = (
+        "changed",
+        "cid",
+        "duration",
+        "killed",
+        "launched",
+        "outbox",
+        "paused",
+        "phase",
+        "removed",
+        "since",
+        "sock",
+        "suspended",
+    )
 
     def __init__(self, duration: float, launched: float) -> None:
         self.duration = duration
@@ -705,12 +726,21 @@ class DockerExecutor(_Base):
         from .dockertask import OWNER_LABEL, TASK_LABEL
 
         api = self._client.api
-        command = [str(round(box.duration * 1e6)), str(origin_us), str(round(self.tick * 1e6)),
-                   str(round(self.slack * 1e6)), "1"]
+        command = [
+            str(round(box.duration * 1e6)),
+            str(origin_us),
+            str(round(self.tick * 1e6)),
+            str(round(self.slack * 1e6)),
+            "1",
+        ]
         labels = {TASK_LABEL: f"{task_id[0]}.{task_id[1]}", OWNER_LABEL: self._owner}
         box.cid = api.create_container(
-            self.image, command, labels=labels, stdin_open=True,  # detach=False: StdinOnce too
-            host_config=api.create_host_config(network_mode="none"))["Id"]
+            self.image,
+            command,
+            labels=labels,
+            stdin_open=True,  # detach=False: StdinOnce too
+            host_config=api.create_host_config(network_mode="none"),
+        )["Id"]
         sock = api.attach_socket(box.cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         sock._sock.settimeout(None)
         return sock
@@ -737,8 +767,8 @@ class DockerExecutor(_Base):
                 size = int.from_bytes(pending[4:8], "big")
                 if len(pending) < 8 + size:
                     break
-                output = (output + pending[8:8 + size])[-4096:]
-                pending = pending[8 + size:]
+                output = (output + pending[8 : 8 + size])[-4096:]
+                pending = pending[8 + size :]
             if output.startswith(b"done") or b"\ndone" in output:
                 return True, output
 
