@@ -44,11 +44,8 @@ class CentralFifoCore(Core):
         if type(msg) is TaskFinished:
             return self._finished(now, sender, msg)
         if type(msg) is SubmitJob:
-            if msg.job_id in self.jobs:
-                self.counters["duplicate_job"] += 1
-                return []
-            if not msg.durations:
-                return [Send(sender, JobDone(msg.job_id, 0.0))]
+            if (refused := self.refuse_submit(sender, msg, self.jobs)) is not None:
+                return refused
             self.jobs[msg.job_id] = CentralJob(sender, msg.durations, msg.estimate, now)
             self.queue.extend((msg.job_id, i) for i in range(len(msg.durations)))
             self.counters["jobs"] += 1

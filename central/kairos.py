@@ -109,11 +109,8 @@ class KairosCentralCore(Core):
         if kind is TaskFinished:
             return self._finished(now, sender, msg)
         if kind is SubmitJob:
-            if msg.job_id in self.jobs:
-                self.counters["duplicate_job"] += 1
-                return []
-            if not msg.durations:
-                return [Send(sender, JobDone(msg.job_id, 0.0))]
+            if (refused := self.refuse_submit(sender, msg, self.jobs)) is not None:
+                return refused
             # msg.estimate is deliberately not read: Kairos uses no runtime estimates.
             self.jobs[msg.job_id] = KairosJob(sender, msg.durations, now)
             self.queue.extend((msg.job_id, i) for i in range(len(msg.durations)))

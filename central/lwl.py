@@ -203,11 +203,8 @@ class CentralLwlCore(Core):
         return self.unexpected(msg)
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
-        if msg.job_id in self.jobs:
-            self.counters["duplicate_job"] += 1
-            return []
-        if not msg.durations:
-            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:
+            return refused
         job = _Job(frontend, msg.durations, msg.estimate, now)
         self.jobs[msg.job_id] = job
         self.counters["jobs_central"] += 1

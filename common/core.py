@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Container
 from typing import Any
 
-from .effects import Effect, TaskId
+from .effects import Effect, Send, TaskId
+from .messages import JobDone
 
 
 class Core:
@@ -33,3 +35,13 @@ class Core:
         """A well-formed message this role does not handle: count it and carry on."""
         self.counters[f"unexpected.{type(msg).__name__}"] += 1
         return []
+
+    def refuse_submit(self, sender: str, msg: Any, jobs: Container[int]) -> list[Effect] | None:
+        """The answer to a ``SubmitJob`` that leaves nothing to schedule, else None: a job id already
+        known is counted and ignored, a job without tasks is done at once."""
+        if msg.job_id in jobs:
+            self.counters["duplicate_job"] += 1
+            return []
+        if not msg.durations:
+            return [Send(sender, JobDone(msg.job_id, 0.0))]
+        return None

@@ -115,12 +115,9 @@ class DlwlSchedulerCore(Core):
         return []
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
-        if msg.job_id in self.jobs:
-            self.counters["duplicate_job"] += 1
-            return []
+        if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:
+            return refused
         t = len(msg.durations)
-        if not t:
-            return [Send(frontend, JobDone(msg.job_id, 0.0))]
         long = msg.estimate >= self.cutoff
         job = _Job(frontend, msg.durations, msg.estimate, now, not_started=t, told=t)
         self.jobs[msg.job_id] = job

@@ -136,12 +136,9 @@ class EagleSchedulerCore(Core):
         return self.unexpected(msg)
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
-        if msg.job_id in self.jobs:
-            self.counters["duplicate_job"] += 1
-            return []
+        if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:
+            return refused
         t = len(msg.durations)
-        if not t:
-            return [Send(frontend, JobDone(msg.job_id, 0.0))]
         long = msg.estimate >= self.cutoff
         job = EagleJob(frontend, msg.durations, msg.estimate, now, long=long, told=t)
         self.jobs[msg.job_id] = job

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 
 from ..common.effects import Effect, Send
-from ..common.messages import JobDone, Probe, SubmitJob
+from ..common.messages import Probe, SubmitJob
 from ..common.model import GOOGLE_CUTOFF
 from .sparrow import JobState, SparrowCore, sample_nodes
 
@@ -43,11 +43,8 @@ class HawkSchedulerCore(SparrowCore):
         self.cutoff = cutoff
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
-        if msg.job_id in self.jobs:
-            self.counters["duplicate_job"] += 1
-            return []
-        if not msg.durations:
-            return [Send(frontend, JobDone(msg.job_id, 0.0))]
+        if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:
+            return refused
         job = JobState(frontend, msg.durations, msg.estimate, now)
         self.jobs[msg.job_id] = job
         k = math.ceil(self.probe_ratio * len(msg.durations))

@@ -129,7 +129,7 @@ class TimerExecutor(_Base):
             self._ignore("duplicate_launch", task_id)
             return
         duration = max(0.0, float(duration))
-        self._tasks[task_id] = _Timer(self._arm(task_id, duration), duration, self.loop.time())
+        self._tasks[task_id] = _Timer(self._arm(task_id, duration), duration, time.monotonic())
 
     def _done(self, task_id: TaskId) -> None:
         if self._tasks.pop(task_id, None) is not None:
@@ -144,7 +144,7 @@ class TimerExecutor(_Base):
         else:
             entry.handle.cancel()
             entry.handle = None
-            entry.remaining = max(0.0, entry.remaining - (self.loop.time() - entry.started))
+            entry.remaining = max(0.0, entry.remaining - (time.monotonic() - entry.started))
 
     def resume(self, task_id: TaskId) -> None:
         entry = self._tasks.get(task_id)
@@ -153,7 +153,7 @@ class TimerExecutor(_Base):
         elif entry.handle is not None:
             self._ignore("redundant_resume", task_id)
         else:
-            entry.started = self.loop.time()
+            entry.started = time.monotonic()
             entry.handle = self._arm(task_id, entry.remaining)
 
     def kill(self, task_id: TaskId) -> None:
