@@ -45,6 +45,7 @@ def test_hybrid_policy_finishes_every_job_on_real_processes(tmp_path, policy, no
         assert c["probes"] > 0 and c["long_tasks_placed"] == s["long_tasks_placed"]
     if policy == "eagle":
         assert c.get("short_ran_behind_long", 0) == 0  # SSS: no short task waits behind long work
-        assert c["probes_rejected"] > 0 and real["messages"]["ProbeRejected"] == c["probes_rejected"]
+        # A ProbeRejected message carries every probe of the job the node refuses at once.
+        assert 0 < real["messages"]["ProbeRejected"] <= c["probes_rejected"]
     if policy == "hawk":
         assert c["steal_requests"] > 0
