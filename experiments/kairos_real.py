@@ -39,6 +39,7 @@ import psutil
 from aviary.common.results import percentile, read_jobs, read_summary
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
+from aviary.experiments.kairos_analysis import SUMMARY_BEGIN, SUMMARY_END
 from aviary.experiments.kairos_workload import (
     CATEGORIES,
     LONG_CUTOFF,
@@ -196,7 +197,7 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         lines.append(f"| {LABELS[policy]} ({runtime}) | "
                      + " | ".join(_f(st["category"].get(c.number)) for c in CATEGORIES) + " |")  # fmt: skip
     if not swept:
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *why(args.out)]) + "\n"
     lines += [
         "",
         "## Simulator load sweep (5 workload seeds each; mean of the percentiles, s)",
@@ -214,7 +215,28 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
                 + " | ".join(_f(v[k]) for k in ("p30", "p50", "p90", "p99"))
                 + f" | {v['p50'] / base['p50']:.2f} | {v['p99'] / base['p99']:.2f} |"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *why(args.out)]) + "\n"
+
+
+def why(out: Path) -> list[str]:
+    """The "why the numbers differ" section: the summary of ``analysis.md`` (``kairos_analysis.py``)."""
+    lines = ["", "## Why the numbers differ from the thesis", ""]
+    text = (out / "analysis.md").read_text() if (out / "analysis.md").exists() else ""
+    if SUMMARY_BEGIN not in text or SUMMARY_END not in text:
+        return [
+            *lines,
+            "Not measured yet: run `python experiments/kairos_analysis.py`, then this report again.",
+        ]
+    body = "\n".join(
+        x for x in text.split(SUMMARY_BEGIN)[1].split(SUMMARY_END)[0].splitlines() if x[:3] != "## "
+    )
+    return [
+        *lines,
+        "Measured on the simulator by `experiments/kairos_analysis.py`; tables and method in "
+        "[analysis.md](analysis.md), reading in `docs/kairos.md`.",
+        "",
+        *body.strip().splitlines(),
+    ]
 
 
 def plot(stats: dict[str, dict[str, Any]], png: Path, runtime: str) -> None:

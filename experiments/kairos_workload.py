@@ -21,6 +21,13 @@ the reference of its slowdown.
 :func:`table41_jobs` draws jobs (seeded), :func:`write_trace` writes them in the Hawk/Eagle trace
 format so that ``aviary replay FILE --keep-arrivals --task-scale 1 --time-scale S`` replays them,
 and :func:`categories_of` recovers each job's category from a trace it wrote.
+
+Variants for the analysis of why our numbers differ from the thesis (``experiments/kairos_analysis.py``):
+``table41_jobs(..., arrivals="uniform")`` draws gaps uniformly in ``[0.7, 1.3] x mean_gap`` (the
+workload file published with the thesis' YARN code has gaps of 43-79 s, not exponential ones), and
+:func:`job_stages` splits a job into a map stage and a reduce stage that starts only when every map has
+finished (the published runs set ``mapreduce.job.reduce.slowstart.completedmaps=1``), and/or spreads
+the durations of a job's tasks around their mean (same task-seconds).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "CATEGORIES",
@@ -38,6 +46,7 @@ __all__ = [
     "GeneratedJob",
     "alone_time",
     "categories_of",
+    "job_stages",
     "table41_jobs",
     "write_trace",
 ]
@@ -91,24 +100,57 @@ class GeneratedJob:
 
 
 def table41_jobs(
-    n: int = 100, *, seed: int = 0, mean_gap: float = 60.0, uniform: bool = False
+    n: int = 100,
+    *,
+    seed: int = 0,
+    mean_gap: float = 60.0,
+    uniform: bool = False,
+    arrivals: Literal["poisson", "uniform"] = "poisson",
 ) -> list[GeneratedJob]:
     """``n`` jobs drawn from Table 4.1 with Poisson arrivals of mean ``mean_gap`` s (first at 0).
 
-    ``uniform`` gives the thesis' "uniform" workload instead (categories 1-3 with 0.35/0.35/0.3)."""
+    ``uniform`` gives the thesis' "uniform" workload instead (categories 1-3 with 0.35/0.35/0.3).
+    ``arrivals="uniform"`` draws each gap uniformly in ``[0.7, 1.3] x mean_gap`` instead of
+    exponentially (same seed, same categories)."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     if not mean_gap > 0:
         raise ValueError(f"mean_gap must be > 0, got {mean_gap}")
+    if arrivals not in ("poisson", "uniform"):
+        raise ValueError(f"arrivals must be 'poisson' or 'uniform', got {arrivals!r}")
     rng = random.Random(seed)
     cats: Sequence[Category] = CATEGORIES[:3] if uniform else CATEGORIES
     weights = [0.35, 0.35, 0.3] if uniform else [c.probability for c in CATEGORIES]
     jobs, t = [], 0.0
     for i in range(n):
         if i:
-            t += rng.expovariate(1.0 / mean_gap)
+            t += (
+                rng.expovariate(1.0 / mean_gap) if arrivals == "poisson" else mean_gap * rng.uniform(0.7, 1.3)
+            )
         jobs.append(GeneratedJob(t, rng.choices(cats, weights)[0]))
     return jobs
+
+
+def job_stages(
+    job: GeneratedJob, *, barrier: bool = False, spread: float = 0.0, rng: random.Random | None = None
+) -> list[list[float]]:
+    """A job's task durations as stages: one bag of ``maps + reduces`` tasks, or with ``barrier`` a
+    map stage and a reduce stage (to be submitted when the map stage is done).
+
+    ``spread`` in ``[0, 1)`` multiplies each task's duration by ``1 + spread * U(-1, 1)`` (from ``rng``),
+    then rescales the job's tasks so that their task-seconds stay ``tasks x task_duration``."""
+    if not 0.0 <= spread < 1.0:
+        raise ValueError(f"spread must be in [0, 1), got {spread}")
+    c = job.category
+    n, d = c.tasks, c.task_duration
+    ds = [d] * n
+    if spread > 0:
+        if rng is None:
+            raise ValueError("spread > 0 needs an rng")
+        f = [1.0 + spread * rng.uniform(-1.0, 1.0) for _ in range(n)]
+        norm = n / math.fsum(f)
+        ds = [d * x * norm for x in f]
+    return [ds[: c.maps], ds[c.maps :]] if barrier else [ds]
 
 
 def alone_time(durations: Sequence[float], slots: int) -> float:
