@@ -114,6 +114,29 @@ async def test_timer_task_completes_after_its_duration():
     assert ex.running == 0 and exits.of((1, 0)) == [True]
 
 
+def test_timer_tasks_never_end_early_on_uvloop():
+    """uvloop's millisecond timers fire up to ~1 ms early; a task must still run its whole duration."""
+
+    async def main() -> list[float]:
+        exits = Exits()
+        ex = TimerExecutor(asyncio.get_running_loop(), exits)
+        spans = []
+        for i in range(60):
+            duration = 0.0031 + 0.00037 * (i % 9)
+            spin = time.monotonic() + 0.0004 * (i % 3)  # busy work between the loop's clock update and launch
+            while time.monotonic() < spin:
+                pass
+            t0 = time.monotonic()
+            ex.launch((i, 0), duration)
+            _, at = await exits.wait((i, 0))
+            spans.append(at - t0 - duration)
+        return spans
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        spans = runner.run(main())
+    assert min(spans) >= 0.0, f"a task ended {-min(spans) * 1000:.3f} ms early"
+
+
 async def test_timer_suspended_task_finishes_later_by_the_suspension():
     exits = Exits()
     ex = TimerExecutor(asyncio.get_running_loop(), exits)

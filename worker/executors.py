@@ -99,14 +99,18 @@ class _Base:
 class _Timer:
     __slots__ = ("handle", "remaining", "started")
 
-    def __init__(self, handle: asyncio.Handle | None, remaining: float, started: float) -> None:
-        self.handle = handle  # None while suspended
+    def __init__(self, remaining: float, started: float) -> None:
+        self.handle: asyncio.Handle | None = None  # None while suspended
         self.remaining = remaining  # running time left as of ``started``
-        self.started = started  # loop time when the handle was (re)armed
+        self.started = started  # monotonic time when it last started running
 
 
 class TimerExecutor(_Base):
-    """Virtual tasks: one loop timer per running task, no process (DESIGN §6 ``timer``)."""
+    """Virtual tasks: one loop timer per running task, no process (DESIGN §6 ``timer``).
+
+    The loop's timers have a millisecond clock that may fire up to ~1 ms early (libuv measures from a
+    cached, truncated time); a task's end is therefore checked against ``time.monotonic`` and re-armed
+    for what is left, so no task ever runs shorter than its duration."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> None:
         super().__init__(loop, on_exit)
@@ -116,10 +120,23 @@ class TimerExecutor(_Base):
     def running(self) -> int:
         return len(self._tasks)
 
-    def _arm(self, task_id: TaskId, delay: float) -> asyncio.Handle:
-        if delay > 0.0:
-            return self.loop.call_later(delay, self._done, task_id)
-        return self.loop.call_soon(self._done, task_id)
+    def _arm(self, task_id: TaskId, entry: _Timer) -> None:
+        end = entry.started + entry.remaining
+        if entry.remaining > 0.0:
+            entry.handle = self.loop.call_later(entry.remaining, self._due, task_id, end)
+        else:
+            entry.handle = self.loop.call_soon(self._due, task_id, end)
+
+    def _due(self, task_id: TaskId, end: float) -> None:
+        entry = self._tasks.get(task_id)
+        if entry is None:
+            return
+        left = end - time.monotonic()
+        if left > 0.0:  # fired early: wait for the rest
+            entry.handle = self.loop.call_later(left, self._due, task_id, end)
+            return
+        del self._tasks[task_id]
+        self._report(task_id, True)
 
     def launch(self, task_id: TaskId, duration: float) -> None:
         if self.closed:
@@ -128,12 +145,8 @@ class TimerExecutor(_Base):
         if task_id in self._tasks:
             self._ignore("duplicate_launch", task_id)
             return
-        duration = max(0.0, float(duration))
-        self._tasks[task_id] = _Timer(self._arm(task_id, duration), duration, time.monotonic())
-
-    def _done(self, task_id: TaskId) -> None:
-        if self._tasks.pop(task_id, None) is not None:
-            self._report(task_id, True)
+        entry = self._tasks[task_id] = _Timer(max(0.0, float(duration)), time.monotonic())
+        self._arm(task_id, entry)
 
     def suspend(self, task_id: TaskId) -> None:
         entry = self._tasks.get(task_id)
@@ -154,7 +167,7 @@ class TimerExecutor(_Base):
             self._ignore("redundant_resume", task_id)
         else:
             entry.started = time.monotonic()
-            entry.handle = self._arm(task_id, entry.remaining)
+            self._arm(task_id, entry)
 
     def kill(self, task_id: TaskId) -> None:
         entry = self._tasks.pop(task_id, None)
