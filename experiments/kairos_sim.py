@@ -51,6 +51,11 @@ BUSY_NODES = 4704  # single-slot nodes the sample keeps busy at its own arrival 
 PCTS = ("p50", "p90", "p99")
 
 
+def run_folder(out: Path, policy: str, nodes: int, load: float | None = None) -> Path:
+    """Where one run's results go: the sample's own arrival times, or Poisson ones."""
+    return out / (f"{policy}-{nodes}" if load is None else f"{policy}-{nodes}-poisson")
+
+
 def run(
     policy: str,
     nodes: int,
@@ -61,7 +66,7 @@ def run(
     reuse: bool = False,
     load: float | None = None,
 ) -> dict[str, Any]:
-    folder = out / (f"{policy}-{nodes}" if load is None else f"{policy}-{nodes}-poisson")
+    folder = run_folder(out, policy, nodes, load)
     flags = flags_for(policy, nodes, out, extra, seed, jobs, load)
     if reuse and (saved := reusable(policy, nodes, flags)) is not None:
         print(f"  reusing {HAWK_EAGLE.name}/{policy}-{nodes}", file=sys.stderr, flush=True)
@@ -92,7 +97,7 @@ def flags_for(
 ) -> list[str]:
     """``aviary replay`` flags of one run: the sample's own arrival times, or Poisson ones at ``load``."""
     arrivals = ["--keep-arrivals"] if load is None else ["--load", f"{load:.4f}"]
-    folder = out / (f"{policy}-{nodes}" if load is None else f"{policy}-{nodes}-poisson")
+    folder = run_folder(out, policy, nodes, load)
     flags = ["replay", str(BUNDLED_TRACE), "--runtime", "sim", "--policy", policy, "--nodes", str(nodes),
              *arrivals, "--time-scale", "1", "--task-scale", "1", "--seed", str(seed), "--quiet",
              "--out", str(folder), *extra]  # fmt: skip
