@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from aviary.common.trace import read_trace
 from aviary.launch.cli import BUNDLED_TRACE, main
+from aviary.launch.registry import POLICIES
 
 FLAGS = [
     "--runtime",
@@ -41,3 +44,14 @@ def test_sim_accepts_twenty_thousand_nodes(tmp_path):
     assert main([*args, "--out", str(tmp_path / "big")]) == 0
     summary = json.loads((tmp_path / "big" / "summary.json").read_text())
     assert summary["nodes"] == 20000 and summary["finished"] == 50
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_every_policy_runs_on_the_simulator(tmp_path, policy):
+    args = ["replay", "--runtime", "sim", "--policy", policy, "--jobs", "60", "--start", "6000",
+            "--nodes", "40", "--slots", "2", "--load", "0.8", "--quiet", "--out", str(tmp_path)]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["policy"] == policy and summary["runtime"] == "sim"
+    assert summary["finished"] == summary["jobs"] == 60 and summary["unfinished"] == []
+    assert summary["counters"]["tasks_finished"] == summary["tasks"]
