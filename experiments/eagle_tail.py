@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from aviary.experiments.tables import num, ratio
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 OUT = RESULTS / "eagle_tail"
@@ -280,20 +282,8 @@ def load_run(name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def f0(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.0f}"
-
-
-def f2(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
-
-
 def pc(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f} %"
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b <= 0 else a / b
 
 
 def controls_table() -> list[str]:
@@ -310,10 +300,10 @@ def controls_table() -> list[str]:
         arr = "trace" if arrivals == "trace" else f"Poisson, load {r['load']:.2f}"
         if variant:
             policy += f" ({VARIANTS[variant][1]})"
-        rs = [f2(ratio(r["short"][q], h["short"][q])) if h else "n/a" for q in ("p50", "p90", "p99")]
+        rs = [num(ratio(r["short"][q], h["short"][q]), 2) if h else "n/a" for q in ("p50", "p90", "p99")]
         lines.append(
             f"| {policy}, {nodes:,} | {arr} | "
-            + " | ".join(f0(r["short"][q]) for q in ("p50", "p90", "p99"))
+            + " | ".join(num(r["short"][q]) for q in ("p50", "p90", "p99"))
             + " | "
             + " | ".join(rs)
             + f" | {pc(r['short_secs_in_short_partition'])} |"
@@ -339,14 +329,14 @@ def timeline_table(e: dict[str, Any], h: dict[str, Any]) -> list[str]:
             pc(row["general_long_frac"]),
             pc(es) if row["secs_short"] + row["secs_general"] else "-",
             f"{row['short_queued']:.1f}",
-            f"{f0(row['wait_short'])} / {f0(row['wait_general'])}",
+            f"{num(row['wait_short'])} / {num(row['wait_general'])}",
         ]
         if hr is not None:
             tot = hr["secs_short"] + hr["secs_general"]
             cells += [
                 pc(hr["secs_short"] / tot) if tot else "-",
                 f"{hr['general_short_queued']:.1f}",
-                f"{f0(hr['wait_short'])} / {f0(hr['wait_general'])}",
+                f"{num(hr['wait_short'])} / {num(hr['wait_general'])}",
             ]
         else:
             cells += ["-", "-", "-"]
@@ -364,8 +354,8 @@ def arrival_table(e: dict[str, Any], h: dict[str, Any]) -> list[str]:
     for lo, n, p50, p90, ins in e["by_arrival"]:
         hr = ha.get(lo, [lo, 0, None, None, None])
         lines.append(
-            f"| {lo:,.0f}-{lo + BIN:,.0f} | {n:,} | {f0(p50)} | {f0(p90)} | {pc(ins)} | {f0(hr[2])} | "
-            f"{f0(hr[3])} | {pc(hr[4])} |"
+            f"| {lo:,.0f}-{lo + BIN:,.0f} | {n:,} | {num(p50)} | {num(p90)} | {pc(ins)} | {num(hr[2])} | "
+            f"{num(hr[3])} | {pc(hr[4])} |"
         )
     return [*lines, ""]
 
@@ -377,7 +367,7 @@ def tasks_table(e: dict[str, Any], h: dict[str, Any]) -> list[str]:
     ):
         label = f"{lo}" if hi == lo + 1 else (f"{lo}-{hi - 1}" if hi < 10**6 else f"{lo}+")
         lines.append(
-            f"| {label} | {n:,} | " + " / ".join(map(f0, ev)) + " | " + " / ".join(map(f0, hv)) + " |"
+            f"| {label} | {n:,} | " + " / ".join(map(num, ev)) + " | " + " / ".join(map(num, hv)) + " |"
         )
     return [*lines, ""]
 
@@ -391,8 +381,8 @@ def tail_table(runs: list[dict[str, Any]]) -> list[str]:
     for r in runs:
         for label, t in (("all short jobs", r["all_short"]), ("short jobs >= p90", r["tail"])):
             lines.append(
-                f"| {r['policy']}, {r['nodes']:,}: {label} | {t['jobs']:,} | {f0(t['tasks_median'])} | "
-                f"{t['tasks_mean']:.1f} | {f0(t['submit_median'])} | {pc(t['submitted_after_80000'])} | "
+                f"| {r['policy']}, {r['nodes']:,}: {label} | {t['jobs']:,} | {num(t['tasks_median'])} | "
+                f"{t['tasks_mean']:.1f} | {num(t['submit_median'])} | {pc(t['submitted_after_80000'])} | "
                 f"{pc(t['in_short_partition'])} |"
             )
     return [*lines, ""]
@@ -427,7 +417,7 @@ def summary_lines() -> list[str]:
         rows.append(
             f"| {n:,} | {pc(lf)} | {pc(e['short_secs_in_short_partition'])} | "
             f"{pc(h['short_secs_in_short_partition'])} | {pc(e['tail']['submitted_after_80000'])} | "
-            f"{f0(e['tail']['tasks_median'])} (all: {f0(e['all_short']['tasks_median'])}) |"
+            f"{num(e['tail']['tasks_median'])} (all: {num(e['all_short']['tasks_median'])}) |"
         )
     if not rows:
         return []

@@ -25,6 +25,7 @@ from aviary.common.model import GOOGLE_CUTOFF, JobSpec
 from aviary.common.results import percentile
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
+from aviary.experiments.tables import num, ratio
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -92,10 +93,6 @@ def seen_as_short(
     return pcts([jct[j.job_id] for j in jobs if not j.long and j.estimate < cutoff])
 
 
-def fmt(x: float | None, d: int = 2) -> str:
-    return "n/a" if x is None else f"{x:.{d}f}"
-
-
 def report(loads: list[float]) -> str:
     lines = [
         "# Eagle vs Hawk on the real runtime (thesis Figure 3.9)",
@@ -119,13 +116,13 @@ def report(loads: list[float]) -> str:
             for c in ("short", "long"):
                 for q in PCT:
                     a, b = e["jct"][c][q], h["jct"][c][q]
-                    cells.append(fmt(None if a is None or not b else a / b))
+                    cells.append(num(ratio(a, b), 2))
             lines.append(f"| {load:g} | {runtime} | " + " | ".join(cells) + " |")
             cutoff = GOOGLE_CUTOFF / h["extra"]["time_scale"]
             es, hs = (seen_as_short(jobs, cutoff, p, load, runtime) for p in ("eagle", "hawk"))
             if es is not None and hs is not None:
                 n = sum(1 for j in jobs if not j.long and j.estimate < cutoff)
-                cells = [fmt(es[q] / hs[q]) for q in PCT] + [fmt(hs[q], 3) for q in PCT]
+                cells = [num(es[q] / hs[q], 2) for q in PCT] + [num(hs[q], 3) for q in PCT]
                 seen.append(f"| {load:g} | {runtime} | {n} | " + " | ".join(cells) + " |")
     if seen:
         lines += [
@@ -155,7 +152,7 @@ def report(loads: list[float]) -> str:
         first = load_summary("hawk", load) or load_summary("hawk", load, "sim")
         if first is not None:
             bound = floor(workload(first))
-            cells = [fmt(bound[cl][q], 3) for cl in ("short", "long") for q in PCT]
+            cells = [num(bound[cl][q], 3) for cl in ("short", "long") for q in PCT]
             lines.append(f"| longest task | {load:g} | - | - | " + " | ".join(cells) + " |" + " - |" * 9)
         for p in ("hawk", "eagle"):
             for runtime in ("real", "sim"):
@@ -163,7 +160,7 @@ def report(loads: list[float]) -> str:
                 if s is None:
                     continue
                 j, c = s["jct"], s["counters"]
-                cells = [fmt(j[cl][q], 3) for cl in ("short", "long") for q in PCT]
+                cells = [num(j[cl][q], 3) for cl in ("short", "long") for q in PCT]
                 cells += [
                     f"{s['finished']}/{s['jobs']}",
                     str(s["extra"].get("class_changed", "?")),

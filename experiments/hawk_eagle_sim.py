@@ -26,6 +26,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from aviary.experiments.tables import num
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 OUT = RESULTS / "hawk_eagle_sim"
@@ -61,10 +63,6 @@ def ratio(a: dict[str, Any], b: dict[str, Any], cls: str, q: str) -> float | Non
     return None if x is None or y is None or y <= 0 else x / y
 
 
-def fmt(x: float | None, digits: int = 2) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
 def busy_load(nodes: int, start: float = 60_000.0) -> float:
     """Offered load of the busy part of the sample: task-seconds of the jobs submitted from ``start``
     (the first 60,000 s hold 31 of the 10,000 jobs) over node-seconds until the last submission."""
@@ -83,17 +81,17 @@ def busy_load(nodes: int, start: float = 60_000.0) -> float:
 _BUSY: tuple[float, float] | None = None
 
 
-def ratio_table(title: str, num: str, den: str, sizes: list[int]) -> list[str]:
+def ratio_table(title: str, top: str, den: str, sizes: list[int]) -> list[str]:
     lines = [f"### {title}", ""]
     head = "| nodes | load | " + " | ".join(f"short {q}" for q in PCT) + " | "
     head += " | ".join(f"long {q}" for q in PCT) + " |"
     lines += [head, "|" + "---|" * 8]
     for n in sizes:
-        a, b = load(num, n), load(den, n)
+        a, b = load(top, n), load(den, n)
         if a is None or b is None:
             continue
-        cells = [fmt(ratio(a, b, c, q)) for c in ("short", "long") for q in PCT]
-        lines.append(f"| {n:,} | {fmt(busy_load(n))} | " + " | ".join(cells) + " |")
+        cells = [num(ratio(a, b, c, q), 2) for c in ("short", "long") for q in PCT]
+        lines.append(f"| {n:,} | {num(busy_load(n), 2)} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
@@ -106,10 +104,10 @@ def raw_table(policies: tuple[str, ...], sizes: list[int]) -> list[str]:
             s = load(p, n)
             if s is None:
                 continue
-            cells = [fmt(s["jct"][c][q], 0) for c in ("short", "long") for q in PCT]
+            cells = [num(s["jct"][c][q]) for c in ("short", "long") for q in PCT]
             wall = s["extra"].get("sim_wall_seconds", s.get("wall_seconds"))
             lines.append(
-                f"| {p} | {n:,} | " + " | ".join(cells) + f" | {s['messages']['total']:,} | {fmt(wall, 0)} |"
+                f"| {p} | {n:,} | " + " | ".join(cells) + f" | {s['messages']['total']:,} | {num(wall)} |"
             )
     return [*lines, ""]
 
@@ -144,7 +142,7 @@ def ablation_table(base: str, variants: tuple[str, ...], n: int) -> list[str]:
         s = load(v, n)
         if b is None or s is None or v == base:
             continue
-        cells = [fmt(ratio(b, s, c, q)) for c in ("short", "long") for q in PCT]
+        cells = [num(ratio(b, s, c, q), 2) for c in ("short", "long") for q in PCT]
         lines.append(f"| {base} / {v} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -218,13 +216,13 @@ def plot(sizes: list[int], png: Path) -> None:
     fig = Figure(figsize=(11, 7))
     FigureCanvasAgg(fig)
     pairs = [("hawk", "sparrow", "Hawk / Sparrow (Fig. 2.5)"), ("eagle", "hawk", "Eagle / Hawk (Fig. 3.2)")]
-    for row, (num, den, title) in enumerate(pairs):
+    for row, (top, den, title) in enumerate(pairs):
         for col, cls in enumerate(("short", "long")):
             ax = fig.add_subplot(2, 2, 2 * row + col + 1)
-            xs = [n for n in sizes if load(num, n) and load(den, n)]
+            xs = [n for n in sizes if load(top, n) and load(den, n)]
             width = 0.25
             for k, q in enumerate(PCT):
-                ys = [ratio(load(num, n), load(den, n), cls, q) for n in xs]  # type: ignore[arg-type]
+                ys = [ratio(load(top, n), load(den, n), cls, q) for n in xs]  # type: ignore[arg-type]
                 ax.bar([i + (k - 1) * width for i in range(len(xs))],
                        [float("nan") if y is None else y for y in ys], width, label=q)  # fmt: skip
             ax.axhline(1.0, color="black", linewidth=1, linestyle="--")

@@ -38,6 +38,7 @@ from aviary.common.effects import Effect, Send, SetTimer
 from aviary.common.messages import JobDone, PlaceTask, SubmitJob, TaskFinished
 from aviary.common.results import percentile
 from aviary.experiments.kairos_workload import CATEGORIES, GeneratedJob, job_stages, table41_jobs
+from aviary.experiments.tables import num
 from aviary.launch.registry import build_core, policy_cluster
 from aviary.launch.sim import Simulator
 from aviary.worker.las import KairosNodeCore
@@ -141,7 +142,7 @@ def published_section(path: Path, facts: dict[str, Any]) -> list[str]:
         x = pcts(r.jct)
         facts["published"][name] = x
         lines.append(
-            f"| {name} | " + " | ".join(_f(x[k]) for k in PCTS) + f" | {x['p50'] / base['p50']:.2f} | "
+            f"| {name} | " + " | ".join(num(x[k]) for k in PCTS) + f" | {x['p50'] / base['p50']:.2f} | "
             f"{x['p99'] / base['p99']:.2f} |"
         )
     return lines
@@ -305,10 +306,6 @@ def pcts(xs: Sequence[float]) -> dict[str, float]:
     return {k: percentile(s, q) for k, q in PCTS.items()}
 
 
-def _f(x: float, digits: int = 0) -> str:
-    return f"{x:,.{digits}f}"
-
-
 # --- hypothesis 1: tie-breaks ------------------------------------------------------------------------
 def tie_section(seeds: Sequence[int], facts: dict[str, Any]) -> list[str]:
     lines = [
@@ -341,9 +338,9 @@ def tie_section(seeds: Sequence[int], facts: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {name} | {seed} | {t['placements']:,} | {t['tied'] / t['placements']:.0%} | "
                 f"{t['consequential']:,} ({t['consequential'] / t['placements']:.1%}) | "
-                + " | ".join(_f(x["p50"]) for x in p)
+                + " | ".join(num(x["p50"]) for x in p)
                 + " | "
-                + " | ".join(_f(x["p99"]) for x in p)
+                + " | ".join(num(x["p99"]) for x in p)
                 + " |"
             )
     return lines
@@ -397,9 +394,9 @@ def where_section(seeds: Sequence[int], facts: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {c.number} {c.name} | {c.tasks} | {c.task_duration:.1f} | {LABELS[policy]} | "
                 f"{len(a['jct'])} | "
-                f"{_f(statistics.median(a['jct']))} | {_f(statistics.median(a['central']))} | "
-                f"{_f(statistics.median(a['node']))} | {_f(statistics.fmean(a['task_wait']))} | "
-                f"{_f(statistics.fmean(a['task_node']))} | {statistics.fmean(a['task_stretch']):.2f} |"
+                f"{num(statistics.median(a['jct']))} | {num(statistics.median(a['central']))} | "
+                f"{num(statistics.median(a['node']))} | {num(statistics.fmean(a['task_wait']))} | "
+                f"{num(statistics.fmean(a['task_node']))} | {statistics.fmean(a['task_stretch']):.2f} |"
             )
     lines.append("")
     for policy in ("fifo", "kairos"):
@@ -526,7 +523,7 @@ def variant_section(
             m, base = mean[policy], mean["fifo"]
             lines.append(
                 f"| {v.name} | {statistics.fmean(loads):.2f} | {LABELS[policy]} | "
-                + " | ".join(_f(m[k]) for k in PCTS)
+                + " | ".join(num(m[k]) for k in PCTS)
                 + f" | {m['p50'] / base['p50']:.2f} | {m['p99'] / base['p99']:.2f} | "
                 + (f"{wins}/{len(seeds)}" if policy == "kairos" else "")
                 + " |"

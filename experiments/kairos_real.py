@@ -48,6 +48,7 @@ from aviary.experiments.kairos_workload import (
     table41_jobs,
     write_trace,
 )
+from aviary.experiments.tables import num
 from aviary.launch.cli import main as aviary
 from aviary.launch.registry import policy_cluster
 from aviary.launch.sim import simulate
@@ -135,10 +136,6 @@ def sweep(gaps: list[float], seeds: list[int], tmp: Path) -> dict[float, dict[st
     return out
 
 
-def _f(x: float | None, digits: int = 0) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
 def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dict[str, dict[str, float]],
            swept: dict[float, dict[str, dict[str, float]]], load: float) -> str:  # fmt: skip
     cmd = " ".join(["python experiments/kairos_real.py", *(a for a in sys.argv[1:] if a != "--report-only")])
@@ -169,12 +166,14 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         h = host.get(key, {})
         cpu = f"{h['cpu']:.0%}" if runtime == "real" and "cpu" in h else "-"
         own = f"{h['own_cores']:.2f}" if runtime == "real" and "own_cores" in h else "-"
-        wall = _f(h.get("wall")) if runtime == "real" else "-"
+        wall = num(h.get("wall")) if runtime == "real" else "-"
         util = "n/a" if st["utilization"] is None else f"{st['utilization']:.0%}"
         lines.append(
-            f"| {LABELS[policy]} ({runtime}) | " + " | ".join(_f(j[k]) for k in PCTS) + f" | {_f(r50, 2)} | "
-            f"{_f(r99, 2)} | "
-            + " | ".join(_f(s[k], 2) for k in ("p50", "p90", "p99", "max"))
+            f"| {LABELS[policy]} ({runtime}) | "
+            + " | ".join(num(j[k]) for k in PCTS)
+            + f" | {num(r50, 2)} | "
+            f"{num(r99, 2)} | "
+            + " | ".join(num(s[k], 2) for k in ("p50", "p90", "p99", "max"))
             + f" | {st['preemptions']:,} | {util} | {own} | {cpu} | {wall} |"
         )
     lines += [
@@ -195,7 +194,7 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
     for key, st in stats.items():
         runtime, policy = key.split(":")
         lines.append(f"| {LABELS[policy]} ({runtime}) | "
-                     + " | ".join(_f(st["category"].get(c.number)) for c in CATEGORIES) + " |")  # fmt: skip
+                     + " | ".join(num(st["category"].get(c.number)) for c in CATEGORIES) + " |")  # fmt: skip
     if not swept:
         return "\n".join([*lines, *why(args.out)]) + "\n"
     lines += [
@@ -212,7 +211,7 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
                 continue
             lines.append(
                 f"| {gap:g} | {by_policy['load']['mean']:.2f} | {LABELS[policy]} | "
-                + " | ".join(_f(v[k]) for k in ("p30", "p50", "p90", "p99"))
+                + " | ".join(num(v[k]) for k in ("p30", "p50", "p90", "p99"))
                 + f" | {v['p50'] / base['p50']:.2f} | {v['p99'] / base['p99']:.2f} |"
             )
     return "\n".join([*lines, *why(args.out)]) + "\n"

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from aviary.experiments.hawk_eagle_sim import busy_load
+from aviary.experiments.tables import ratio
 from aviary.launch.cli import BUNDLED_TRACE
 from aviary.launch.cli import main as aviary
 from aviary.launch.registry import POLICIES
@@ -127,10 +128,6 @@ def reusable(policy: str, nodes: int, flags: list[str]) -> dict[str, Any] | None
     same = same and got.get("task_scale") in (None, 1, 1.0) and want["task_scale"] in (None, 1, 1.0)
     same = same and saved.get("jobs") == len(setup.jobs) and saved.get("nodes") == nodes
     return saved if same else None
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b <= 0 else a / b
 
 
 def table(results: dict[int, dict[str, dict]], baseline: str, note: str, cmd: str) -> str:
