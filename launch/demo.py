@@ -1,9 +1,11 @@
 """``aviary demo``: the quickstart. A small replay of the bundled Google sample on a local testbed,
-with Sparrow and with the central FIFO baseline, then their comparison (under a minute).
+with Sparrow and with Eagle, then Eagle normalized to Sparrow (under a minute).
 
 300 consecutive jobs from the 4,000th (a window of moderate jobs) on 10 node monitors x 4 slots (2
-distributed schedulers for Sparrow, one central scheduler for FIFO), durations divided by 10,000 and
-task counts by 20 (task-seconds kept), Poisson arrivals at 80 % offered load.
+distributed schedulers, plus Eagle's central scheduler for long jobs), durations divided by 10,000 and
+task counts by 20 (task-seconds kept), Poisson arrivals at 80 % offered load. Short jobs stuck behind
+long tasks under Sparrow are what Eagle's partitions and succinct state sharing avoid: its short-job
+p90 is a fraction of Sparrow's (~0.06 on the simulator with these flags).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ DEMO_FLAGS = [
 ]  # fmt: skip
 
 
-def run_demo(out: Path, policies: tuple[str, ...] = ("sparrow", "fifo")) -> int:
+def run_demo(out: Path, policies: tuple[str, ...] = ("sparrow", "eagle")) -> int:
     console = Console()
     dirs = []
     for policy in policies:
