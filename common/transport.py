@@ -7,11 +7,17 @@ whoever receives from it learns how to answer even a peer missing from its clust
 second frontend, say). Incoming pipes carry that ``name@address`` id, which never clashes with the
 outgoing pipes, named by bare names, so each direction of a pair has its own connection.
 
+A peer that restarts under the same name and address (a second replay's frontend, a restarted node
+monitor) reconnects with the same ``name@address`` id while its old connection may still be closing:
+``ROUTER_HANDOVER`` hands the id to the new connection (without it ZeroMQ ignores the newcomer for good,
+and the replay never sees its ``Register``).
+
 High-water marks are off: a message is never dropped for lack of queue space.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import zmq
@@ -19,6 +25,21 @@ import zmq
 
 class UnknownPeer(KeyError):
     """A send to a name with no known address."""
+
+
+def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
+    """Bind, waiting up to ``patience`` seconds for a socket of this process that was just closed on
+    the same address to let go of it (ZeroMQ closes sockets in its background thread)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            sock.bind(address)
+            return
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                sock.close(linger=0)
+                raise
+            time.sleep(0.01)
 
 
 class Transport:
@@ -31,11 +52,12 @@ class Transport:
         sock = self.ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}".encode())
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.LINGER, 1000)
         sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
-        sock.bind(bind)
+        _bind(sock, bind)
         self.sock = sock
         self._connected: set[str] = set()
         self._senders: dict[bytes, str] = {}

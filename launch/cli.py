@@ -135,6 +135,13 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         help="what a task is: a timer in the node monitor, a real child process, or a container",
     )
     p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
+    p.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=None,
+        help="divide trace durations by this; the cutoff and the quantum follow "
+        "(default 1000 on real processes, 1 simulated; a replay --connect takes the testbed's)",
+    )
     _kairos_flags(p)
     _hybrid_flags(p)
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
@@ -165,12 +172,6 @@ def build_parser() -> Parser:
         type=int,
         default=None,
         help="first job of a consecutive sample (default: a seeded random start)",
-    )
-    rp.add_argument(
-        "--time-scale",
-        type=_positive_float,
-        default=None,
-        help="divide durations by this (default 1000 real, 1 sim)",
     )
     rp.add_argument(
         "--task-scale",

@@ -51,17 +51,28 @@ class ReplaySetup:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+SCALED_PARAMS = ("cutoff", "heartbeat", "quantum")
+"""Cluster parameters in seconds of the replay clock: derived from trace seconds by the time scale."""
+
+
+def time_scale(args: argparse.Namespace) -> float:
+    """``--time-scale``, or its default: 1000 on the real runtime (seconds become ms), 1 simulated."""
+    given = getattr(args, "time_scale", None)
+    if given is not None:
+        return given
+    return 1000.0 if getattr(args, "runtime", "real") == "real" else 1.0
+
+
 def policy_params(args: argparse.Namespace) -> dict[str, Any]:
     kairos = kairos_params(args) if str(getattr(args, "policy", "")).startswith("kairos") else {}
     hybrid = hybrid_params(args, get_policy(args.policy).params) if hasattr(args, "policy") else {}
-    return {"probe_ratio": args.probe_ratio, **kairos, **hybrid}
+    return {"probe_ratio": args.probe_ratio, "time_scale": time_scale(args), **kairos, **hybrid}
 
 
 def hybrid_params(args: argparse.Namespace, wanted: tuple[str, ...]) -> dict[str, Any]:
     """Hawk/Eagle/DLWL parameters the policy reads (``wanted``); times in trace seconds (the cutoff,
     the DLWL heartbeat) are divided by the time scale, as the estimates they are compared with."""
-    real = getattr(args, "runtime", "real") == "real"
-    scale = getattr(args, "time_scale", None) or (1000.0 if real else 1.0)
+    scale = time_scale(args)
     ratio = getattr(args, "update_ratio", None)
     params = {
         "cutoff": (getattr(args, "cutoff", None) or GOOGLE_CUTOFF) / scale,
@@ -82,12 +93,7 @@ def kairos_params(args: argparse.Namespace) -> dict[str, Any]:
     """Kairos parameters from the flags; the quantum follows the time scale unless given."""
     quantum = getattr(args, "quantum", None)
     if quantum is None:
-        if hasattr(args, "time_scale"):
-            real = getattr(args, "runtime", "real") == "real"
-            scale = args.time_scale if args.time_scale is not None else (1000.0 if real else 1.0)
-            quantum = KAIROS_REFERENCE_QUANTUM / scale
-        else:
-            quantum = 10.0
+        quantum = KAIROS_REFERENCE_QUANTUM / time_scale(args)
     params: dict[str, Any] = {
         "quantum": quantum,
         "kairos_q": getattr(args, "kairos_q", 2),
@@ -114,16 +120,35 @@ def testbed_cluster(args: argparse.Namespace) -> Cluster:
     )
 
 
+def connected_time_scale(args: argparse.Namespace, cluster: Cluster) -> float:
+    """The time scale of a replay against a running testbed: the one its policy parameters were
+    derived with (``aviary up --time-scale``) unless the replay names another and nothing depends on it."""
+    held = cluster.params.get("time_scale")
+    if held is None:
+        return time_scale(args)
+    if args.time_scale is not None and args.time_scale != held:
+        scaled = [k for k in SCALED_PARAMS if k in cluster.params]
+        if scaled:
+            raise UsageError(
+                f"{args.connect}: field 'time_scale': the testbed's {', '.join(scaled)} are for "
+                f"--time-scale {held:g}, not {args.time_scale:g} (start 'aviary up --time-scale "
+                f"{args.time_scale:g}', or replay without --time-scale)"
+            )
+        return args.time_scale
+    return float(held)
+
+
 def setup_replay(args: argparse.Namespace) -> ReplaySetup:
     if args.connect is not None:
         if args.runtime != "real":
             raise UsageError("--connect needs --runtime real")
         cluster = load_cluster(args.connect)
+        scale = connected_time_scale(args, cluster)
     else:
         cluster = testbed_cluster(args)
+        scale = time_scale(args)
     nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
     real = args.runtime == "real"
-    time_scale = args.time_scale if args.time_scale is not None else (1000.0 if real else 1.0)
     try:
         trace = read_trace(args.trace)
         jobs = build_workload(
@@ -132,7 +157,7 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
             sample=args.sample,
             start=args.start,
             seed=args.seed,
-            time_scale=time_scale,
+            time_scale=scale,
             task_scale=args.task_scale,
             scale_tasks=real,
             nodes=nodes,
@@ -150,7 +175,7 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
     out = args.out or Path("results") / f"{cluster.policy}-{args.runtime}"
     extra = {
         "trace": str(args.trace),
-        "time_scale": time_scale,
+        "time_scale": scale,
         "task_scale": args.task_scale,
         "load": None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
         "keep_arrivals": args.keep_arrivals,

@@ -23,7 +23,9 @@ from .real import FrontendSession
 
 
 def cluster_table(cluster: Cluster) -> Table:
-    table = Table(title=f"testbed: policy {cluster.policy}, executor {cluster.executor}")
+    scale = cluster.params.get("time_scale")
+    title = f"testbed: policy {cluster.policy}, executor {cluster.executor}"
+    table = Table(title=title + (f", time scale {scale:g}" if scale else ""))
     for col in ("name", "role", "address", "slots", "partition"):
         table.add_column(col)
     for p in cluster.processes:

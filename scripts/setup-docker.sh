@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a docker engine answer on this machine, for the docker executor and its tests (DESIGN §6):
-#  1. installs Debian's docker.io and busybox-static with apt-get when missing (~15 s);
+#  1. installs Debian's docker.io, busybox-static and iproute2 (`ip netns`, for the network-namespace
+#     test) with apt-get when missing (~15 s);
 #  2. mounts the cgroup hierarchies if nothing is mounted on /sys/fs/cgroup (the freezer behind
 #     `docker pause` is one of them);
 #  3. when no engine answers, starts `dockerd --bridge=none --iptables=false` in the background, as root,
@@ -50,6 +51,7 @@ have_static_busybox() {
 need=()
 command -v dockerd > /dev/null || engine_answers || need+=(docker.io)
 have_static_busybox || need+=(busybox-static)
+command -v ip > /dev/null || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
     [ "$(id -u)" = 0 ] || give_up "not root: cannot install ${need[*]}"
     command -v apt-get > /dev/null || give_up "no apt-get: install ${need[*]} yourself"

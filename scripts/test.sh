@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-docker.sh # the docker executor's engine and image (never fails: see the script)
+ruff check --quiet . && ruff format --check --quiet . # the code stays ruff clean
 python3 -m pytest -q "$@"

@@ -1,0 +1,44 @@
+"""A replay against a running testbed uses the time scale its policy parameters were derived with."""
+
+from __future__ import annotations
+
+import pytest
+
+from aviary.common.cluster import write_cluster
+from aviary.common.model import GOOGLE_CUTOFF
+from aviary.launch.cli import build_parser, main
+from aviary.launch.replay import setup_replay
+from aviary.launch.replay import testbed_cluster as cluster_of
+
+
+def up_cluster(tmp_path, policy: str, *flags: str):
+    args = build_parser().parse_args(["up", "--policy", policy, "--nodes", "3", *flags])
+    cluster = cluster_of(args)
+    path = tmp_path / "cluster.toml"
+    write_cluster(cluster, path)
+    return cluster, path
+
+
+def test_up_derives_the_cutoff_from_its_time_scale_and_replay_takes_it(tmp_path):
+    cluster, path = up_cluster(tmp_path, "eagle", "--time-scale", "50000")
+    assert cluster.params["time_scale"] == 50000
+    assert cluster.params["cutoff"] == pytest.approx(GOOGLE_CUTOFF / 50000)
+    setup = setup_replay(build_parser().parse_args(["replay", "--connect", str(path), "--jobs", "5"]))
+    assert setup.extra["time_scale"] == 50000
+
+
+def test_a_replay_at_another_time_scale_than_the_testbeds_cutoff_is_refused_in_one_line(tmp_path, capsys):
+    _, path = up_cluster(tmp_path, "eagle")
+    flags = ["replay", "--connect", str(path), "--time-scale", "50000", "--out", str(tmp_path / "o")]
+    assert main(flags) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{path}: field 'time_scale'" in err and "--time-scale 1000, not 50000" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_policy_without_time_parameters_replays_at_any_time_scale(tmp_path):
+    _, path = up_cluster(tmp_path, "sparrow")
+    flags = ["replay", "--connect", str(path), "--time-scale", "50000", "--jobs", "5"]
+    args = build_parser().parse_args(flags)
+    assert setup_replay(args).extra["time_scale"] == 50000
