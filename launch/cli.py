@@ -48,7 +48,7 @@ def _kairos_flags(p: argparse.ArgumentParser) -> None:
         type=_positive_float,
         default=None,
         help="LAS quantum W in seconds of the replay clock "
-        "(default: 10,000 trace seconds divided by the time scale; 10 s for 'up')",
+        "(default: 10,000 trace seconds divided by the time scale)",
     )
     g.add_argument(
         "--kairos-q", type=_non_negative_int, default=2, help="tasks per node beyond its slots, Q (default 2)"

@@ -108,6 +108,16 @@ async def becomes(client: Any, cid: str, paused: bool, timeout: float = 2.0) -> 
 # --- timing ----------------------------------------------------------------------------------------
 
 
+def test_the_setup_check_runs_a_task_for_its_whole_duration(engine):
+    """`dockertask --check` (what setup-docker.sh runs) passes every time: its task ticks for 0.2 s on
+    an open stdin (on a closed one it exited with status 3 whenever its container started quickly)."""
+    from aviary.worker import dockertask
+
+    tag = dockertask.ensure_image(engine)
+    for _ in range(4):
+        assert dockertask.check(engine, tag) >= 0.2
+
+
 async def test_docker_task_finishes_after_its_duration(engine):
     exits = Exits()
     ex = make_executor("docker", asyncio.get_running_loop(), exits)
