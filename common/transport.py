@@ -27,6 +27,10 @@ class UnknownPeer(KeyError):
     """A send to a name with no known address."""
 
 
+class AddressInUse(OSError):
+    """The process's own address is taken by another process."""
+
+
 def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
     """Bind, waiting up to ``patience`` seconds for a socket of this process that was just closed on
     the same address to let go of it (ZeroMQ closes sockets in its background thread)."""
@@ -36,9 +40,12 @@ def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
             sock.bind(address)
             return
         except zmq.ZMQError as exc:
-            if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+            if exc.errno != zmq.EADDRINUSE:
                 sock.close(linger=0)
                 raise
+            if time.monotonic() > deadline:
+                sock.close(linger=0)
+                raise AddressInUse(f"cannot listen on {address}: another process holds it") from None
             time.sleep(0.01)
 
 

@@ -13,7 +13,7 @@ import sys
 
 from ..common.cluster import ClusterError, load_cluster
 from ..common.runtime import Runtime
-from ..common.transport import Transport
+from ..common.transport import AddressInUse, Transport
 from .registry import build_core
 
 
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         uvloop.run(serve(*args))
-    except ClusterError as exc:
-        print(f"aviary: {exc}", file=sys.stderr)
+    except (ClusterError, AddressInUse) as exc:
+        print(f"aviary: {args[1]}: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -18,7 +18,7 @@ from ..common.cluster import Cluster, ProcessSpec
 from ..common.frontend import FrontendCore, Router, round_robin
 from ..common.model import JobSpec
 from ..common.runtime import Runtime
-from ..common.transport import Transport
+from ..common.transport import AddressInUse, Transport
 
 Progress = Callable[[FrontendCore], None]
 
@@ -53,7 +53,10 @@ class FrontendSession:
         self.core = FrontendCore(
             spec.name, jobs, route or round_robin(self.members), wait_for=self.members, hold=True
         )
-        self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+        try:
+            self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+        except AddressInUse as exc:
+            raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
         self.runtime = Runtime(self.core, self.transport)
         self.dead = dead
         self.problems: list[str] = []

@@ -184,6 +184,7 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
         "schedulers": len(cluster.schedulers),
         "executor": cluster.executor,
         "params": cluster.params,
+        "cluster_file": str(args.connect) if args.connect is not None else None,
     }
     return ReplaySetup(
         cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect is not None, extra
@@ -282,16 +283,19 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console) -> Any:
     cluster = setup.cluster
     route = get_policy(cluster.policy).route(cluster)
     if setup.connect:
-        return uvloop.run(
-            run_real(
-                cluster,
-                setup.jobs,
-                route,
-                stall_timeout=setup.stall_timeout,
-                shutdown=False,
-                progress=bar.update,
+        try:
+            return uvloop.run(
+                run_real(
+                    cluster,
+                    setup.jobs,
+                    route,
+                    stall_timeout=setup.stall_timeout,
+                    shutdown=False,
+                    progress=bar.update,
+                )
             )
-        )
+        except ReplayError as exc:
+            raise UsageError(f"{setup.extra['cluster_file']}: {exc}") from None
     bed = LocalTestbed(cluster, setup.out / "testbed")
     try:
         bed.start()

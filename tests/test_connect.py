@@ -1,6 +1,8 @@
-"""A replay against a running testbed uses the time scale its policy parameters were derived with."""
+"""`aviary replay --connect`: the testbed's time scale, and one clear line when it cannot run."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 
@@ -42,3 +44,15 @@ def test_a_policy_without_time_parameters_replays_at_any_time_scale(tmp_path):
     flags = ["replay", "--connect", str(path), "--time-scale", "50000", "--jobs", "5"]
     args = build_parser().parse_args(flags)
     assert setup_replay(args).extra["time_scale"] == 50000
+
+
+def test_a_frontend_address_held_by_another_process_gives_one_line(tmp_path, capsys):
+    cluster, path = up_cluster(tmp_path, "sparrow")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", cluster.frontend.port))
+        held.listen()
+        assert main(["replay", "--connect", str(path), "--jobs", "5", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{path}: frontend: cannot listen on {cluster.frontend.address}" in err
+    assert not (tmp_path / "o").exists()
