@@ -237,6 +237,7 @@ def load_cluster(path: Path | str) -> Cluster:
         params=_field(where, top, "params", dict, {}),
     )
     seen: set[str] = set()
+    places: dict[tuple[str, int], str] = {}
     for i, table in enumerate(data.get("process", [])):
         line = header_lines[i] if i < len(header_lines) else "?"
         where = f"{path}:{line}: [[process]] #{i + 1}"
@@ -264,7 +265,12 @@ def load_cluster(path: Path | str) -> Cluster:
             raise ClusterError(
                 f"{where}: field 'partition': {p.partition!r} is not one of {', '.join(PARTITIONS)}"
             )
+        if (p.host, p.port) in places:
+            raise ClusterError(
+                f"{where}: field 'port': {p.host}:{p.port} is also {places[p.host, p.port]!r}'s"
+            )
         seen.add(p.name)
+        places[p.host, p.port] = p.name
         cluster.processes.append(p)
     if len(cluster.by_role("frontend")) != 1:
         raise ClusterError(f"{path}: needs exactly one process with role 'frontend'")

@@ -73,6 +73,20 @@ def _kairos_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _host_list(text: str) -> list[str]:
+    hosts = [h.strip() for h in text.split(",")]
+    if not all(hosts):
+        raise argparse.ArgumentTypeError(f"expected addresses separated by commas, got {text!r}")
+    return hosts
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), got {value}")
+    return value
+
+
 def _percent(text: str) -> float:
     value = float(text)
     if not 0 <= value < 100:
@@ -154,6 +168,32 @@ def build_parser() -> Parser:
     up = sub.add_parser("up", help="start a local testbed and keep it running until Ctrl-C")
     _testbed_flags(up, nodes=10, schedulers=2)
     up.add_argument("--dir", type=Path, default=None, help="where to write cluster.toml and logs")
+
+    cl = sub.add_parser("cluster", help="write the cluster description of a testbed over several hosts")
+    _testbed_flags(cl, nodes=10, schedulers=2)
+    cl.add_argument(
+        "--hosts",
+        type=_host_list,
+        required=True,
+        help="comma-separated host addresses; schedulers and nodes go round-robin, central to the first",
+    )
+    cl.add_argument(
+        "--frontend-host", default=None, help="where 'aviary replay --connect' runs (default: the first host)"
+    )
+    cl.add_argument(
+        "--base-port", type=_port, default=7100, help="each host's first port (default %(default)s)"
+    )
+    cl.add_argument("--out", type=Path, required=True, help="the cluster description to write (TOML)")
+
+    hs = sub.add_parser("host", help="run this host's processes of a cluster description until Ctrl-C")
+    hs.add_argument("cluster", type=Path, help="cluster description (from 'aviary cluster' or 'aviary up')")
+    hs.add_argument(
+        "--host",
+        action="append",
+        default=None,
+        help="run the processes of this host address (repeatable; default: this machine's addresses)",
+    )
+    hs.add_argument("--dir", type=Path, default=None, help="where to write logs")
 
     rp = sub.add_parser("replay", help="replay a trace sample against a testbed or the simulator")
     rp.add_argument(

@@ -19,6 +19,32 @@ def cmd_up(args: argparse.Namespace) -> int:
     return run_up(testbed_cluster(args), args.dir)
 
 
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from ..common.cluster import write_cluster
+    from .hosts import spread
+    from .up import cluster_table
+
+    cluster = spread(
+        testbed_cluster(args, bind_ports=False),
+        args.hosts,
+        base_port=args.base_port,
+        frontend_host=args.frontend_host,
+    )
+    write_cluster(cluster, args.out)
+    Console().print(cluster_table(cluster))
+    print(f"written: {args.out}; on each host: aviary host {args.out.name}")
+    return 0
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    from ..common.cluster import load_cluster
+    from .hosts import processes_on
+    from .up import run_up
+
+    cluster = load_cluster(args.cluster)
+    return run_up(cluster, args.dir, processes_on(cluster, args.cluster, args.host))
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     setup = setup_replay(args)
     summary = run_replay(setup, quiet=args.quiet)
@@ -57,6 +83,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "up": cmd_up,
+    "cluster": cmd_cluster,
+    "host": cmd_host,
     "replay": cmd_replay,
     "compare": cmd_compare,
     "demo": cmd_demo,

@@ -25,10 +25,11 @@ def _die_with_parent() -> None:
 
 
 class LocalTestbed:
-    """Starts the cluster's processes on this host; use as a context manager."""
+    """Starts the cluster's processes (or those in ``names``) on this host; use as a context manager."""
 
-    def __init__(self, cluster: Cluster, workdir: Path) -> None:
+    def __init__(self, cluster: Cluster, workdir: Path, names: list[str] | None = None) -> None:
         self.cluster = cluster
+        self.names = None if names is None else set(names)
         self.workdir = Path(workdir)
         self.cluster_file = self.workdir / "cluster.toml"
         self.logs = self.workdir / "logs"
@@ -36,7 +37,11 @@ class LocalTestbed:
 
     @property
     def members(self) -> list[ProcessSpec]:
-        return [p for p in self.cluster.processes if p.role != "frontend"]
+        return [
+            p
+            for p in self.cluster.processes
+            if p.role != "frontend" and (self.names is None or p.name in self.names)
+        ]
 
     def start(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)

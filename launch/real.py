@@ -37,7 +37,8 @@ class RealOutcome:
 
 
 class FrontendSession:
-    """The frontend of one run against a running testbed (use ``async with``)."""
+    """The frontend of one run against a running testbed (use ``async with``); it waits for every
+    process of ``cluster`` but the frontend, or for ``members``."""
 
     def __init__(
         self,
@@ -46,10 +47,11 @@ class FrontendSession:
         route: Router | None = None,
         *,
         frontend: ProcessSpec | None = None,
+        members: list[str] | None = None,
         dead: Callable[[], dict[str, int]] = dict,
     ) -> None:
         spec = frontend or cluster.frontend
-        self.members = [p.name for p in cluster.processes if p.role != "frontend"]
+        self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
         self.core = FrontendCore(
             spec.name, jobs, route or round_robin(self.members), wait_for=self.members, hold=True
         )

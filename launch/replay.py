@@ -105,8 +105,8 @@ def kairos_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
-def testbed_cluster(args: argparse.Namespace) -> Cluster:
-    """The cluster the flags describe (ports are bound only for a real run)."""
+def testbed_cluster(args: argparse.Namespace, *, bind_ports: bool | None = None) -> Cluster:
+    """The cluster the flags describe (free local ports are looked for only for a real run)."""
     return policy_cluster(
         args.policy,
         nodes=args.nodes,
@@ -116,7 +116,7 @@ def testbed_cluster(args: argparse.Namespace) -> Cluster:
         seed=args.seed,
         params=policy_params(args),
         short_partition=None if args.short_partition is None else args.short_partition / 100,
-        bind_ports=getattr(args, "runtime", "real") == "real",
+        bind_ports=getattr(args, "runtime", "real") == "real" if bind_ports is None else bind_ports,
     )
 
 

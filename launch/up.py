@@ -22,13 +22,15 @@ from .local import LocalTestbed
 from .real import FrontendSession
 
 
-def cluster_table(cluster: Cluster) -> Table:
+def cluster_table(cluster: Cluster, names: set[str] | None = None) -> Table:
     scale = cluster.params.get("time_scale")
     title = f"testbed: policy {cluster.policy}, executor {cluster.executor}"
     table = Table(title=title + (f", time scale {scale:g}" if scale else ""))
     for col in ("name", "role", "address", "slots", "partition"):
         table.add_column(col)
     for p in cluster.processes:
+        if names is not None and p.name not in names:
+            continue
         table.add_row(p.name, p.role, p.address, str(p.slots or ""), p.partition if p.role == "node" else "")
     return table
 
@@ -39,9 +41,10 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with FrontendSession(cluster, [], frontend=control, dead=bed.dead) as session:
+    members = [p.name for p in bed.members]
+    async with FrontendSession(cluster, [], frontend=control, members=members, dead=bed.dead) as session:
         await session.registered()
-        console.print(cluster_table(cluster))
+        console.print(cluster_table(cluster, set(members)))
         console.print(
             f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}"
         )
@@ -59,10 +62,11 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
         await session.collect(shutdown=True, timeout=5.0)
 
 
-def run_up(cluster: Cluster, workdir: Path | None) -> int:
+def run_up(cluster: Cluster, workdir: Path | None, names: list[str] | None = None) -> int:
+    """Run the cluster's processes (or those in ``names``: ``aviary host``) until Ctrl-C or SIGTERM."""
     console = Console()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="aviary-up-"))
-    bed = LocalTestbed(cluster, workdir)
+    bed = LocalTestbed(cluster, workdir, names)
     clean = False
     try:
         bed.start()

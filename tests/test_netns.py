@@ -1,9 +1,9 @@
 """System: a testbed spread over network namespaces as over hosts (DESIGN §3, §8).
 
-Two "hosts" made by the test (network namespaces on a bridge of their own, 10.231.0.0/24): the
-schedulers and the central scheduler on one, the node monitors on the other; the frontend replays from
-the root namespace (10.231.0.1). The processes know each other only by the addresses of the cluster
-description, so every message between roles crosses a veth pair and the bridge, never loopback.
+Two "hosts" made by the test (network namespaces on a bridge of their own, 10.231.0.0/24), each
+running its share of the schedulers and node monitors (the central scheduler on the first); the
+frontend replays from the root namespace (10.231.0.1). The processes know each other only by the
+addresses of the cluster description, so messages between hosts cross veth pairs and the bridge.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from aviary.common.cluster import write_cluster
-from aviary.launch.cli import build_parser, main
-from aviary.launch.replay import testbed_cluster as cluster_of
+from aviary.common.cluster import load_cluster
+from aviary.launch.cli import main
 
 pytestmark = pytest.mark.system
 
@@ -66,25 +65,32 @@ def hosts() -> Iterator[dict[str, str]]:
 
 
 def test_replay_across_network_namespaces(hosts, tmp_path: Path):
-    # The cluster `aviary up` would describe; the replay takes its time scale (hence Eagle's cutoff).
-    up = ["up", "--policy", "eagle", "--nodes", "6", "--slots", "2", "--schedulers", "2", "--seed", "3",
-          "--time-scale", "50000"]  # fmt: skip
-    cluster = cluster_of(build_parser().parse_args(up))
-    where = {"frontend": (None, ROOT), "central": ("avsched", hosts["avsched"]),
-             "scheduler": ("avsched", hosts["avsched"]), "node": ("avnodes", hosts["avnodes"])}  # fmt: skip
-    for p in cluster.processes:
-        p.host = where[p.role][1]
+    """`aviary cluster` places the processes on the two hosts, `aviary host` runs each host's share
+    inside its namespace, and `aviary replay --connect` plays the frontend from the root namespace."""
     path = tmp_path / "cluster.toml"
-    write_cluster(cluster, path)
-    children = []
+    flags = ["cluster", "--policy", "eagle", "--nodes", "6", "--slots", "2", "--schedulers", "2",
+             "--seed", "3", "--time-scale", "50000", "--hosts", ",".join(hosts.values()),
+             "--frontend-host", ROOT, "--out", str(path)]  # fmt: skip
+    assert main(flags) == 0
+    cluster = load_cluster(path)
+    placed = {p.name: p.host for p in cluster.processes}
+    assert set(placed.values()) == {ROOT, *hosts.values()}
+    launchers = {}
     try:
-        for p in cluster.processes:
-            ns = where[p.role][0]
-            if ns is None:
-                continue
-            log = (tmp_path / f"{p.name}.log").open("w")
-            cmd = [sys.executable, "-m", "aviary.launch.process", str(path), p.name]
-            children.append(subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=log, stderr=log))
+        for ns in hosts:
+            cmd = [sys.executable, "-m", "aviary.launch.cli", "host", str(path), "--dir", str(tmp_path / ns)]
+            launchers[ns] = subprocess.Popen(
+                ["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        for ns, launcher in launchers.items():  # each runs exactly its host's processes
+            assert launcher.stdout is not None
+            lines = []
+            for line in launcher.stdout:
+                lines.append(line)
+                if "processes registered" in line:
+                    break
+            mine = [name for name, host in placed.items() if host == hosts[ns]]
+            assert f"all {len(mine)} processes registered" in lines[-1], "".join(lines)
         out = tmp_path / "run"
         flags = ["replay", "--connect", str(path), "--jobs", "80", "--start", "6000",
                  "--task-scale", "0.0012", "--load", "0.7", "--seed", "1", "--stall-timeout", "30",
@@ -94,13 +100,10 @@ def test_replay_across_network_namespaces(hosts, tmp_path: Path):
         assert summary["finished"] == summary["jobs"] == 80 and summary["unfinished"] == []
         assert summary["counters"]["tasks_finished"] == summary["tasks"]
         assert summary["messages"]["Probe"] > 0 and summary["messages"]["LongTask"] > 0
-        assert all(c.poll() is None for c in children), "a process died"
+        assert all(launcher.poll() is None for launcher in launchers.values()), "a launcher died"
     finally:
-        for c in children:
-            c.send_signal(signal.SIGTERM)
-        for c in children:
-            try:
-                c.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                c.kill()
-                c.wait()
+        for launcher in launchers.values():
+            launcher.send_signal(signal.SIGTERM)
+    for ns, launcher in launchers.items():
+        rest, _ = launcher.communicate(timeout=30)
+        assert launcher.returncode == 0 and "every process exited cleanly" in rest, f"{ns}: {rest}"
