@@ -183,6 +183,11 @@ def build_parser() -> Parser:
     cl.add_argument(
         "--base-port", type=_port, default=7100, help="each host's first port (default %(default)s)"
     )
+    cl.add_argument(
+        "--bind",
+        default=None,
+        help="the interface every process listens on (default: its host address; 0.0.0.0 behind NAT)",
+    )
     cl.add_argument("--out", type=Path, required=True, help="the cluster description to write (TOML)")
 
     hs = sub.add_parser("host", help="run this host's processes of a cluster description until Ctrl-C")

@@ -29,6 +29,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         args.hosts,
         base_port=args.base_port,
         frontend_host=args.frontend_host,
+        bind=args.bind,
     )
     write_cluster(cluster, args.out)
     Console().print(cluster_table(cluster))

@@ -24,11 +24,17 @@ SPREAD_ROLES = ("scheduler", "node")
 
 
 def spread(
-    cluster: Cluster, hosts: list[str], *, base_port: int, frontend_host: str | None = None
+    cluster: Cluster,
+    hosts: list[str],
+    *,
+    base_port: int,
+    frontend_host: str | None = None,
+    bind: str | None = None,
 ) -> Cluster:
     """Place ``cluster``'s processes on ``hosts`` (in place): the frontend on ``frontend_host``
     (default: the first host), the central scheduler on the first host, schedulers and nodes
-    round-robin; each host's ports count up from ``base_port``."""
+    round-robin; each host's ports count up from ``base_port``. Each binds ``bind`` (default: the
+    address it is reached at; ``0.0.0.0`` where that address is not on an interface, behind NAT)."""
     if not hosts:
         raise ClusterError("--hosts: name at least one host")
     if len(set(hosts)) != len(hosts):
@@ -46,7 +52,7 @@ def spread(
         port = ports.get(host, base_port)
         if port > 65535:
             raise ClusterError(f"--base-port: {base_port} leaves too few ports on {host}")
-        p.host, p.port, p.bind = host, port, None
+        p.host, p.port, p.bind = host, port, bind
         ports[host] = port + 1
     return cluster
 

@@ -84,18 +84,21 @@ class FrontendSession:
                 self.lost.add(name)
                 self.problems.append(f"process {name} exited with code {code}")
 
-    async def registered(self, timeout: float = 60.0) -> None:
+    async def registered(self, timeout: float = 60.0, progress: Progress | None = None) -> None:
         """Wait until every process answered Hello; fail fast if one died first."""
         core = self.core
         deadline = time.monotonic() + timeout
         while not core.ready:
             self._check()
+            if progress is not None:
+                progress(core)
             if self.lost & core.waiting:
                 raise ReplayError("a process died before it registered: " + "; ".join(self.problems))
             if time.monotonic() > deadline:
                 missing = ", ".join(sorted(core.waiting)[:10])
                 raise ReplayError(
-                    f"{len(core.waiting)} processes did not register within {timeout:.0f} s: {missing}"
+                    f"{len(core.waiting)} processes did not register within {timeout:.0f} s: {missing} "
+                    "(are they running, and reachable at their addresses?)"
                 )
             await asyncio.sleep(0.01)
 
@@ -153,7 +156,7 @@ async def run_real(
 ) -> RealOutcome:
     """One whole replay: register, replay, collect."""
     async with FrontendSession(cluster, jobs, route, dead=dead) as session:
-        await session.registered(register_timeout)
+        await session.registered(register_timeout, progress)
         # Processes of a running testbed count from their start: report this replay's share only.
         base_messages, base_counters = await session.collect(shutdown=False)
         wall = await session.replay(stall_timeout=stall_timeout, progress=progress)

@@ -223,7 +223,10 @@ class ProgressBar:
         self.progress.__exit__(*exc)
 
     def update(self, frontend: FrontendCore, note: str = "") -> None:
-        desc = f"{self.label}: {frontend.submitted} submitted{note}"
+        if frontend.ready:
+            desc = f"{self.label}: {frontend.submitted} submitted{note}"
+        else:
+            desc = f"{self.label}: waiting for {len(frontend.waiting)} processes to register"
         self.progress.update(self.task, completed=frontend.finished, description=desc)
 
 

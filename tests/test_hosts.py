@@ -32,9 +32,10 @@ def test_schedulers_and_nodes_go_round_robin_with_consecutive_ports_per_host(tmp
     assert cluster.params["cutoff"] > 0 and sum(p.partition == "short" for p in cluster.nodes) == 1
 
 
-def test_the_frontend_may_live_on_a_host_of_its_own(tmp_path):
-    cluster, _ = write(tmp_path, "--frontend-host", "10.9.0.1")
+def test_the_frontend_may_live_on_a_host_of_its_own_and_processes_may_bind_any_interface(tmp_path):
+    cluster, _ = write(tmp_path, "--frontend-host", "10.9.0.1", "--bind", "0.0.0.0")
     assert cluster.get("frontend").address == "tcp://10.9.0.1:7100"
+    assert cluster.get("node-0").bind_address == f"tcp://0.0.0.0:{cluster.get('node-0').port}"
     assert all(p.host in HOSTS for p in cluster.processes if p.role != "frontend")
 
 
