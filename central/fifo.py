@@ -14,7 +14,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import JobDone, PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import PlaceTask, SubmitJob, TaskFinished
 
 
 @dataclass(slots=True)
@@ -69,10 +69,5 @@ class CentralFifoCore(Core):
             self.counters["unknown_task_finished"] += 1
             return []
         self.free.append(node)
-        job.finished += 1
-        effects = self._dispatch(now)
-        if job.finished == len(job.durations):
-            del self.jobs[msg.job_id]
-            assert job.first_start is not None
-            effects.append(Send(job.frontend, JobDone(msg.job_id, job.first_start - job.arrival)))
-        return effects
+        done = self.task_finished(self.jobs, msg)
+        return self._dispatch(now) + done

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import Heartbeat, JobDone, PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import Heartbeat, PlaceTask, SubmitJob, TaskFinished
 
 TIEBREAKS = ("var", "random", "sum")
 DEFAULT_Q = 2
@@ -144,13 +144,8 @@ class KairosCentralCore(Core):
         self._leave(node)
         node.count -= 1
         self._enter(node)
-        job.finished += 1
-        effects = self._dispatch(now)
-        if job.finished == len(job.durations):
-            del self.jobs[msg.job_id]
-            assert job.first_start is not None
-            effects.append(Send(job.frontend, JobDone(msg.job_id, job.first_start - job.arrival)))
-        return effects
+        done = self.task_finished(self.jobs, msg)
+        return self._dispatch(now) + done
 
     # --- Alg. 3 main loop, event-driven -----------------------------------------------------------------
     def _dispatch(self, now: float) -> list[Effect]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import JobDone, LongTask, SubmitJob, TaskFinished, TaskStarted
+from ..common.messages import LongTask, SubmitJob, TaskFinished, TaskStarted
 
 __all__ = ["CentralLwlCore", "LwlIndex"]
 
@@ -242,15 +242,8 @@ class CentralLwlCore(Core):
         if job is None or k is None:
             self.counters["unknown_task_finished"] += 1
             return []
-        if not msg.ok:
-            self.counters["tasks_failed"] += 1
         self.lwl.finish(k, job.estimate, job.ends.pop(msg.task_index, None), now)
         self.longs[k] -= 1
         if self.longs[k] == 0:
             self.bits &= ~(1 << self.bit[k])
-        job.finished += 1
-        if job.finished < len(job.durations):
-            return []
-        del self.jobs[msg.job_id]
-        first = job.first_start if job.first_start is not None else now
-        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]
+        return self.task_finished(self.jobs, msg)

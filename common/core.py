@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Container, MutableMapping
 from typing import Any
 
 from .effects import Effect, Send, TaskId
@@ -45,3 +45,17 @@ class Core:
         if not msg.durations:
             return [Send(sender, JobDone(msg.job_id, 0.0))]
         return None
+
+    def task_finished(self, jobs: MutableMapping[int, Any], msg: Any) -> list[Effect]:
+        """Count one finished task of ``jobs[msg.job_id]`` (``msg``: a ``TaskFinished``); after the
+        job's last one, forget the job and tell its frontend (``JobDone`` with the delay of its first
+        start). A job state has ``frontend``, ``durations``, ``arrival``, ``first_start``, ``finished``."""
+        job = jobs[msg.job_id]
+        if not msg.ok:
+            self.counters["tasks_failed"] += 1
+        job.finished += 1
+        if job.finished < len(job.durations):
+            return []
+        del jobs[msg.job_id]
+        first = job.arrival if job.first_start is None else job.first_start
+        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]

@@ -34,7 +34,6 @@ from ..central.lwl import LwlIndex
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import (
-    JobDone,
     QueueReport,
     QueueTask,
     RemainingUpdate,
@@ -162,9 +161,4 @@ class DlwlSchedulerCore(Core):
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
-        job.finished += 1
-        if job.finished < len(job.durations):
-            return []
-        del self.jobs[msg.job_id]
-        first = job.first_start if job.first_start is not None else job.arrival
-        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]
+        return self.task_finished(self.jobs, msg)

@@ -44,7 +44,6 @@ from ..common.messages import (
     AssignTask,
     CancelProbes,
     GetTask,
-    JobDone,
     NoTask,
     Probe,
     ProbeRejected,
@@ -258,11 +257,4 @@ class EagleSchedulerCore(Core):
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
-        if not msg.ok:
-            self.counters["tasks_failed"] += 1
-        job.finished += 1
-        if job.finished < len(job.durations):
-            return []
-        del self.jobs[msg.job_id]
-        first = job.first_start if job.first_start is not None else job.arrival
-        return [Send(job.frontend, JobDone(msg.job_id, first - job.arrival))]
+        return self.task_finished(self.jobs, msg)

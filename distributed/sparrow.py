@@ -27,7 +27,6 @@ from ..common.messages import (
     AssignTask,
     CancelProbes,
     GetTask,
-    JobDone,
     NoTask,
     Probe,
     SubmitJob,
@@ -128,11 +127,4 @@ class SparrowCore(Core):
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
-        if not msg.ok:
-            self.counters["tasks_failed"] += 1
-        job.finished += 1
-        if job.finished < len(job.durations):
-            return []
-        del self.jobs[msg.job_id]
-        assert job.first_start is not None
-        return [Send(job.frontend, JobDone(msg.job_id, job.first_start - job.arrival))]
+        return self.task_finished(self.jobs, msg)
