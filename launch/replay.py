@@ -47,7 +47,7 @@ class ReplaySetup:
     out: Path
     stall_timeout: float
     net_delay: float = 0.0005
-    connect: bool = False
+    connect: Path | None = None  # the cluster description of a running testbed
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -184,11 +184,8 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
         "schedulers": len(cluster.schedulers),
         "executor": cluster.executor,
         "params": cluster.params,
-        "cluster_file": str(args.connect) if args.connect is not None else None,
     }
-    return ReplaySetup(
-        cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect is not None, extra
-    )
+    return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect, extra)
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
@@ -283,25 +280,13 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
 
 
 def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console) -> Any:
+    """The replay on real processes: a testbed of its own, or the running one of ``setup.connect``."""
     cluster = setup.cluster
     route = get_policy(cluster.policy).route(cluster)
-    if setup.connect:
-        try:
-            return uvloop.run(
-                run_real(
-                    cluster,
-                    setup.jobs,
-                    route,
-                    stall_timeout=setup.stall_timeout,
-                    shutdown=False,
-                    progress=bar.update,
-                )
-            )
-        except ReplayError as exc:
-            raise UsageError(f"{setup.extra['cluster_file']}: {exc}") from None
-    bed = LocalTestbed(cluster, setup.out / "testbed")
+    bed = None if setup.connect else LocalTestbed(cluster, setup.out / "testbed")
     try:
-        bed.start()
+        if bed is not None:
+            bed.start()
         try:
             return uvloop.run(
                 run_real(
@@ -309,18 +294,23 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console) -> Any:
                     setup.jobs,
                     route,
                     stall_timeout=setup.stall_timeout,
-                    dead=bed.dead,
+                    shutdown=bed is not None,  # a running testbed outlives the replay
+                    dead=dict if bed is None else bed.dead,
                     progress=bar.update,
                 )
             )
         except ReplayError as exc:
+            if bed is None:
+                raise UsageError(f"{setup.connect}: {exc}") from None
             dead = sorted(bed.dead())
             tail = f"; last lines of {dead[0]}'s log:\n{bed.log_tail(dead[0])}" if dead else ""
             raise UsageError(f"{exc}{tail}") from None
         finally:
-            bed.wait(5.0)
+            if bed is not None:
+                bed.wait(5.0)
     finally:
-        bed.stop()
+        if bed is not None:
+            bed.stop()
 
 
 def print_summary(summary: dict[str, Any], out: Path, console: Console | None = None) -> None:
