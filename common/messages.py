@@ -116,11 +116,23 @@ def decode(frame: bytes) -> Any:
 @message(1)
 @dataclasses.dataclass(slots=True)
 class SubmitJob:
-    """A job for a scheduler: real task durations (run by executors) and the estimate schedulers see."""
+    """A job for a scheduler: real task durations (run by executors) and the estimate schedulers see.
+
+    Optional (multi-resource DAG jobs, :mod:`aviary.common.model`): ``stages``, each
+    ``[tasks, estimate, demand (up to 4 numbers), parents (earlier stage numbers)]``, empty for a flat
+    job of one-core tasks; ``deadline`` (seconds after arrival), ``slo`` ("" for none), ``gang``,
+    ``preference`` ("" for none) and ``slowdown``. Old frames without them still decode.
+    """
 
     job_id: int
     durations: list[float]
     estimate: float
+    stages: list[Any] = dataclasses.field(default_factory=list)
+    deadline: float | None = None
+    slo: str = ""
+    gang: bool = False
+    preference: str = ""
+    slowdown: float = 1.0
 
 
 @message(2)
@@ -210,12 +222,17 @@ class TaskFinished:
 @message(9)
 @dataclasses.dataclass(slots=True)
 class PlaceTask:
-    """Central scheduler -> node: queue this task itself (no late binding)."""
+    """Central scheduler -> node: queue this task itself (no late binding).
+
+    Optional ``demand``: the task's resource vector (up to 4 numbers, :mod:`aviary.common.resources`);
+    a node that admits tasks by resource fit reserves it while the task runs. Empty: one slot.
+    """
 
     job_id: int
     task_index: int
     duration: float
     estimate: float
+    demand: list[float] = dataclasses.field(default_factory=list)
 
 
 # --- control -------------------------------------------------------------------------------------
