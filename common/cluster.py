@@ -17,7 +17,10 @@ loopback, on other hosts or in containers.
     bind = "0.0.0.0"       # optional: the interface to bind (default: host)
     slots = 4              # nodes only
     partition = "general"  # nodes only: general | short
-    attributes = { rack = "r1" }
+    attributes = { rack = "r1", gpu = true }
+    capacity = { cores = 16, mem = 64, disk = 1, net = 1 }   # nodes only (multi-resource policies)
+
+Unknown fields are errors, named with their file and line, as are bad values.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .resources import Resources
 
 ROLES = ("frontend", "central", "scheduler", "node")
 PARTITIONS = ("general", "short")
@@ -46,6 +51,15 @@ class ProcessSpec:
     partition: str = "general"
     attributes: dict[str, Any] = field(default_factory=dict)
     bind: str | None = None
+    capacity: Resources | None = None
+
+    @property
+    def resources(self) -> Resources:
+        """The node's capacity vector; without one, a node of ``slots`` one-core slots with 4 GB of
+        memory per slot and one disk and one NIC ([D], for cluster files written before capacities)."""
+        if self.capacity is not None:
+            return self.capacity
+        return Resources(cores=float(self.slots), mem=4.0 * self.slots, disk=1.0, net=1.0)
 
     @property
     def address(self) -> str:
@@ -125,11 +139,13 @@ def local_cluster(
     host: str = "127.0.0.1",
     short_partition: float = 0.0,
     bind_ports: bool = True,
+    capacity: Resources | None = None,
 ) -> Cluster:
     """A testbed on one host with free ports: a frontend, an optional central scheduler,
     ``schedulers`` distributed schedulers and ``nodes`` node monitors of ``slots`` slots each; the
     last ``short_partition`` share of the nodes forms the short partition. With ``bind_ports`` off
-    (the simulator, which never binds), ports are placeholders and no socket is opened."""
+    (the simulator, which never binds), ports are placeholders and no socket is opened. ``capacity``
+    gives every node that resource vector (multi-resource policies)."""
     if nodes < 1 or slots < 1:
         raise ClusterError(f"a testbed needs at least one node and one slot (got {nodes} x {slots})")
     count = 1 + int(central) + schedulers + nodes
@@ -147,6 +163,7 @@ def local_cluster(
             next(ports),
             slots=slots,
             partition="short" if i >= nodes - n_short else "general",
+            capacity=capacity,
         )
         for i in range(nodes)
     ]
@@ -193,6 +210,8 @@ def dump_cluster(cluster: Cluster) -> str:
             out += [f"slots = {p.slots}", f"partition = {_toml_value(p.partition)}"]
             if p.attributes:
                 out.append(f"attributes = {_toml_value(p.attributes)}")
+            if p.capacity is not None:
+                out.append(f"capacity = {_toml_value(p.capacity._asdict())}")
     return "\n".join(out) + "\n"
 
 
@@ -200,6 +219,16 @@ def write_cluster(cluster: Cluster, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(dump_cluster(cluster))
     tmp.replace(path)
+
+
+CLUSTER_FIELDS = ("policy", "executor", "seed", "params")
+PROCESS_FIELDS = ("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity")
+
+
+def _known(where: str, table: dict[str, Any], fields: tuple[str, ...]) -> None:
+    unknown = sorted(set(table) - set(fields))
+    if unknown:
+        raise ClusterError(f"{where}: unknown field '{unknown[0]}' (known: {', '.join(fields)})")
 
 
 def _field(where: str, table: dict[str, Any], key: str, kind: type, default: Any = ...) -> Any:
@@ -227,8 +256,12 @@ def load_cluster(path: Path | str) -> Cluster:
     except tomllib.TOMLDecodeError as exc:
         raise ClusterError(f"{path}: {exc}") from None
     header_lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.strip() == "[[process]]"]
+    unknown = sorted(set(data) - {"cluster", "process"})
+    if unknown:
+        raise ClusterError(f"{path}: unknown table or field '{unknown[0]}' (known: cluster, process)")
     top = data.get("cluster", {})
     where = f"{path}: [cluster]"
+    _known(where, top, CLUSTER_FIELDS)
     cluster = Cluster(
         processes=[],
         policy=_field(where, top, "policy", str, "sparrow"),
@@ -241,6 +274,12 @@ def load_cluster(path: Path | str) -> Cluster:
     for i, table in enumerate(data.get("process", [])):
         line = header_lines[i] if i < len(header_lines) else "?"
         where = f"{path}:{line}: [[process]] #{i + 1}"
+        _known(where, table, PROCESS_FIELDS)
+        capacity = _field(where, table, "capacity", dict, None)
+        try:
+            capacity = None if capacity is None else Resources.of(capacity)
+        except ValueError as exc:
+            raise ClusterError(f"{where}: field 'capacity': {exc}") from None
         p = ProcessSpec(
             name=_field(where, table, "name", str),
             role=_field(where, table, "role", str),
@@ -250,6 +289,7 @@ def load_cluster(path: Path | str) -> Cluster:
             partition=_field(where, table, "partition", str, "general"),
             attributes=_field(where, table, "attributes", dict, {}),
             bind=_field(where, table, "bind", str, None),
+            capacity=capacity,
         )
         if p.role not in ROLES:
             raise ClusterError(f"{where}: field 'role': {p.role!r} is not one of {', '.join(ROLES)}")

@@ -33,6 +33,25 @@ class JobTimes:
     finish: float | None = None
 
 
+def submit_message(job: JobSpec) -> SubmitJob:
+    """The ``SubmitJob`` of a job; the DAG and multi-resource fields only when the job has them, so a
+    flat job's frame is what it always was."""
+    if not (job.stages or job.deadline is not None or job.slo or job.gang or job.preference):
+        return SubmitJob(job.job_id, job.durations, job.estimate)
+    stages = [[s.tasks, s.estimate, list(s.demand), list(s.parents)] for s in job.stages]
+    return SubmitJob(
+        job.job_id,
+        job.durations,
+        job.estimate,
+        stages,
+        job.deadline,
+        job.slo or "",
+        job.gang,
+        job.preference or "",
+        job.slowdown,
+    )
+
+
 Router = Callable[[JobSpec, int], str]
 """Chooses the scheduler for the n-th submitted job."""
 
@@ -116,9 +135,7 @@ class FrontendCore(Core):
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
             job = jobs[self.next]
             self.times[job.job_id].submit = clock
-            effects.append(
-                Send(self.route(job, self.next), SubmitJob(job.job_id, job.durations, job.estimate))
-            )
+            effects.append(Send(self.route(job, self.next), submit_message(job)))
             self.next += 1
         if self.next < len(jobs):
             effects.append(SetTimer(SUBMIT, jobs[self.next].submit - clock))

@@ -9,14 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..central.cs import SlotFair
+from ..central.drf import Drf
 from ..central.fifo import CentralFifoCore
 from ..central.kairos import KairosCentralCore
+from ..central.packing import PackingCore, PlacementPolicy
+from ..central.sjf import ShortestJobFirst
+from ..central.tetris import Tetris
 from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
+from ..common.params import Param, unknown
+from ..common.resources import Resources
 from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
+from ..worker.resource_node import ResourceNodeCore
 from .hybrid import hybrid_policies
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
@@ -32,6 +40,8 @@ class Policy:
     params: tuple[str, ...] = ()  # the cluster parameters it reads
     router: Callable[[Cluster], Router] | None = None  # where jobs go (default: schedulers, else central)
     short_partition: float = 0.0  # default share of nodes in the short partition
+    declared: tuple[Param, ...] = ()  # its parameters, declared once (flags, cluster file, replay)
+    dag: bool = False  # schedules DAG jobs by multi-resource fit (nodes get capacity vectors)
 
     def route(self, cluster: Cluster) -> Router:
         """Where the frontend sends each job."""
@@ -45,6 +55,128 @@ class Policy:
 
 def _param(cluster: Cluster, key: str, default: Any) -> Any:
     return cluster.params.get(key, default)
+
+
+def declared_values(policy: Policy, cluster: Cluster) -> dict[str, Any]:
+    """The policy's declared parameters as the cluster holds them (already in replay seconds), or
+    their defaults (durations divided by the cluster's time scale)."""
+    scale = float(cluster.params.get("time_scale", 1.0))
+    out = {}
+    for p in policy.declared:
+        given = cluster.params.get(p.name)
+        if given is None:
+            out[p.name] = p.default / scale if p.scales else p.default
+        else:
+            try:
+                out[p.name] = p.check(given)
+            except ValueError as exc:
+                raise ClusterError(f"[cluster.params]: field '{p.name}': {exc}") from None
+    return out
+
+
+COMMON_PARAMS = ("time_scale", "probe_ratio")
+"""Parameters every cluster description may hold (written by every replay)."""
+
+
+def check_params(cluster: Cluster, source: str) -> None:
+    """One line naming ``source`` and the field when ``[cluster.params]`` holds a name the policy does
+    not read, or a bad value of one it declares."""
+    policy = get_policy(cluster.policy)
+    bad = unknown(policy.declared, cluster.params, (*COMMON_PARAMS, *policy.params))
+    if bad:
+        raise ClusterError(
+            f"{source}: [cluster.params]: field '{bad[0]}': policy {policy.name!r} has no such parameter"
+        )
+    try:
+        declared_values(policy, cluster)
+    except ClusterError as exc:
+        raise ClusterError(f"{source}: {exc}") from None
+
+
+INTRA_ORDER = Param(
+    "intra_order",
+    "bfs",
+    "order of a job's runnable stages: bfs (lowest DAG level first, Tez) or cp (longest critical path)",
+    choices=("bfs", "cp"),
+)
+TETRIS_PARAMS = (
+    Param(
+        "fair_fraction",
+        1.0,
+        "Tetris: share of the jobs considered, those furthest below their fair share "
+        "(1: all, most efficient; near 0: only the furthest, strict fairness; the poster's f)",
+        low=0.0,
+        open_low=True,
+        high=1.0,
+    ),
+    Param("srtf_weight", 1.0, "Tetris: weight m of the SRTF term (0: pure packing)", low=0.0),
+    Param(
+        "alignment",
+        "dot",
+        "Tetris: alignment score, dot (SIGCOMM) or cosine (poster)",
+        choices=("dot", "cosine"),
+    ),
+)
+
+
+def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:
+    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        values = declared_values(get_policy(cluster.policy), cluster)
+        nodes = [(n.name, n.resources, n.attributes) for n in cluster.nodes]
+        return PackingCore(spec.name, nodes, make(values), seed=cluster.seed)
+
+    return build
+
+
+def _resource_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+    return ResourceNodeCore(spec.name, spec.resources)
+
+
+def _packing_policy(
+    name: str, summary: str, make: Callable[[dict[str, Any]], PlacementPolicy], declared: tuple[Param, ...]
+) -> Policy:
+    return Policy(
+        name, summary, central=_packing_central(make), node=_resource_node, declared=declared, dag=True
+    )
+
+
+PACKING_POLICIES = (
+    _packing_policy(
+        "cs",
+        "slot-fair capacity scheduler: the job running the fewest tasks first, first fit (Tez + CS)",
+        lambda v: SlotFair(v["intra_order"]),
+        (INTRA_ORDER,),
+    ),
+    _packing_policy(
+        "cp",
+        "slot-fair capacity scheduler, critical path first within a job (Tez + CP)",
+        lambda v: SlotFair("cp"),
+        (),
+    ),
+    _packing_policy(
+        "drf",
+        "DRF: the job with the lowest dominant share first, first fit (progressive filling)",
+        lambda v: Drf(v["intra_order"]),
+        (INTRA_ORDER,),
+    ),
+    _packing_policy(
+        "sjf",
+        "shortest remaining critical path first, strictly; critical path first within a job",
+        lambda v: ShortestJobFirst(v["intra_order"]),
+        (Param("intra_order", "cp", INTRA_ORDER.help, choices=("bfs", "cp")),),
+    ),
+    _packing_policy(
+        "tetris",
+        "Tetris: best alignment of demand and free resources, minus an SRTF term, with a fairness knob",
+        lambda v: Tetris(
+            fair_fraction=v["fair_fraction"], srtf_weight=v["srtf_weight"], alignment=v["alignment"]
+        ),
+        TETRIS_PARAMS,
+    ),
+)
+
+DEFAULT_MACHINE = Resources(cores=16.0, mem=64.0, disk=1.0, net=1.0)
+"""The multi-resource policies' default node: the small-scale Tetris recipe's machine (spec §4.3)."""
 
 
 def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
@@ -117,6 +249,7 @@ POLICIES: dict[str, Policy] = {
     ]
 }
 POLICIES.update((p.name, p) for p in hybrid_policies(Policy))  # Hawk, Eagle, ablations, LWL, DLWL
+POLICIES.update((p.name, p) for p in PACKING_POLICIES)
 
 
 def get_policy(name: str) -> Policy:
@@ -148,13 +281,21 @@ def policy_cluster(
     params: dict[str, Any] | None = None,
     short_partition: float | None = None,
     bind_ports: bool = True,
+    capacity: Resources | None = None,
 ) -> Cluster:
     """A local cluster with the processes ``policy`` needs: a central scheduler if it uses one, and
     ``schedulers`` distributed schedulers only if it uses them (``bind_ports=False`` for the simulator).
-    ``short_partition`` (share of the nodes) defaults to the policy's own (17 % for Hawk and Eagle)."""
+    ``short_partition`` (share of the nodes) defaults to the policy's own (17 % for Hawk and Eagle).
+    The nodes of a multi-resource policy get ``capacity`` (default :data:`DEFAULT_MACHINE`) and as many
+    slots as whole cores; the other policies' nodes have ``slots`` and no capacity."""
     spec = get_policy(policy)
     if short_partition is None:
         short_partition = spec.short_partition
+    if spec.dag:
+        capacity = capacity or DEFAULT_MACHINE
+        slots = max(1, int(capacity.cores))
+    else:
+        capacity = None
     return local_cluster(
         nodes=nodes,
         slots=slots,
@@ -166,4 +307,5 @@ def policy_cluster(
         params=params,
         short_partition=short_partition,
         bind_ports=bind_ports,
+        capacity=capacity,
     )

@@ -1,0 +1,252 @@
+"""The central bookkeeping every multi-resource central policy shares (DESIGN §9, spec §0.5 step 1).
+
+One :class:`CentralState` holds the jobs and their stages, which tasks are runnable by DAG readiness,
+and each node's free resource vector as the central scheduler knows it (reserved on placement, released
+on ``TaskFinished``); it makes the ``PlaceTask`` and ``JobDone`` messages. A policy only chooses: which
+runnable stage of which job goes to which node (:mod:`aviary.central.packing`). Dask keeps its
+transitions in one ``SchedulerState`` apart from the comms in the same way.
+
+A stage's tasks become runnable when every task of every parent stage finished (a barrier, as the
+TPC-H and Alibaba DAGs are stage-level). Stage properties the baselines order by are computed once at
+admission: ``depth`` (BFS level: 0 for a root, else 1 + the deepest parent) and ``cp`` (critical path:
+the stage's estimate plus the longest ``cp`` among its children, i.e. the estimated time from the
+stage's start to the job's end if nothing waits, spec §5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..common.core import Core
+from ..common.effects import Effect, Send
+from ..common.messages import PlaceTask, SubmitJob, TaskFinished
+from ..common.model import SLO_CLASSES, placement_slowdown
+from ..common.resources import ONE_CORE, ZERO, Resources
+
+
+@dataclass(slots=True, eq=False)
+class StageState:
+    job_id: int
+    index: int
+    tasks: int
+    estimate: float
+    demand: Resources
+    parents: tuple[int, ...]
+    offset: int  # global index of the stage's first task
+    children: list[int] = field(default_factory=list)
+    depth: int = 0
+    cp: float = 0.0
+    waiting: int = 0  # parent stages not finished
+    placed: int = 0
+    finished: int = 0
+
+    @property
+    def unplaced(self) -> int:
+        return self.tasks - self.placed
+
+
+@dataclass(slots=True, eq=False)
+class JobState:
+    job_id: int
+    frontend: str
+    arrival: float
+    durations: list[float]
+    estimate: float
+    stages: list[StageState]
+    deadline: float | None = None
+    slo: str | None = None
+    gang: bool = False
+    preference: str | None = None
+    slowdown: float = 1.0
+    first_start: float | None = None
+    finished: int = 0  # tasks
+    running: int = 0  # tasks placed and not finished
+    usage: Resources = ZERO  # summed demand of its running tasks
+    runnable: list[StageState] = field(default_factory=list)  # ready stages with unplaced tasks
+
+    @property
+    def tasks(self) -> int:
+        return len(self.durations)
+
+    def unplaced_work(self) -> float:
+        """Estimated task-seconds not yet placed."""
+        return math.fsum(s.unplaced * s.estimate for s in self.stages if s.unplaced)
+
+    def remaining_cp(self) -> float:
+        """The longest critical path among stages with unfinished tasks (SJF's key)."""
+        return max((s.cp for s in self.stages if s.finished < s.tasks), default=0.0)
+
+
+@dataclass(slots=True, eq=False)
+class NodeState:
+    name: str
+    index: int
+    capacity: Resources
+    attributes: dict[str, Any]
+    free: Resources
+    running: int = 0
+
+
+class BadJob(ValueError):
+    """A SubmitJob whose stages do not describe its tasks as a DAG."""
+
+
+def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
+    """The bookkeeping of a submitted job; raises :class:`BadJob` on inconsistent stages."""
+    raw = msg.stages or [[len(msg.durations), msg.estimate, list(ONE_CORE), []]]
+    stages: list[StageState] = []
+    offset = 0
+    for i, item in enumerate(raw):
+        try:
+            tasks, estimate, demand, parents = item
+            stage = StageState(
+                msg.job_id, i, int(tasks), float(estimate), Resources.of(demand), tuple(parents), offset
+            )
+        except (TypeError, ValueError) as exc:
+            raise BadJob(f"job {msg.job_id} stage {i}: {exc}") from None
+        if stage.tasks < 1 or any(not (isinstance(p, int) and 0 <= p < i) for p in stage.parents):
+            raise BadJob(f"job {msg.job_id} stage {i}: bad task count or parents")
+        stages.append(stage)
+        offset += stage.tasks
+    if offset != len(msg.durations):
+        raise BadJob(f"job {msg.job_id}: stages hold {offset} tasks, durations {len(msg.durations)}")
+    if msg.slo and msg.slo not in SLO_CLASSES:
+        raise BadJob(f"job {msg.job_id}: unknown slo {msg.slo!r}")
+    for s in stages:
+        s.waiting = len(set(s.parents))
+        for p in set(s.parents):
+            stages[p].children.append(s.index)
+        s.depth = max((stages[p].depth + 1 for p in s.parents), default=0)
+    for s in reversed(stages):
+        s.cp = s.estimate + max((stages[c].cp for c in s.children), default=0.0)
+    job = JobState(
+        msg.job_id,
+        sender,
+        now,
+        msg.durations,
+        msg.estimate,
+        stages,
+        deadline=msg.deadline,
+        slo=msg.slo or None,
+        gang=msg.gang,
+        preference=msg.preference or None,
+        slowdown=msg.slowdown,
+    )
+    job.runnable = [s for s in stages if s.waiting == 0]
+    return job
+
+
+class CentralState:
+    """Jobs, runnable stages and per-node free vectors; see the module docstring.
+
+    ``active`` holds the jobs with runnable tasks, in arrival order. ``fresh`` collects the jobs that
+    gained runnable tasks since the caller last cleared it (new jobs, stages released by a barrier).
+    With ``record``, ``log`` keeps ``(job_id, task_index, start, end, demand)`` of every finished task on this
+    scheduler's clock (the input of the utilization and fairness metrics).
+    """
+
+    def __init__(
+        self,
+        nodes: list[tuple[str, Resources, dict[str, Any]]],
+        core: Core,
+        *,
+        record: bool = True,
+    ) -> None:
+        if not nodes:
+            raise ValueError(f"central scheduler {core.name}: no nodes")
+        self.nodes = [NodeState(n, i, cap, dict(attrs), cap) for i, (n, cap, attrs) in enumerate(nodes)]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.capacity_total = ZERO
+        for n in self.nodes:
+            self.capacity_total = self.capacity_total.plus(n.capacity)
+        self.core = core  # for its counters and its refuse_submit
+        self.jobs: dict[int, JobState] = {}
+        self.active: dict[int, JobState] = {}
+        self.fresh: dict[int, JobState] = {}
+        self.placed: dict[tuple[int, int], tuple[NodeState, StageState, float]] = {}
+        self.record = record
+        self.log: list[tuple[int, int, float, float, Resources]] = []
+
+    # --- inputs ------------------------------------------------------------------------------------
+    def submit(self, now: float, sender: str, msg: SubmitJob) -> list[Effect] | None:
+        """Admit a job (``None``), or the answer to a submission that leaves nothing to schedule."""
+        counters = self.core.counters
+        if (refused := self.core.refuse_submit(sender, msg, self.jobs)) is not None:
+            return refused
+        try:
+            job = job_state(now, sender, msg)
+        except BadJob:
+            counters["bad_job"] += 1
+            return []
+        too_big = [s.index for s in job.stages if not any(s.demand.fits_in(n.capacity) for n in self.nodes)]
+        if too_big:
+            # It could never run: count it (summary counters) and leave it unfinished at the frontend.
+            counters["job_too_big"] += 1
+            return []
+        self.jobs[job.job_id] = job
+        counters["jobs"] += 1
+        if job.runnable:
+            self.active[job.job_id] = job
+            self.fresh[job.job_id] = job
+        return None
+
+    def finish(self, now: float, node_name: str, msg: TaskFinished) -> list[Effect]:
+        """A task ended: release its resources, advance its stage and job (``JobDone`` at the end)."""
+        key = (msg.job_id, msg.task_index)
+        entry = self.placed.pop(key, None)
+        if entry is None:
+            self.core.counters["unknown_task_finished"] += 1
+            return []
+        node, stage, start = entry
+        if node.name != node_name:
+            self.core.counters["task_finished_elsewhere"] += 1
+        job = self.jobs[msg.job_id]
+        node.free = node.free.plus(stage.demand)
+        node.running -= 1
+        job.usage = job.usage.minus(stage.demand)
+        job.running -= 1
+        if self.record:
+            self.log.append((job.job_id, msg.task_index, start, now, stage.demand))
+        stage.finished += 1
+        if stage.finished == stage.tasks:
+            released = False
+            for c in stage.children:
+                child = job.stages[c]
+                child.waiting -= 1
+                if child.waiting == 0:
+                    job.runnable.append(child)
+                    released = True
+            if released:
+                self.active[job.job_id] = job
+                self.fresh[job.job_id] = job
+        return self.core.task_finished(self.jobs, msg)
+
+    # --- placing -----------------------------------------------------------------------------------
+    def place(self, now: float, job: JobState, stage: StageState, node: NodeState) -> Send:
+        """Reserve ``stage``'s demand on ``node`` and hand it the stage's next task."""
+        index = stage.offset + stage.placed
+        stage.placed += 1
+        if stage.placed == stage.tasks:
+            job.runnable.remove(stage)
+            if not job.runnable:
+                self.active.pop(job.job_id, None)
+        node.free = node.free.minus(stage.demand)
+        node.running += 1
+        job.usage = job.usage.plus(stage.demand)
+        job.running += 1
+        if job.first_start is None:
+            job.first_start = now
+        self.placed[job.job_id, index] = (node, stage, now)
+        duration = job.durations[index]
+        if job.preference is not None:
+            duration *= placement_slowdown(job.preference, job.slowdown, [node.attributes])
+        self.core.counters["tasks_placed"] += 1
+        return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.demand)))
+
+    def dominant_share(self, job: JobState) -> float:
+        return job.usage.dominant_share(self.capacity_total)
+
+
+__all__ = ["BadJob", "CentralState", "JobState", "NodeState", "StageState", "job_state"]

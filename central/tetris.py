@@ -1,0 +1,106 @@
+"""Tetris: multi-resource packing with a multi-resource SRTF term and a fairness knob
+(Grandl et al., SIGCOMM'14; the poster ``tetris-poster.txt``; spec §4).
+
+The poster's "(simplified) Scheduling procedure", for a machine with free resources R::
+
+    while resources R are free:
+        among the jobs furthest from fair share            (the fairness knob)
+        score(j) = max over tasks t of j with demand(t) <= R of  A(t, R) + eps * T(j)
+        pick j*, t* = argmax score(j);  R = R - demand(t*)
+
+- **Alignment** A(t, R): the poster says "cosine similarity between task demand vector and machine
+  resource vector"; the SIGCOMM paper [R] a dot product of the task's demand and the machine's free
+  resources, both normalized by the machine's capacity. ``alignment="dot"`` (default, spec §4.2 [D]) or
+  ``"cosine"``. Only tasks whose demand fits R on *every* resource are candidates (multi-resource fit),
+  and the loop repeats on the same machine until nothing fits (:class:`~aviary.central.packing.PackingCore`).
+- **SRTF term**: "favor jobs with small remaining duration and small resource consumption". [R] p(j) =
+  the sum over j's tasks not yet placed of (estimated duration x the sum of the task's demands, each
+  normalized by the mean machine's capacity); it enters with the sign that favours small jobs:
+  score = A - eps * p(j). [R] eps = ``srtf_weight`` x (mean A) / (mean p) over the candidates of this
+  pick, so both terms are commensurate; ``srtf_weight=0`` is pure packing.
+- **Fairness knob**: named by what it does (spec §4.4), ``fair_fraction`` phi in (0, 1] is the share of
+  the jobs considered: the ceil(phi x |J|) jobs furthest below their fair share (the lowest dominant
+  shares under DRF's equal split). phi = 1 considers every job: the poster's f = 1 "most efficient"
+  and Carbyne's "Tetris (f -> 0)" baseline; phi -> 0 considers one job only, the one furthest below its
+  share: the poster's "f -> 0, close to perfect fairness" and Carbyne's Tetris_Fair "(f -> 1)".
+  The poster and Carbyne use opposite letters; ``fair_fraction`` is the poster's f.
+
+Ties (equal scores) go to the earlier job, then the intra-job order (BFS). Not modelled [R]: the
+remote-read penalty (Aviary has no input locality), the barrier hint and starvation reservations.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..common.resources import Resources
+from .packing import PlacementPolicy
+from .state import JobState, NodeState, StageState
+
+ALIGNMENTS = ("dot", "cosine")
+
+
+def alignment(demand: Resources, free: Resources, capacity: Resources, kind: str = "dot") -> float:
+    """A(t, R): the task's demand and the machine's free resources, both as shares of its capacity."""
+    d, r = demand.over(capacity), free.over(capacity)
+    dot = d.dot(r)
+    if kind == "dot":
+        return dot
+    norm = math.sqrt(d.dot(d) * r.dot(r))
+    return dot / norm if norm > 0 else 0.0
+
+
+class Tetris(PlacementPolicy):
+    def __init__(
+        self,
+        *,
+        fair_fraction: float = 1.0,
+        srtf_weight: float = 1.0,
+        alignment: str = "dot",
+        intra: str = "bfs",
+    ) -> None:
+        super().__init__(intra)
+        if not 0 < fair_fraction <= 1:
+            raise ValueError(f"fair_fraction must be in (0, 1], got {fair_fraction}")
+        if not srtf_weight >= 0:
+            raise ValueError(f"srtf_weight must be >= 0, got {srtf_weight}")
+        if alignment not in ALIGNMENTS:
+            raise ValueError(f"alignment must be one of {', '.join(ALIGNMENTS)}, got {alignment!r}")
+        self.fair_fraction = fair_fraction
+        self.srtf_weight = srtf_weight
+        self.alignment = alignment
+
+    def remaining(self, job: JobState) -> float:
+        """p(j): unplaced estimated task-seconds weighted by the tasks' summed normalized demands."""
+        state = self.state
+        mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
+        return math.fsum(s.unplaced * s.estimate * s.demand.over(mean_machine).total() for s in job.stages)
+
+    def considered(self, jobs: list[JobState]) -> list[JobState]:
+        """The fairness knob: of all jobs with runnable tasks, the ceil(phi |J|) furthest below their
+        fair share (lowest dominant share, ties to the earlier job); those of ``jobs``."""
+        if self.fair_fraction >= 1.0:
+            return jobs
+        state = self.state
+        everyone = sorted(state.active.values(), key=lambda j: (state.dominant_share(j), j.job_id))
+        keep = {j.job_id for j in everyone[: math.ceil(self.fair_fraction * len(everyone))]}
+        return [j for j in jobs if j.job_id in keep]
+
+    def pick(self, node: NodeState, jobs: list[JobState]) -> tuple[JobState, StageState] | None:
+        free, capacity = node.free, node.capacity
+        options: list[tuple[JobState, StageState, float]] = []
+        for job in sorted(self.considered(jobs), key=lambda j: j.job_id):
+            for stage in self.stage_order(job):
+                if stage.demand.fits_in(free):
+                    options.append((job, stage, alignment(stage.demand, free, capacity, self.alignment)))
+        if not options:
+            return None
+        if self.srtf_weight == 0 or len(options) == 1:
+            best = max(options, key=lambda o: o[2])  # max keeps the first of equal scores
+            return best[0], best[1]
+        work = {job.job_id: self.remaining(job) for job, _, _ in options}
+        mean_a = math.fsum(o[2] for o in options) / len(options)
+        mean_p = math.fsum(work.values()) / len(work)
+        eps = self.srtf_weight * mean_a / mean_p if mean_p > 0 else 0.0
+        best = max(options, key=lambda o: o[2] - eps * work[o[0].job_id])
+        return best[0], best[1]
