@@ -104,6 +104,9 @@ class PackingCore(Core):
         self.policy = policy
         policy.bind(self.state, random.Random(seed))
 
+    def task_log(self) -> list[list[Any]]:
+        return [[j, i, start, end, list(demand)] for j, i, start, end, demand in self.state.log]
+
     def start(self, now: float) -> list[Effect]:
         return [SetTimer(CYCLE, self.policy.cycle)] if self.policy.cycle is not None else []
 

@@ -31,6 +31,10 @@ class Core:
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
         return []
 
+    def task_log(self) -> list[list[Any]]:
+        """A central scheduler's ``[job_id, task_index, start, end, demand]`` per finished task."""
+        return []
+
     def unexpected(self, msg: Any) -> list[Effect]:
         """A well-formed message this role does not handle: count it and carry on."""
         self.counters[f"unexpected.{type(msg).__name__}"] += 1

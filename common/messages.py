@@ -262,10 +262,15 @@ class Shutdown:
 @message(23)
 @dataclasses.dataclass(slots=True)
 class Stats:
-    """A process's counters and its sent-message counts by kind, sent in answer to Shutdown."""
+    """A process's counters and its sent-message counts by kind, sent in answer to Shutdown.
+
+    Optional ``log``: a central scheduler's record of every finished task, each
+    ``[job_id, task_index, start, end, demand]`` on its own clock (:meth:`Core.task_log`).
+    """
 
     counters: dict
     messages: dict
+    log: list[Any] = dataclasses.field(default_factory=list)
 
 
 @message(24)

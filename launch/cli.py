@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..common.cluster import ClusterError
+from ..common.dags import GOOGLE_TRACE
+from ..common.resources import Resources
 from .registry import POLICIES
 
-BUNDLED_TRACE = Path(__file__).resolve().parent.parent / "experiments" / "traces" / "google_10k.tr"
+BUNDLED_TRACE = GOOGLE_TRACE
 
 
 class Parser(argparse.ArgumentParser):
@@ -132,6 +134,42 @@ def _hybrid_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _capacity(text: str) -> Resources:
+    try:
+        return Resources.of(float(x) for x in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected up to 4 numbers cores,mem,disk,net: {exc}") from None
+
+
+def _declared_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of every policy's declared parameters (one flag per name; defaults per policy)."""
+    dag = [pol for pol in POLICIES.values() if pol.dag]
+    g = p.add_argument_group(f"multi-resource DAG policies ({', '.join(pol.name for pol in dag)})")
+    g.add_argument(
+        "--capacity",
+        type=_capacity,
+        default=None,
+        help="every node's capacity cores,mem(GB),disk,net (default 16,64,1,1)",
+    )
+    seen: dict[str, list[str]] = {}
+    for pol in POLICIES.values():
+        for param in pol.declared:
+            seen.setdefault(param.name, []).append(f"{pol.name} {param.default}")
+    for pol in POLICIES.values():
+        for param in pol.declared:
+            if param.name not in seen:
+                continue
+            defaults = "; ".join(seen.pop(param.name))
+            kind = type(param.default)
+            g.add_argument(
+                param.flag,
+                type=str if kind is str else float if kind is float else int,
+                choices=param.choices or None,
+                default=None,
+                help=f"{param.help} (default: {defaults})",
+            )
+
+
 def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
     p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
     p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
@@ -158,6 +196,7 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     )
     _kairos_flags(p)
     _hybrid_flags(p)
+    _declared_flags(p)
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
 
@@ -206,9 +245,23 @@ def build_parser() -> Parser:
         nargs="?",
         type=Path,
         default=BUNDLED_TRACE,
-        help="trace file (default: the bundled 10,000-job Google sample)",
+        help="trace file (default: the bundled 10,000-job Google sample, or the --workload's bundled file)",
     )
     rp.add_argument("--runtime", choices=["real", "sim"], default="real")
+    rp.add_argument(
+        "--workload",
+        choices=["google", "alibaba", "tpch"],
+        default="google",
+        help="jobs to replay: Google trace jobs (flat; the trace argument), Alibaba DAG jobs or TPC-H query "
+        "DAGs (bundled, or the trace argument in their format); alibaba and tpch need a DAG policy",
+    )
+    rp.add_argument(
+        "--demands",
+        choices=["synth", "plan"],
+        default="synth",
+        help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), or Alibaba's own "
+        "plan_cpu/plan_mem (plan, near-uniform)",
+    )
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
     rp.add_argument("--sample", choices=["consecutive", "random"], default="consecutive")

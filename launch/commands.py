@@ -40,9 +40,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_host(args: argparse.Namespace) -> int:
     from ..common.cluster import load_cluster
     from .hosts import processes_on
+    from .registry import check_params
     from .up import run_up
 
     cluster = load_cluster(args.cluster)
+    check_params(cluster, str(args.cluster))
     return run_up(cluster, args.dir, processes_on(cluster, args.cluster, args.host))
 
 

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..common.cluster import Cluster, ProcessSpec
 from ..common.frontend import FrontendCore, Router, round_robin
@@ -34,6 +35,8 @@ class RealOutcome:
     messages: Counter[str]
     counters: Counter[str]
     problems: list[str] = field(default_factory=list)
+    task_log: list[list[Any]] = field(default_factory=list)
+    """The central scheduler's finished tasks during this replay (:meth:`Core.task_log`)."""
 
 
 class FrontendSession:
@@ -142,6 +145,10 @@ class FrontendSession:
         messages.update(self.runtime.sent)
         return messages, counters
 
+    def task_log(self) -> list[list[Any]]:
+        """The task logs in the Stats last collected, concatenated (one central scheduler keeps one)."""
+        return [entry for stats in self.core.stats.values() for entry in stats.log]
+
 
 async def run_real(
     cluster: Cluster,
@@ -159,8 +166,10 @@ async def run_real(
         await session.registered(register_timeout, progress)
         # Processes of a running testbed count from their start: report this replay's share only.
         base_messages, base_counters = await session.collect(shutdown=False)
+        base_log = session.task_log()
         wall = await session.replay(stall_timeout=stall_timeout, progress=progress)
         messages, counters = await session.collect(shutdown=shutdown)
         messages.subtract(base_messages)
         counters.subtract(base_counters)
-        return RealOutcome(session.core, wall, +messages, +counters, session.problems)
+        log = session.task_log()[len(base_log) :]
+        return RealOutcome(session.core, wall, +messages, +counters, session.problems, log)

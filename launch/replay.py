@@ -22,13 +22,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..common.cluster import Cluster, ClusterError, load_cluster
 from ..common.frontend import FrontendCore
 from ..common.model import GOOGLE_CUTOFF, JobSpec
+from ..common.params import resolve
 from ..common.results import JobRecord, format_summary_table, write_results
+from ..common.dags import GOOGLE_TRACE, DagTraceError, build_dag_workload, read_alibaba, read_tpch
+from ..common.resources import Resources, vector_sum
+from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.trace import TraceError, read_trace
 from ..common.workload import WorkloadError, build_workload
 from .hybrid import DEFAULT_UPDATE_RATIO
 from .local import LocalTestbed
 from .real import ReplayError, run_real
-from .registry import get_policy, policy_cluster
+from .registry import POLICIES, check_params, get_policy, policy_cluster
 
 DEFAULT_LOAD = 0.8
 
@@ -55,18 +59,47 @@ SCALED_PARAMS = ("cutoff", "heartbeat", "quantum")
 """Cluster parameters in seconds of the replay clock: derived from trace seconds by the time scale."""
 
 
+REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0}
+"""Default time scale of a real replay per workload: Google tasks run minutes (seconds become ms),
+Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s."""
+
+
+def workload_kind(args: argparse.Namespace) -> str:
+    return str(getattr(args, "workload", None) or "google")
+
+
 def time_scale(args: argparse.Namespace) -> float:
-    """``--time-scale``, or its default: 1000 on the real runtime (seconds become ms), 1 simulated."""
+    """``--time-scale``, or its default: 1 simulated; on the real runtime per workload
+    (:data:`REAL_TIME_SCALE`)."""
     given = getattr(args, "time_scale", None)
     if given is not None:
         return given
-    return 1000.0 if getattr(args, "runtime", "real") == "real" else 1.0
+    return REAL_TIME_SCALE[workload_kind(args)] if getattr(args, "runtime", "real") == "real" else 1.0
 
 
 def policy_params(args: argparse.Namespace) -> dict[str, Any]:
     kairos = kairos_params(args) if str(getattr(args, "policy", "")).startswith("kairos") else {}
     hybrid = hybrid_params(args, get_policy(args.policy).params) if hasattr(args, "policy") else {}
-    return {"probe_ratio": args.probe_ratio, "time_scale": time_scale(args), **kairos, **hybrid}
+    declared = declared_params(args) if hasattr(args, "policy") else {}
+    return {"probe_ratio": args.probe_ratio, "time_scale": time_scale(args), **kairos, **hybrid, **declared}
+
+
+def declared_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The policy's declared parameters from their flags (or defaults); a flag of a parameter the
+    policy does not have, or a bad value, is a one-line error."""
+    policy = get_policy(args.policy)
+    names = {p.name for p in policy.declared}
+    for other in POLICIES.values():
+        for p in other.declared:
+            if p.name not in names and getattr(args, p.name, None) is not None:
+                raise UsageError(f"{p.flag}: policy {policy.name!r} has no such parameter")
+    given = {p.name: getattr(args, p.name, None) for p in policy.declared}
+    for p in policy.declared:
+        try:
+            resolve([p], given)
+        except ValueError as exc:
+            raise UsageError(f"{p.flag}: {exc}") from None
+    return resolve(policy.declared, given, time_scale=time_scale(args))
 
 
 def hybrid_params(args: argparse.Namespace, wanted: tuple[str, ...]) -> dict[str, Any]:
@@ -117,6 +150,7 @@ def testbed_cluster(args: argparse.Namespace, *, bind_ports: bool | None = None)
         params=policy_params(args),
         short_partition=None if args.short_partition is None else args.short_partition / 100,
         bind_ports=getattr(args, "runtime", "real") == "real" if bind_ports is None else bind_ports,
+        capacity=getattr(args, "capacity", None),
     )
 
 
@@ -143,41 +177,25 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
         if args.runtime != "real":
             raise UsageError("--connect needs --runtime real")
         cluster = load_cluster(args.connect)
+        check_params(cluster, str(args.connect))
         scale = connected_time_scale(args, cluster)
     else:
         cluster = testbed_cluster(args)
         scale = time_scale(args)
-    nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
-    real = args.runtime == "real"
+    load = None if args.keep_arrivals else (args.load or DEFAULT_LOAD)
     try:
-        trace = read_trace(args.trace)
-        jobs = build_workload(
-            trace,
-            jobs=args.jobs,
-            sample=args.sample,
-            start=args.start,
-            seed=args.seed,
-            time_scale=scale,
-            task_scale=args.task_scale,
-            scale_tasks=real,
-            nodes=nodes,
-            slots=slots,
-            reference_nodes=args.reference_nodes,
-            load=None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
-            keep_arrivals=args.keep_arrivals,
-            cutoff=args.cutoff or GOOGLE_CUTOFF,
-            misestimate=tuple(args.misestimate) if args.misestimate else None,
-        )
-    except (TraceError, WorkloadError) as exc:
+        jobs = replay_jobs(args, cluster, scale, load)
+    except (TraceError, WorkloadError, DagTraceError) as exc:
         raise UsageError(str(exc)) from None
     longest = max(max(j.durations) for j in jobs)
     stall = args.stall_timeout or max(30.0, 3 * longest)
     out = args.out or Path("results") / f"{cluster.policy}-{args.runtime}"
     extra = {
+        "workload": workload_kind(args),
         "trace": str(args.trace),
         "time_scale": scale,
         "task_scale": args.task_scale,
-        "load": None if args.keep_arrivals else (args.load or DEFAULT_LOAD),
+        "load": load,
         "keep_arrivals": args.keep_arrivals,
         "seed": args.seed,
         "start": args.start,
@@ -186,6 +204,65 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
         "params": cluster.params,
     }
     return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect, extra)
+
+
+def replay_jobs(args: argparse.Namespace, cluster: Cluster, scale: float, load: float | None) -> list[JobSpec]:
+    """The scaled jobs of the replay: the Google-format trace as flat jobs for the slot-based policies;
+    DAG jobs with per-stage demands (:mod:`aviary.common.dags`) for the multi-resource ones, whose
+    ``--load`` is the offered load of the dominant resource."""
+    kind = workload_kind(args)
+    policy = get_policy(cluster.policy)
+    if not policy.dag:
+        if kind != "google":
+            dag = ", ".join(p.name for p in POLICIES.values() if p.dag)
+            raise UsageError(f"--workload {kind}: policy {policy.name!r} does not schedule DAG jobs (use {dag})")
+        nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
+        return build_workload(
+            read_trace(args.trace),
+            jobs=args.jobs,
+            sample=args.sample,
+            start=args.start,
+            seed=args.seed,
+            time_scale=scale,
+            task_scale=args.task_scale,
+            scale_tasks=args.runtime == "real",
+            nodes=nodes,
+            slots=slots,
+            reference_nodes=args.reference_nodes,
+            load=load,
+            keep_arrivals=args.keep_arrivals,
+            cutoff=args.cutoff or GOOGLE_CUTOFF,
+            misestimate=tuple(args.misestimate) if args.misestimate else None,
+        )
+    if args.misestimate:
+        raise UsageError("--misestimate: not yet applied to DAG workloads")
+    explicit = args.trace != GOOGLE_TRACE
+    if kind == "google":
+        trace: Any = read_trace(args.trace)
+    elif kind == "alibaba":
+        trace = read_alibaba(args.trace) if explicit else None
+    else:
+        trace = read_tpch(args.trace) if explicit else None
+    capacity = vector_sum(n.resources for n in cluster.nodes)
+    return build_dag_workload(
+        kind,  # type: ignore[arg-type]
+        trace,
+        jobs=args.jobs if args.jobs is not None or kind != "tpch" else DEFAULT_TPCH_JOBS,
+        sample=args.sample,
+        start=args.start,
+        seed=args.seed,
+        time_scale=scale,
+        task_scale=args.task_scale or 1.0,
+        load=load,
+        capacity_total=capacity,
+        keep_arrivals=args.keep_arrivals,
+        demands=args.demands,
+        cutoff=args.cutoff or GOOGLE_CUTOFF,
+    )
+
+
+DEFAULT_TPCH_JOBS = 200
+"""Jobs of a TPC-H replay without ``--jobs`` (each a random query of the 22)."""
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
@@ -247,6 +324,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
+            log = [entry for core in outcome.cores.values() for entry in core.task_log()]
             setup.extra["events"] = outcome.events
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
@@ -259,7 +337,15 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
                 result.counters,
             )
             problems = result.problems
+            log = result.task_log
     records = job_records(frontend, policy.name)
+    dag = {}
+    if policy.dag:
+        dag = {
+            "task_log": [TaskRecord(e[0], e[2], e[3], Resources.of(e[4])) for e in log],
+            "capacity_total": vector_sum(n.resources for n in cluster.nodes),
+            "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
+        }
     task_seconds = math.fsum(math.fsum(j.durations) for j in jobs)
     summary = write_results(
         setup.out,
@@ -273,6 +359,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
         messages=Counter(messages),
         counters=Counter(counters),
         extra={**setup.extra, "problems": problems},
+        **dag,
     )
     for problem in problems:
         console.print(f"[yellow]{problem}[/yellow]")
