@@ -257,10 +257,10 @@ def build_parser() -> Parser:
     )
     rp.add_argument(
         "--demands",
-        choices=["synth", "plan"],
+        choices=["synth", "alibaba-plan"],
         default="synth",
         help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), or Alibaba's own "
-        "plan_cpu/plan_mem (plan, near-uniform)",
+        "plan_cpu/plan_mem (alibaba-plan, near-uniform)",
     )
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")

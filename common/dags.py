@@ -1,0 +1,705 @@
+"""DAG workloads with multi-resource demands (DESIGN §4, §9; spec §4.3, §6).
+
+Three sources, each turned into a scaled replay of :class:`~aviary.common.model.JobSpec` DAGs by
+:func:`build_dag_workload`:
+
+- ``"alibaba"``: 6,535 real DAG jobs of the Alibaba v2018 trace, one CSV row per stage
+  (``experiments/traces/alibaba_dags.csv``, :func:`read_alibaba`);
+- ``"tpch"``: the 22 TPC-H queries as Spark stage DAGs with measured per-stage task counts and mean task
+  runtimes (``experiments/traces/tpch_dags.json``, :func:`read_tpch`); every job is a seeded uniformly
+  random query;
+- ``"google"``: the flat jobs of the Google sample (:func:`~aviary.common.trace.read_trace`), one stage
+  each, keeping their per-task durations.
+
+Readers return trace-level jobs (:class:`DagTraceJob`: trace seconds, nothing scaled) whose stages are
+renumbered in a stable topological order (Kahn's algorithm, the earliest stage in file order first), so
+parents always come before their children, as :class:`~aviary.common.model.Stage` requires.
+
+:func:`build_dag_workload` follows :func:`aviary.common.workload.build_workload` step by step:
+
+1. **Sample** K jobs (``"consecutive"`` or ``"random"``, as in ``workload.py``); for TPC-H, K seeded
+   uniform draws from the 22 queries.
+2. **Classify** by the job's trace mean task duration (trace seconds, before scaling) against ``cutoff``.
+3. **Merge tasks** per stage: a stage of ``n`` tasks keeps ``m = task_count(n, task_scale)``. A stage with
+   per-task durations (Google) merges them with :func:`~aviary.common.workload.merge_tasks`; a stage with
+   only a mean (Alibaba, TPC-H) runs ``m`` tasks of ``n/m`` times the mean. Stage task-seconds are kept.
+4. **Time scale**: durations divided by ``time_scale``. Each stage's estimate is its mean task duration
+   after scaling; the job's estimate is the mean over all its tasks.
+5. **Demands** (:func:`synthesize_demands`): one vector per stage, shared by its tasks.
+6. **Arrivals**: the trace's own submit times (shifted to 0, divided by ``time_scale``), or Poisson at an
+   offered load defined by the **dominant resource**: with arrival rate λ,
+   ``load_r = λ · E[Σ_tasks duration · demand_r] / capacity_total_r`` and ``load = max_r load_r``, so the
+   mean gap is ``max_r (mean per-job resource-seconds_r / capacity_total_r) / load``
+   (:func:`poisson_mean_gap`; :func:`offered_load` measures it on a built workload).
+
+Randomness comes from ``random.Random(seed)`` split into independent streams for sampling, arrivals and
+demands, so changing the load changes neither the jobs nor their demands.
+
+Decisions the spec leaves open:
+
+- Alibaba ``plan_mem`` is on the trace's [0, 100] scale (Alibaba ``schema.md``: "normalized memory size,
+  [0, 100]", as is a machine's ``mem_size``), i.e. percent of the largest machine's memory; its values
+  step by 100/1024 (0.2, 0.29, 0.39, 0.49, 0.59: 2-6 units of 1/1024). :attr:`DagTraceStage.mem_share`
+  is ``plan_mem / 100`` and ``"alibaba-plan"`` asks ``mem_share * machine memory`` (0.19 GB for the
+  median 0.3 on a 64 GB machine). Reading it as a whole-machine fraction would give a 19 GB median and
+  put the 4 stages with ``plan_mem > 1`` (up to 2.35) above any machine.
+- A zero mean task duration (Alibaba, TPC-H) is read as :data:`MIN_TASK_SECONDS` (1 ms) so that every
+  task takes time; no shipped row has one (the smallest Alibaba stage mean is 0.0037 s, TPC-H 53 ms).
+- The 11 Alibaba stages whose label is not a number (``M1_Stg8``, a truncated ``J30_4_5_…``) are roots,
+  as the file's ``parents`` column says; their names are kept in :attr:`DagTraceStage.name`.
+- TPC-H jobs: :attr:`DagTraceJob.line` is the query's position in the JSON (Q1 → 1 … Q22 → 22); the
+  JSON's own stage numbering is already topological (every edge goes from a lower to a higher number),
+  so the renumbering is the identity on the shipped file. Demands are drawn per job, not per query.
+- Google jobs keep their per-task durations unfloored (the bundled sample has no zero duration), so
+  ``kind="google"`` reproduces ``build_workload``'s durations and classes and only adds a demand.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import json
+import math
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from .model import GOOGLE_CUTOFF, JobSpec, Stage, stage_offsets
+from .resources import RESOURCES, ZERO, Resources, vector_sum
+from .trace import TraceJob, read_trace
+from .workload import WorkloadError, _sample, merge_tasks, task_count
+
+__all__ = [
+    "ALIBABA_CSV",
+    "DEFAULT_MACHINE",
+    "DEMAND_MAX",
+    "DEMAND_MIN",
+    "GOOGLE_TRACE",
+    "MIN_TASK_SECONDS",
+    "TPCH_JSON",
+    "TPCH_PROFILE",
+    "DagKind",
+    "DagTraceError",
+    "DagTraceJob",
+    "DagTraceStage",
+    "DemandMode",
+    "build_dag_workload",
+    "check_dag_workload",
+    "google_dag_jobs",
+    "log_uniform",
+    "offered_load",
+    "poisson_mean_gap",
+    "read_alibaba",
+    "read_tpch",
+    "resource_seconds",
+    "synthesize_demands",
+    "tpch_profiles",
+]
+
+TRACES = Path(__file__).resolve().parent.parent / "experiments" / "traces"
+ALIBABA_CSV = TRACES / "alibaba_dags.csv"
+TPCH_JSON = TRACES / "tpch_dags.json"
+GOOGLE_TRACE = TRACES / "google_10k.tr"
+TPCH_PROFILE = "50g_maxCores_50"
+"""The default TPC-H profile: 50 GB of data, at most 50 cores."""
+
+DEFAULT_MACHINE = Resources(cores=16.0, mem=64.0, disk=1.0, net=1.0)
+"""Spec §4.3's machine: 16 cores, 64 GB, one disk and one NIC (same as ``launch.registry``'s)."""
+DEMAND_MIN = Resources(cores=0.02, mem=0.1, disk=0.01, net=0.01)
+DEMAND_MAX = Resources(cores=6.0, mem=17.0, disk=1.0, net=1.0)
+"""Spec §6.2 (the Tetris poster's ranges): per-task demands are drawn log-uniform in [min, max]."""
+MIN_TASK_SECONDS = 1e-3
+"""A zero mean task duration in a DAG trace is read as this (trace seconds)."""
+
+DagKind = Literal["alibaba", "tpch", "google"]
+DemandMode = Literal["synth", "alibaba-plan"]
+_KINDS = ("alibaba", "tpch", "google")
+_DEMAND_MODES = ("synth", "alibaba-plan")
+
+
+class DagTraceError(ValueError):
+    """A DAG trace that cannot be read. One line: ``path:LINE: field 'NAME': what`` for the CSV,
+    ``path: QUERY stage S: field 'NAME': what`` for the JSON."""
+
+
+@dataclass(frozen=True, slots=True)
+class DagTraceStage:
+    """One stage as the trace gives it (trace seconds, unscaled)."""
+
+    tasks: int
+    mean: float
+    """Mean task duration in seconds."""
+    parents: tuple[int, ...] = ()
+    """Indices of earlier stages of the same job (sorted)."""
+    cores: float | None = None
+    """The trace's own CPU request per task in cores (Alibaba ``plan_cpu / 100``); ``None``: none."""
+    mem_share: float | None = None
+    """The trace's own memory request per task as a share of a machine (Alibaba ``plan_mem / 100``)."""
+    name: str = ""
+    """The stage's label in the trace (Alibaba ``stage``, TPC-H stage number)."""
+    durations: tuple[float, ...] | None = None
+    """Per-task durations when the trace has them (Google); ``None``: every task runs ``mean``."""
+
+    @property
+    def task_seconds(self) -> float:
+        return math.fsum(self.durations) if self.durations is not None else self.tasks * self.mean
+
+
+@dataclass(frozen=True, slots=True)
+class DagTraceJob:
+    """One DAG job as the trace gives it; ``stages`` are in a topological order."""
+
+    name: str
+    stages: tuple[DagTraceStage, ...]
+    submit: float | None = None
+    """Trace seconds (Alibaba: the job's first ``start_s``; Google: the submit time); TPC-H: ``None``."""
+    line: int = 0
+    """Source line: the CSV line of the job's first row, the trace line, or the TPC-H query's position."""
+
+    @property
+    def tasks(self) -> int:
+        return sum(s.tasks for s in self.stages)
+
+    @property
+    def task_seconds(self) -> float:
+        return math.fsum(s.task_seconds for s in self.stages)
+
+    @property
+    def mean(self) -> float:
+        """The job's mean task duration (a one-stage job: the stage's own mean, e.g. the Google field)."""
+        if len(self.stages) == 1:
+            return self.stages[0].mean
+        return math.fsum(s.tasks * s.mean for s in self.stages) / self.tasks
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def _number(where: str, field: str, token: Any, *, minimum: float | None = 0.0) -> float:
+    if isinstance(token, bool):
+        raise DagTraceError(f"{where}: field '{field}': not a number: {token!r}")
+    try:
+        value = float(token)
+    except (TypeError, ValueError):
+        raise DagTraceError(f"{where}: field '{field}': not a number: {token!r}") from None
+    if not math.isfinite(value):
+        raise DagTraceError(f"{where}: field '{field}': not a finite number: {token!r}")
+    if minimum is not None and value < minimum:
+        raise DagTraceError(f"{where}: field '{field}': must be at least {minimum:g}, got {token}")
+    return value
+
+
+def _count(where: str, field: str, token: Any) -> int:
+    value = _number(where, field, token)
+    if not value.is_integer():
+        raise DagTraceError(f"{where}: field '{field}': not an integer: {token!r}")
+    if value < 1:
+        raise DagTraceError(f"{where}: field '{field}': must be at least 1, got {token}")
+    return int(value)
+
+
+def _topological(parents: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
+    """A stable topological order of stages given their parents (Kahn's algorithm, the smallest ready
+    index first: an already ordered DAG keeps its order). Returns ``(order, [])``, or ``(partial,
+    cycle)`` with ``cycle`` a list of stages each waiting for the next (and the last for the first)."""
+    n = len(parents)
+    children: list[list[int]] = [[] for _ in range(n)]
+    waiting = [0] * n
+    for child, ps in enumerate(parents):
+        for p in set(ps):
+            children[p].append(child)
+            waiting[child] += 1
+    ready = [i for i in range(n) if waiting[i] == 0]  # sorted, hence a heap
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for c in children[i]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                heapq.heappush(ready, c)
+    if len(order) == n:
+        return order, []
+    # Every stage left waits for a parent that is also left: walking up parents must close a cycle.
+    left = set(range(n)) - set(order)
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    i = min(left)
+    while i not in seen:
+        seen[i] = len(path)
+        path.append(i)
+        i = next(p for p in parents[i] if p in left)
+    return order, path[seen[i] :]
+
+
+def _renumbered(
+    stages: Sequence[DagTraceStage], parents: Sequence[Sequence[int]], order: list[int]
+) -> tuple[DagTraceStage, ...]:
+    position = {old: new for new, old in enumerate(order)}
+    out: list[DagTraceStage] = []
+    for old in order:
+        s = stages[old]
+        ps = tuple(sorted({position[p] for p in parents[old]}))
+        out.append(DagTraceStage(s.tasks, s.mean, ps, s.cores, s.mem_share, s.name, s.durations))
+    return tuple(out)
+
+
+_ALIBABA_COLUMNS = ("job", "stage", "parents", "instances", "start_s", "duration_s", "plan_cpu", "plan_mem")
+
+
+@dataclass(slots=True)
+class _Row:
+    line: int
+    label: str
+    parents: list[str]
+    stage: DagTraceStage
+    start: float
+
+
+def read_alibaba(path: str | os.PathLike[str] = ALIBABA_CSV) -> list[DagTraceJob]:
+    """Read the Alibaba DAG CSV (one row per stage, columns in ``experiments/traces/DAGS.md``): jobs in
+    order of their first ``start_s`` (stable), stages renumbered topologically (ties: file order).
+
+    Raises :class:`DagTraceError` (one line naming file, line and field) on a missing column, a bad
+    number, a duplicate stage, a parent that is not a stage of the job, or a cycle.
+    """
+    name = os.fspath(path)
+    jobs: dict[str, list[_Row]] = {}
+    try:
+        with open(name, encoding="utf-8", errors="replace", newline="") as f:
+            reader = csv.reader(f)
+            try:
+                header = next(reader, None)
+                if header is None:
+                    raise DagTraceError(f"{name}:1: field 'job': missing header")
+                columns = {c.strip(): i for i, c in enumerate(header)}
+                for c in _ALIBABA_COLUMNS:
+                    if c not in columns:
+                        raise DagTraceError(f"{name}:1: field '{c}': missing column")
+                at = [columns[c] for c in _ALIBABA_COLUMNS]
+                for fields in reader:
+                    if not any(x.strip() for x in fields):
+                        continue
+                    jobs_row = _alibaba_row(name, reader.line_num, fields, at)
+                    jobs.setdefault(jobs_row[0], []).append(jobs_row[1])
+            except csv.Error as exc:
+                raise DagTraceError(f"{name}:{reader.line_num}: field 'job': bad CSV: {exc}") from None
+    except OSError as exc:
+        raise DagTraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from None
+    out = [_alibaba_job(name, job, rows) for job, rows in jobs.items()]
+    out.sort(key=lambda j: j.submit or 0.0)  # every Alibaba job has a submit; stable
+    return out
+
+
+def _alibaba_row(name: str, line: int, fields: list[str], at: list[int]) -> tuple[str, _Row]:
+    where = f"{name}:{line}"
+    if len(fields) <= max(at):
+        missing = next(c for c, i in zip(_ALIBABA_COLUMNS, at, strict=True) if i >= len(fields))
+        raise DagTraceError(f"{where}: field '{missing}': missing")
+    job, label, parents, instances, start, duration, cpu, mem = (fields[i].strip() for i in at)
+    if not job:
+        raise DagTraceError(f"{where}: field 'job': empty")
+    if not label:
+        raise DagTraceError(f"{where}: field 'stage': empty")
+    stage = DagTraceStage(
+        tasks=_count(where, "instances", instances),
+        mean=max(_number(where, "duration_s", duration), MIN_TASK_SECONDS),
+        cores=_number(where, "plan_cpu", cpu) / 100.0,
+        mem_share=_number(where, "plan_mem", mem) / 100.0,
+        name=label,
+    )
+    return job, _Row(line, label, parents.split(), stage, _number(where, "start_s", start, minimum=None))
+
+
+def _alibaba_job(name: str, job: str, rows: list[_Row]) -> DagTraceJob:
+    index: dict[str, int] = {}
+    for k, row in enumerate(rows):
+        if row.label in index:
+            raise DagTraceError(
+                f"{name}:{row.line}: field 'stage': duplicate stage {row.label!r} of job {job!r} "
+                f"(first on line {rows[index[row.label]].line})"
+            )
+        index[row.label] = k
+    parents: list[list[int]] = []
+    for row in rows:
+        for p in row.parents:
+            if p not in index:
+                raise DagTraceError(
+                    f"{name}:{row.line}: field 'parents': parent {p!r} is not a stage of job {job!r}"
+                )
+        parents.append([index[p] for p in row.parents])
+    order, cycle = _topological(parents)
+    if cycle:
+        labels = " -> ".join(repr(rows[i].label) for i in [*cycle, cycle[0]])
+        raise DagTraceError(
+            f"{name}:{rows[cycle[0]].line}: field 'parents': job {job!r} has a cycle "
+            f"(stage -> parent): {labels}"
+        )
+    return DagTraceJob(
+        name=job,
+        stages=_renumbered([r.stage for r in rows], parents, order),
+        submit=min(r.start for r in rows),
+        line=rows[0].line,
+    )
+
+
+def _load_json(name: str) -> dict[str, Any]:
+    try:
+        with open(name, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise DagTraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DagTraceError(f"{name}: field 'queries': not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise DagTraceError(
+            f"{name}: field 'queries': expected an object of queries, got {type(data).__name__}"
+        )
+    return data
+
+
+def _query_part(where: str, query: Any, key: str, kind: type) -> Any:
+    value = query.get(key) if isinstance(query, dict) else None
+    if not isinstance(value, kind):
+        raise DagTraceError(
+            f"{where}: field '{key}': missing or not a{'n object' if kind is dict else ' list'}"
+        )
+    return value
+
+
+def tpch_profiles(path: str | os.PathLike[str] = TPCH_JSON) -> list[str]:
+    """The profiles every query of the TPC-H JSON has, in the first query's order."""
+    name = os.fspath(path)
+    data = _load_json(name)
+    common: list[str] | None = None
+    for key, query in data.items():
+        names = list(_query_part(f"{name}: {key}", query, "profiles", dict))
+        common = names if common is None else [p for p in common if p in names]
+    return common or []
+
+
+def read_tpch(
+    path: str | os.PathLike[str] = TPCH_JSON, profile: str = TPCH_PROFILE
+) -> dict[str, DagTraceJob]:
+    """Read the TPC-H JSON at one ``profile`` (see :func:`tpch_profiles`): query name -> job, in file
+    order. Mean task runtimes are converted from ms to seconds; stages are renumbered topologically.
+
+    Raises :class:`DagTraceError` (one line naming file, query, stage and field) on an unknown profile,
+    a bad number, a stage without exactly one profile row, an edge to a missing stage, or a cycle.
+    """
+    name = os.fspath(path)
+    out: dict[str, DagTraceJob] = {}
+    for position, (key, query) in enumerate(_load_json(name).items(), 1):
+        where = f"{name}: {key}"
+        ids = _query_part(where, query, "stages", list)
+        edges = _query_part(where, query, "edges", list)
+        profiles = _query_part(where, query, "profiles", dict)
+        index: dict[int, int] = {}
+        for k, s in enumerate(ids):
+            sid = _stage_id(f"{where} stage #{k}", "stages", s)
+            if sid in index:
+                raise DagTraceError(f"{where} stage {sid}: field 'stages': listed twice")
+            index[sid] = k
+        if profile not in profiles:
+            known = ", ".join(profiles) or "none"
+            raise DagTraceError(f"{where}: field 'profiles': unknown profile {profile!r} (known: {known})")
+        rows = profiles[profile]
+        if not isinstance(rows, list):
+            raise DagTraceError(f"{where}: field 'profiles.{profile}': not a list")
+        found: dict[int, DagTraceStage] = {}
+        for k, row in enumerate(rows):
+            if not (isinstance(row, list) and len(row) == 3):
+                raise DagTraceError(
+                    f"{where} row #{k}: field 'profiles.{profile}': expected [stage, tasks, mean_ms], "
+                    f"got {row!r}"
+                )
+            sid = _stage_id(f"{where} row #{k}", f"profiles.{profile}", row[0])
+            at = f"{where} stage {sid}"
+            if sid not in index:
+                raise DagTraceError(f"{at}: field 'profiles.{profile}': not a stage of the query")
+            if sid in found:
+                raise DagTraceError(f"{at}: field 'profiles.{profile}': profiled twice")
+            mean_ms = _number(at, f"profiles.{profile}.mean_task_runtime_ms", row[2])
+            found[sid] = DagTraceStage(
+                tasks=_count(at, f"profiles.{profile}.tasks", row[1]),
+                mean=max(mean_ms / 1000.0, MIN_TASK_SECONDS),
+                name=str(sid),
+            )
+        for sid in index:
+            if sid not in found:
+                raise DagTraceError(f"{where} stage {sid}: field 'profiles.{profile}': no profile row")
+        parents: list[list[int]] = [[] for _ in ids]
+        for edge in edges:
+            if not (isinstance(edge, list) and len(edge) == 2):
+                raise DagTraceError(f"{where}: field 'edges': expected [parent, child], got {edge!r}")
+            p, c = (_stage_id(f"{where}", "edges", x) for x in edge)
+            if c not in index:
+                raise DagTraceError(f"{where}: field 'edges': edge {edge}: child {c} is not a stage")
+            if p not in index:
+                raise DagTraceError(f"{where} stage {c}: field 'edges': parent {p} does not exist")
+            parents[index[c]].append(index[p])
+        order, cycle = _topological(parents)
+        if cycle:
+            labels = " -> ".join(str(ids[i]) for i in [*cycle, cycle[0]])
+            raise DagTraceError(
+                f"{where} stage {ids[cycle[0]]}: field 'edges': a cycle (stage -> parent): {labels}"
+            )
+        stages = [found[sid] for sid in index]  # in the order of "stages"
+        out[key] = DagTraceJob(name=key, stages=_renumbered(stages, parents, order), line=position)
+    return out
+
+
+def _stage_id(where: str, field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DagTraceError(f"{where}: field '{field}': stage must be an integer >= 0, got {value!r}")
+    return value
+
+
+def google_dag_jobs(trace_jobs: Sequence[TraceJob]) -> list[DagTraceJob]:
+    """Flat trace jobs as one-stage DAG jobs, keeping per-task durations, submit, mean field and line."""
+    return [
+        DagTraceJob(
+            name=f"line {tj.line}",
+            stages=(DagTraceStage(tj.tasks, tj.mean, durations=tuple(tj.durations)),),
+            submit=tj.submit,
+            line=tj.line,
+        )
+        for tj in trace_jobs
+    ]
+
+
+# --- demands ------------------------------------------------------------------------------------------
+
+
+def log_uniform(rng: random.Random, lo: float, hi: float) -> float:
+    """A draw whose logarithm is uniform in ``[log lo, log hi]`` (clamped against rounding)."""
+    return min(hi, max(lo, math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+
+
+def synthesize_demands(
+    stages: Sequence[DagTraceStage],
+    rng: random.Random,
+    mode: DemandMode = "synth",
+    machine: Resources = DEFAULT_MACHINE,
+) -> list[Resources]:
+    """One per-task demand per stage (the stage's tasks share it).
+
+    ``"synth"`` (spec §6.2): cores, memory (GB), disk and network (shares of a machine's bandwidth)
+    drawn independently, log-uniform in [:data:`DEMAND_MIN`, :data:`DEMAND_MAX`], in that order per stage.
+    ``"alibaba-plan"``: the trace's own request, ``<plan_cpu/100, plan_mem/100 * machine.mem, 0, 0>``
+    (no diversity: 0.5 or 1 core in nearly every stage); draws nothing.
+    Raises :class:`~aviary.common.workload.WorkloadError` if a stage lacks a trace request in
+    ``"alibaba-plan"`` mode or a demand does not fit ``machine``.
+    """
+    if mode not in _DEMAND_MODES:
+        raise WorkloadError(f"demands must be one of {', '.join(_DEMAND_MODES)}, got {mode!r}")
+    out: list[Resources] = []
+    for i, s in enumerate(stages):
+        if mode == "synth":
+            demand = Resources(
+                *(log_uniform(rng, lo, hi) for lo, hi in zip(DEMAND_MIN, DEMAND_MAX, strict=True))
+            )
+        else:
+            if s.cores is None or s.mem_share is None:
+                raise WorkloadError(f"stage {i}: demands='alibaba-plan' needs the trace's own requests")
+            demand = Resources(cores=s.cores, mem=s.mem_share * machine.mem)
+        if not demand.fits_in(machine):
+            raise WorkloadError(
+                f"stage {i}: demand <{demand.describe()}> does not fit the machine <{machine.describe()}>"
+            )
+        out.append(demand)
+    return out
+
+
+# --- offered load -------------------------------------------------------------------------------------
+
+
+def resource_seconds(job: JobSpec) -> Resources:
+    """``Σ over tasks of duration * demand`` per resource (a flat job's tasks take one core each)."""
+    stages = job.dag()
+    return vector_sum(
+        s.demand.times(math.fsum(job.durations[at : at + s.tasks]))
+        for s, at in zip(stages, stage_offsets(stages), strict=True)
+    )
+
+
+def _per_capacity(work: Resources, capacity_total: Resources) -> list[float]:
+    out = []
+    for name, w, c in zip(RESOURCES, work, capacity_total, strict=True):
+        if c > 0:
+            out.append(w / c)
+        elif w > 0:
+            raise WorkloadError(f"the jobs demand {name} but capacity_total has none")
+        else:
+            out.append(0.0)
+    return out
+
+
+def poisson_mean_gap(jobs: Sequence[JobSpec], capacity_total: Resources, load: float) -> float:
+    """The mean inter-arrival gap at which ``jobs`` offer ``load`` on their dominant resource:
+    ``max_r (mean per-job resource-seconds_r / capacity_total_r) / load``."""
+    if not jobs:
+        raise WorkloadError("no jobs")
+    if not (load > 0 and math.isfinite(load)):
+        raise WorkloadError(f"load must be a positive number, got {load}")
+    mean_work = vector_sum(resource_seconds(j) for j in jobs).times(1.0 / len(jobs))
+    return max(_per_capacity(mean_work, capacity_total)) / load
+
+
+def offered_load(jobs: Sequence[JobSpec], capacity_total: Resources, span: float) -> Resources:
+    """The realized offered load of ``jobs`` over ``span`` seconds, per resource:
+    ``Σ resource-seconds_r / (capacity_total_r * span)``; its ``max`` is the dominant-resource load."""
+    if not (span > 0 and math.isfinite(span)):
+        raise WorkloadError(f"span must be a positive number, got {span}")
+    work = vector_sum(resource_seconds(j) for j in jobs)
+    return Resources(*(x / span for x in _per_capacity(work, capacity_total)))
+
+
+# --- workloads ----------------------------------------------------------------------------------------
+
+
+def _pool(
+    kind: str, trace: Sequence[DagTraceJob] | Sequence[TraceJob] | Mapping[str, DagTraceJob] | None
+) -> list[DagTraceJob]:
+    if trace is None:
+        if kind == "alibaba":
+            return read_alibaba()
+        if kind == "tpch":
+            return list(read_tpch().values())
+        return google_dag_jobs(read_trace(GOOGLE_TRACE))
+    items: list[Any] = list(trace.values()) if isinstance(trace, Mapping) else list(trace)
+    flat = [x for x in items if isinstance(x, TraceJob)]
+    if flat and (kind != "google" or len(flat) != len(items)):
+        raise WorkloadError(f"kind {kind!r}: pass DagTraceJob jobs (TraceJob jobs are for kind 'google')")
+    return google_dag_jobs(flat) if flat else cast(list[DagTraceJob], items)
+
+
+def build_dag_workload(
+    kind: DagKind,
+    trace: Sequence[DagTraceJob] | Sequence[TraceJob] | Mapping[str, DagTraceJob] | None = None,
+    *,
+    jobs: int | None = None,
+    sample: Literal["consecutive", "random"] = "consecutive",
+    start: int | None = None,
+    seed: int = 0,
+    time_scale: float = 1.0,
+    task_scale: float = 1.0,
+    load: float | None = None,
+    capacity_total: Resources | None = None,
+    keep_arrivals: bool = False,
+    demands: DemandMode = "synth",
+    machine: Resources = DEFAULT_MACHINE,
+    cutoff: float = GOOGLE_CUTOFF,
+) -> list[JobSpec]:
+    """A scaled replay of DAG jobs with per-stage demands (steps in the module docstring).
+
+    ``trace``: the jobs to draw from (``None``: the bundled file of ``kind``; ``"google"`` also takes
+    :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"`` the mapping :func:`read_tpch` returns).
+    ``jobs=None`` takes every job (from ``start``), except for ``"tpch"``, which needs ``jobs``;
+    ``sample``/``start`` do not apply to ``"tpch"``. Exactly one of ``load`` (Poisson, with
+    ``capacity_total`` = the cluster's summed capacity) and ``keep_arrivals`` must be chosen.
+    Raises :class:`~aviary.common.workload.WorkloadError` on impossible parameters.
+    """
+    if kind not in _KINDS:
+        raise WorkloadError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if demands not in _DEMAND_MODES:
+        raise WorkloadError(f"demands must be one of {', '.join(_DEMAND_MODES)}, got {demands!r}")
+    for label, value in (("time_scale", time_scale), ("task_scale", task_scale)):
+        if not (value > 0 and math.isfinite(value)):
+            raise WorkloadError(f"{label} must be a positive number, got {value}")
+    if not (cutoff >= 0 and math.isfinite(cutoff)):
+        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+    if keep_arrivals == (load is not None):
+        raise WorkloadError("choose one arrival process: load=RHO (Poisson) or keep_arrivals=True")
+    if load is not None:
+        if not (load > 0 and math.isfinite(load)):
+            raise WorkloadError(f"load must be a positive number, got {load}")
+        if capacity_total is None:
+            raise WorkloadError("load needs capacity_total (the cluster's summed capacity)")
+
+    root = random.Random(seed)
+    sample_rng, arrival_rng, demand_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
+    pool = _pool(kind, trace)
+    if kind == "tpch":
+        if jobs is None or jobs < 1:
+            raise WorkloadError(f"kind 'tpch' needs jobs >= 1 (each job is a random query), got {jobs}")
+        if start is not None or sample != "consecutive":
+            raise WorkloadError("sample and start do not apply to kind 'tpch' (each job is a random query)")
+        if not pool:
+            raise WorkloadError("the trace has no queries")
+        chosen = [sample_rng.choice(pool) for _ in range(jobs)]
+    else:
+        # _sample only indexes and slices its sequence, so it samples DagTraceJob lists as well.
+        chosen = cast(list[DagTraceJob], _sample(cast(list[TraceJob], pool), jobs, sample, start, sample_rng))
+    if keep_arrivals:
+        if any(j.submit is None for j in chosen):
+            raise WorkloadError(f"keep_arrivals needs submit times, and kind {kind!r} has none")
+        chosen.sort(key=lambda j: j.submit or 0.0)
+
+    specs: list[JobSpec] = []
+    for job_id, tj in enumerate(chosen):
+        durations: list[float] = []
+        stages: list[Stage] = []
+        for s, demand in zip(
+            tj.stages, synthesize_demands(tj.stages, demand_rng, demands, machine), strict=True
+        ):
+            m = task_count(s.tasks, task_scale)
+            if s.durations is not None:
+                kept = [d / time_scale for d in merge_tasks(s.durations, m)]
+            else:
+                kept = [s.tasks / m * s.mean / time_scale] * m
+            durations.extend(kept)
+            stages.append(Stage(m, math.fsum(kept) / m, demand, s.parents))
+        specs.append(
+            JobSpec(
+                job_id=job_id,
+                submit=0.0,
+                durations=durations,
+                estimate=math.fsum(durations) / len(durations),
+                long=tj.mean >= cutoff,
+                line=tj.line,
+                stages=stages,
+            )
+        )
+
+    if keep_arrivals:
+        first = cast(float, chosen[0].submit)
+        for spec, tj in zip(specs, chosen, strict=True):
+            spec.submit = (cast(float, tj.submit) - first) / time_scale
+    else:
+        assert load is not None and capacity_total is not None
+        gap = poisson_mean_gap(specs, capacity_total, load)
+        t = 0.0
+        for spec in specs[1:]:
+            t += arrival_rng.expovariate(1.0 / gap) if gap > 0 else 0.0
+            spec.submit = t
+    check_dag_workload(specs, machine)
+    return specs
+
+
+def check_dag_workload(specs: Sequence[JobSpec], machine: Resources = DEFAULT_MACHINE) -> None:
+    """Raise :class:`~aviary.common.workload.WorkloadError` (one line) unless the workload is sane: job
+    ids 0..K-1 in submit order from 0, :meth:`JobSpec.check` (parents are earlier stages, task counts
+    add up), finite durations >= 0, and every stage's demand non-zero and fitting ``machine``."""
+    last = 0.0
+    for k, spec in enumerate(specs):
+        if spec.job_id != k:
+            raise WorkloadError(f"job {spec.job_id} is at position {k}: ids must be 0..K-1")
+        if not (math.isfinite(spec.submit) and spec.submit >= last and (k or spec.submit == 0.0)):
+            raise WorkloadError(f"job {k}: submit {spec.submit} is out of order (previous {last})")
+        last = spec.submit
+        try:
+            spec.check()
+        except ValueError as exc:
+            raise WorkloadError(str(exc)) from None
+        if not all(d >= 0 and math.isfinite(d) for d in spec.durations):
+            raise WorkloadError(f"job {k}: durations must be finite and >= 0")
+        for i, s in enumerate(spec.dag()):
+            if s.demand == ZERO or not s.demand.fits_in(machine):
+                raise WorkloadError(
+                    f"job {k} stage {i}: demand <{s.demand.describe()}> is zero or does not fit the "
+                    f"machine <{machine.describe()}>"
+                )

@@ -1,0 +1,336 @@
+"""DAG workloads: the Alibaba and TPC-H readers, demand synthesis, task merging, dominant-resource load."""
+
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from aviary.common.dags import (
+    ALIBABA_CSV,
+    DEFAULT_MACHINE,
+    DEMAND_MAX,
+    DEMAND_MIN,
+    TPCH_JSON,
+    DagTraceError,
+    DagTraceJob,
+    DagTraceStage,
+    build_dag_workload,
+    check_dag_workload,
+    google_dag_jobs,
+    offered_load,
+    poisson_mean_gap,
+    read_alibaba,
+    read_tpch,
+    resource_seconds,
+    synthesize_demands,
+    tpch_profiles,
+)
+from aviary.common.model import JobSpec, Stage
+from aviary.common.resources import Resources
+from aviary.common.trace import TraceJob, read_trace
+from aviary.common.workload import WorkloadError, build_workload
+
+GOOGLE = Path(__file__).resolve().parent.parent / "experiments" / "traces" / "google_10k.tr"
+CLUSTER = DEFAULT_MACHINE.times(100)
+
+
+@pytest.fixture(scope="module")
+def alibaba() -> list[DagTraceJob]:
+    return read_alibaba()
+
+
+@pytest.fixture(scope="module")
+def tpch() -> dict[str, DagTraceJob]:
+    return read_tpch()
+
+
+@pytest.fixture(scope="module")
+def google() -> list[TraceJob]:
+    return read_trace(GOOGLE)
+
+
+def topological(job: DagTraceJob) -> bool:
+    return all(0 <= p < i for i, s in enumerate(job.stages) for p in s.parents)
+
+
+# --- readers on the shipped files ---------------------------------------------------------------------
+
+
+def test_alibaba_counts_match_the_traces_readme(alibaba):
+    assert len(alibaba) == 6535
+    assert sum(len(j.stages) for j in alibaba) == 24729
+    assert sum(j.tasks for j in alibaba) == 3_051_810
+    assert sum(len(s.parents) for j in alibaba for s in j.stages) == 19409
+    assert max(len(j.stages) for j in alibaba) == 72
+    assert max(j.tasks for j in alibaba) == 175_991
+    submits = [j.submit for j in alibaba]
+    assert submits == sorted(submits)
+    assert 168 <= (submits[-1] - submits[0]) / 3600 < 168.5
+    assert all(topological(j) for j in alibaba)
+    assert min(s.mean for j in alibaba for s in j.stages) > 0
+    assert len({j.name for j in alibaba}) == 6535
+    first = alibaba[0]
+    assert (first.name, first.line, first.submit) == ("j_343160", 2, 85660.0)
+    s = first.stages[2]  # J3_1_2: 3 tasks after stages 1 and 2
+    assert (s.name, s.tasks, s.parents, s.cores) == ("3", 3, (0, 1), 1.0)
+    assert s.mem_share == pytest.approx(0.0059)
+
+
+def test_tpch_has_22_topologically_ordered_queries_and_16_profiles(tpch):
+    assert list(tpch) == [f"Q{i}" for i in range(1, 23)]
+    assert len(tpch_profiles()) == 16
+    raw = json.loads(TPCH_JSON.read_text())
+    for key, job in tpch.items():
+        assert topological(job), key
+        assert job.submit is None and job.line == int(key[1:])
+        # The renumbering keeps the graph: the same edges between the same stage names.
+        names = [s.name for s in job.stages]
+        edges = {(int(names[p]), int(names[i])) for i, s in enumerate(job.stages) for p in s.parents}
+        assert edges == {tuple(e) for e in raw[key]["edges"]}, key
+    q2 = tpch["Q2"]
+    assert len(q2.stages) == 17
+    assert (q2.stages[0].tasks, q2.stages[0].mean) == (50, pytest.approx(8.36348))  # ms -> s
+    for profile in tpch_profiles():
+        assert len(read_tpch(profile=profile)) == 22
+
+
+def test_stages_are_renumbered_topologically_and_stably(tmp_path):
+    csv = tmp_path / "a.csv"
+    csv.write_text(
+        "job,stage,parents,instances,start_s,duration_s,plan_cpu,plan_mem\n"
+        "j,3,1 2,4,10,5,100,0.3\n"  # a child listed before its parents
+        "j,1,,2,0,1,50,0.2\n"
+        "j,2,1,1,3,2,50,0.2\n"
+        "j,9,,1,0,0,50,0.2\n"  # an independent root, duration 0
+    )
+    (job,) = read_alibaba(csv)
+    assert [s.name for s in job.stages] == ["1", "2", "3", "9"]
+    assert [s.parents for s in job.stages] == [(), (0,), (0, 1), ()]
+    assert job.submit == 0 and job.line == 2
+    assert job.stages[3].mean == pytest.approx(1e-3)  # zero durations become 1 ms
+    doc = {
+        "Q": {
+            "stages": [0, 1, 2],
+            "edges": [[2, 0], [1, 0]],
+            "profiles": {"p": [[0, 1, 1000.0], [1, 2, 500.0], [2, 3, 250.0]]},
+        }
+    }
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    q = read_tpch(tmp_path / "t.json", profile="p")["Q"]
+    assert [(s.name, s.tasks, s.parents) for s in q.stages] == [("1", 2, ()), ("2", 3, ()), ("0", 1, (0, 1))]
+
+
+# --- bad input: one-line errors naming file, line and field -------------------------------------------
+
+HEADER = "job,stage,parents,instances,start_s,duration_s,plan_cpu,plan_mem\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "field"),
+    [
+        ("job,stage,parents,instances,start_s,duration_s,plan_cpu\nj,1,,1,0,1,50\n", ":1:", "plan_mem"),
+        (HEADER + "j,1,,1,0,1,50,0.2\nj,2,1,x,0,1,50,0.2\n", ":3:", "instances"),
+        (HEADER + "j,1,,1,0,1,50,0.2\nj,2,1,0,0,1,50,0.2\n", ":3:", "instances"),
+        (HEADER + "j,1,,1,0,-1,50,0.2\n", ":2:", "duration_s"),
+        (HEADER + "j,1,,1,0,1,nan,0.2\n", ":2:", "plan_cpu"),
+        (HEADER + "j,1,,1,0,1,50\n", ":2:", "plan_mem"),
+        (HEADER + "j,1,,1,0,1,50,0.2\nj,2,7,1,0,1,50,0.2\n", ":3:", "parents"),
+        (HEADER + "j,1,2,1,0,1,50,0.2\nj,2,1,1,0,1,50,0.2\n", ":2:", "parents"),  # a cycle
+        (HEADER + "j,1,1,1,0,1,50,0.2\n", ":2:", "parents"),  # its own parent
+        (HEADER + "j,1,,1,0,1,50,0.2\nj,1,,1,0,1,50,0.2\n", ":3:", "stage"),  # duplicate
+    ],
+)
+def test_bad_alibaba_csv_raises_one_line(tmp_path, text, where, field):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(DagTraceError) as err:
+        read_alibaba(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}{where}") and f"field '{field}'" in message, message
+
+
+def tpch_doc(**change):
+    query = {"stages": [0, 1], "edges": [[0, 1]], "profiles": {"p": [[0, 2, 100.0], [1, 1, 50.0]]}}
+    query.update(change)
+    return {"Q1": {"stages": [0], "edges": [], "profiles": {"p": [[0, 1, 1.0]]}}, "Q7": query}
+
+
+@pytest.mark.parametrize(
+    ("doc", "profile", "where", "field"),
+    [
+        (tpch_doc(), "nope", "Q1", "profiles"),
+        (tpch_doc(edges=[[5, 1]]), "p", "Q7 stage 1", "edges"),
+        (tpch_doc(edges=[[0, 1], [1, 0]]), "p", "Q7 stage", "edges"),
+        (tpch_doc(profiles={"p": [[0, "x", 100.0], [1, 1, 50.0]]}), "p", "Q7 stage 0", "profiles.p.tasks"),
+        (tpch_doc(profiles={"p": [[0, 2, -1], [1, 1, 50.0]]}), "p", "Q7 stage 0", "profiles.p.mean"),
+        (tpch_doc(profiles={"p": [[0, 2, 100.0]]}), "p", "Q7 stage 1", "profiles.p"),
+        (tpch_doc(stages=None), "p", "Q7", "stages"),
+    ],
+)
+def test_bad_tpch_json_raises_one_line(tmp_path, doc, profile, where, field):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DagTraceError) as err:
+        read_tpch(path, profile=profile)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: {where}") and f"field '{field}" in message, message
+
+
+def test_missing_files_raise_one_line(tmp_path):
+    for reader in (read_alibaba, read_tpch):
+        with pytest.raises(DagTraceError, match="cannot read trace"):
+            reader(tmp_path / "absent")
+
+
+# --- workloads ----------------------------------------------------------------------------------------
+
+
+def build(kind, trace, **kw):
+    args = {"jobs": 200, "seed": 3, "time_scale": 1000.0, "load": 0.9, "capacity_total": CLUSTER} | kw
+    return build_dag_workload(kind, trace, **args)
+
+
+def fingerprint(specs: list[JobSpec]):
+    return [(s.submit, s.line, s.durations, s.stages) for s in specs]
+
+
+@pytest.mark.parametrize("kind", ["alibaba", "tpch", "google"])
+def test_deterministic_per_seed_and_different_across_seeds(kind, alibaba, tpch, google):
+    trace = {"alibaba": alibaba, "tpch": tpch, "google": google}[kind]
+    a, b, c = build(kind, trace), build(kind, trace), build(kind, trace, seed=4)
+    assert fingerprint(a) == fingerprint(b)
+    assert fingerprint(a) != fingerprint(c)
+    # The load changes only the arrivals: the same jobs with the same demands.
+    d = build(kind, trace, load=0.5)
+    assert [(s.line, s.durations, s.stages) for s in a] == [(s.line, s.durations, s.stages) for s in d]
+    check_dag_workload(a)
+    assert [s.job_id for s in a] == list(range(200))
+
+
+def test_merging_keeps_each_stage_task_seconds(alibaba, tpch):
+    for kind, trace in (("alibaba", alibaba), ("tpch", tpch)):
+        extra = {"sample": "random"} if kind == "alibaba" else {}
+        specs = build(kind, trace, jobs=300, task_scale=0.05, **extra)
+        pool = {j.line: j for j in (alibaba if kind == "alibaba" else tpch.values())}
+        for spec in specs:
+            tj = pool[spec.line]
+            at = 0
+            for s, ts in zip(spec.stages, tj.stages, strict=True):
+                ds = spec.durations[at : at + s.tasks]
+                at += s.tasks
+                assert s.tasks == min(ts.tasks, max(1, round(ts.tasks * 0.05)))
+                assert math.fsum(ds) * 1000.0 == pytest.approx(ts.tasks * ts.mean, rel=1e-12)
+                assert s.estimate == pytest.approx(ds[0]) and len(set(ds)) == 1  # n/m times the mean
+                assert min(ds) > 0
+            assert spec.estimate == pytest.approx(math.fsum(spec.durations) / spec.tasks)
+            assert spec.long == (tj.mean >= 1129.532)
+
+
+def test_google_kind_is_build_workload_plus_a_demand(google):
+    ours = build_dag_workload(
+        "google", google, jobs=500, seed=5, time_scale=1000.0, task_scale=0.01, keep_arrivals=True
+    )
+    theirs = build_workload(google, jobs=500, seed=5, time_scale=1000.0, task_scale=0.01, keep_arrivals=True)
+    assert [(s.submit, s.durations, s.long, s.line) for s in ours] == [
+        (s.submit, s.durations, s.long, s.line) for s in theirs
+    ]
+    assert all(len(s.stages) == 1 and s.stages[0].parents == () for s in ours)
+    assert google_dag_jobs(google[:1])[0].mean == google[0].mean
+
+
+def test_synthesized_demands_are_log_uniform_in_the_spec_ranges(tpch):
+    stages = [DagTraceStage(1, 1.0)] * 4000
+    demands = synthesize_demands(stages, random.Random(1))
+    for k, (lo, hi) in enumerate(zip(DEMAND_MIN, DEMAND_MAX, strict=True)):
+        xs = [d[k] for d in demands]
+        assert lo <= min(xs) and max(xs) <= hi
+        assert statistics.median(xs) == pytest.approx(math.sqrt(lo * hi), rel=0.1)  # the geometric mean
+    assert len(set(demands)) == len(demands)  # independent draws
+    assert all(d.fits_in(DEFAULT_MACHINE) for d in demands)
+    # In a workload: one demand per stage, drawn per job (two runs of one query differ).
+    specs = build("tpch", tpch, jobs=300)
+    q = [s for s in specs if s.line == 2]
+    assert len(q) >= 2 and q[0].stages[0].demand != q[1].stages[0].demand
+    drawn = [st.demand for s in specs for st in s.stages]
+    assert all(DEMAND_MIN.fits_in(d) and d.fits_in(DEMAND_MAX) for d in drawn)
+
+
+def test_alibaba_plan_demands_are_nearly_uniform(alibaba, tpch):
+    specs = build("alibaba", alibaba, jobs=None, demands="alibaba-plan", task_scale=0.001)
+    stages = [st for s in specs for st in s.stages]
+    assert len(stages) == 24729
+    assert sum(st.demand.cores in (0.5, 1.0) for st in stages) / len(stages) > 0.999
+    assert all(st.demand.disk == st.demand.net == 0 for st in stages)
+    assert statistics.median(st.demand.mem for st in stages) == pytest.approx(0.003 * 64)
+    assert max(st.demand.mem for st in stages) == pytest.approx(0.0235 * 64)
+    with pytest.raises(WorkloadError, match="alibaba-plan"):
+        build("tpch", tpch, demands="alibaba-plan")
+
+
+# --- offered load -------------------------------------------------------------------------------------
+
+
+def test_dominant_resource_load_on_a_hand_computed_example():
+    a = JobSpec(0, 0.0, [10.0, 10.0], 10.0, False, stages=[Stage(2, 10.0, Resources(1, 4, 0, 0))])
+    b = JobSpec(1, 0.0, [20.0], 20.0, False, stages=[Stage(1, 20.0, Resources(4, 1, 0.5, 0))])
+    assert resource_seconds(a) == (20, 80, 0, 0) and resource_seconds(b) == (80, 20, 10, 0)
+    capacity = Resources(10, 100, 2, 1)
+    # mean per job <50, 50, 5, 0> / capacity = <5, 0.5, 2.5, 0>: cores dominate; gap = 5 / load.
+    assert poisson_mean_gap([a, b], capacity, 0.5) == pytest.approx(10.0)
+    # Over 20 s (two gaps of 10 s): <100/200, 100/2000, 10/40, 0>.
+    assert offered_load([a, b], capacity, 20.0) == pytest.approx((0.5, 0.05, 0.25, 0.0))
+    with pytest.raises(WorkloadError, match="disk"):
+        poisson_mean_gap([b], Resources(10, 100, 0, 1), 0.5)
+
+
+@pytest.mark.parametrize("load", [0.5, 0.9])
+def test_poisson_arrivals_reach_the_asked_load(tpch, load):
+    n = 4000
+    specs = build("tpch", tpch, jobs=n, seed=11, load=load, task_scale=0.1)
+    span = specs[-1].submit * n / (n - 1)  # n gaps' worth of time
+    realized = offered_load(specs, CLUSTER, span)
+    assert max(realized) == pytest.approx(load, rel=0.05)
+    # With the spec §6.2 ranges, disk and network dominate (mean 0.215 of a machine per task).
+    assert max(realized) in (realized.disk, realized.net)
+
+
+def test_keep_arrivals_scales_the_trace_submit_times(alibaba, tpch):
+    specs = build("alibaba", alibaba, start=100, load=None, keep_arrivals=True, capacity_total=None)
+    chosen = alibaba[100:300]
+    assert [s.submit for s in specs] == [(j.submit - chosen[0].submit) / 1000.0 for j in chosen]
+    with pytest.raises(WorkloadError, match="submit"):
+        build("tpch", tpch, load=None, keep_arrivals=True)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"keep_arrivals": True}, "one arrival process"),
+        ({"load": None}, "one arrival process"),
+        ({"capacity_total": None}, "capacity_total"),
+        ({"kind": "tpcds"}, "kind"),
+        ({"demands": "uniform"}, "demands"),
+        ({"time_scale": 0}, "time_scale"),
+        ({"task_scale": -1}, "task_scale"),
+        ({"kind": "tpch", "jobs": None}, "tpch"),
+        ({"kind": "tpch", "start": 3}, "tpch"),
+        ({"jobs": 10**6}, "only"),
+    ],
+)
+def test_bad_parameters_raise(alibaba, kw, match):
+    kind = kw.pop("kind", "alibaba")
+    trace = None if kind == "tpch" else alibaba
+    with pytest.raises(WorkloadError, match=match):
+        build(kind, trace, **kw)
+
+
+def test_check_rejects_a_demand_that_does_not_fit():
+    job = JobSpec(0, 0.0, [1.0], 1.0, False, stages=[Stage(1, 1.0, Resources(17, 1, 0, 0))])
+    with pytest.raises(WorkloadError, match="does not fit"):
+        check_dag_workload([job])
+    assert ALIBABA_CSV.exists() and TPCH_JSON.exists()
