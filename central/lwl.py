@@ -82,8 +82,9 @@ class LwlIndex:
                 self.expiry.append((self.ends[i], i, v))
             else:
                 self.idle.append((self.queued[i], self.rank[i], i, v))
-        for h in (self.idle, self.busy, self.expiry):
-            heapq.heapify(h)
+        heapq.heapify(self.idle)
+        heapq.heapify(self.busy)
+        heapq.heapify(self.expiry)
 
     def least(self, now: float) -> int:
         """The node with the least estimated waiting time now."""

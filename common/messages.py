@@ -72,8 +72,8 @@ def message(tag: int) -> Callable[[type], type]:
         required = sum(
             1 for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         )
-        cls.TAG = tag
-        cls.KIND = cls.__name__
+        setattr(cls, "TAG", tag)  # noqa: B010 (set on a class the decorator receives)
+        setattr(cls, "KIND", cls.__name__)  # noqa: B010
         _BY_TAG[tag] = cls
         _CHECKS[cls] = (required, tuple(_checker(hints[f.name]) for f in fields))
         _FIELDS[cls] = tuple(f.name for f in fields)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
 
 import zmq
 
@@ -55,7 +56,7 @@ class Transport:
             raise ValueError(f"process name {name!r} may not contain '@'")
         self.name = name
         self.peers = dict(peers)
-        self.ctx = zmq.Context.instance()
+        self.ctx: zmq.Context[Any] = zmq.Context.instance()
         sock = self.ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}".encode())
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)

@@ -385,9 +385,10 @@ def where_section(seeds: Sequence[int], facts: dict[str, Any]) -> list[str]:
     ]
     for c in CATEGORIES:
         for policy in ("fifo", "kairos"):
-            a = acc[policy].get(c.number)
-            if not a:
+            got = acc[policy].get(c.number)
+            if not got:
                 continue
+            a = got
             facts.setdefault("where", {})[policy, c.number] = {
                 k: statistics.median(a[k]) for k in ("jct", "central", "node")
             } | {"stretch": statistics.fmean(a["task_stretch"])}

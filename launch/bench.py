@@ -46,7 +46,7 @@ async def _measure(cluster: Any, jobs: list[JobSpec], dead: Any) -> tuple[Fronte
         if session.problems:
             raise RuntimeError("; ".join(session.problems))
         messages, _ = await session.collect(shutdown=False)
-    makespan = max(t.finish for t in session.core.times.values())  # type: ignore[type-var]
+    makespan = max(t.finish or 0.0 for t in session.core.times.values())
     session.messages = messages  # type: ignore[attr-defined]
     return session, makespan
 

@@ -293,7 +293,7 @@ class ProgressBar:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
 
     def update(self, frontend: FrontendCore, note: str = "") -> None:
@@ -339,7 +339,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             problems = result.problems
             log = result.task_log
     records = job_records(frontend, policy.name)
-    dag = {}
+    dag: dict[str, Any] = {}
     if policy.dag:
         dag = {
             "task_log": [TaskRecord(e[0], e[2], e[3], Resources.of(e[4])) for e in log],

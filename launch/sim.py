@@ -196,9 +196,10 @@ class Simulator:
                     proc = ev[2]
                     events += 1
                     effects = proc.on_message(now, ev[3], ev[4])
-                    if proc is fproc and fcore.done:
+                    if proc is fproc and fcore is not None and fcore.done:
                         self.seq = seq
-                        self._apply(proc, effects, now)
+                        assert fproc is not None
+                        self._apply(fproc, effects, now)
                         seq = self.seq
                         break
                 elif heap:
@@ -234,7 +235,7 @@ class Simulator:
                     break
                 if events >= next_report:
                     next_report = events + progress_every
-                    progress(frontend, now)  # type: ignore[misc]
+                    progress(frontend, now)  # type: ignore[misc,arg-type]
                 if not effects:
                     continue
 

@@ -192,11 +192,11 @@ class KairosNodeCore(Core):
             self.counters["arrivals_waiting"] += 1
             return []
         # lines 11-15: preempt the running task with the most attained service
-        slot = victim.slot
-        assert slot is not None
+        freed = victim.slot
+        assert freed is not None
         effects = self._suspend(now, victim)
         self.counters["preemptions_arrival"] += 1
-        return [*effects, *self._run(now, task, slot)]
+        return [*effects, *self._run(now, task, freed)]
 
     def _quantum_end(self, now: float, slot: int) -> list[Effect]:
         task = self.running[slot]

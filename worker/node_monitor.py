@@ -80,7 +80,7 @@ class FifoQueue:
         if not q:
             return None
         head = q[0]
-        if type(head) is TaskEntry:
+        if isinstance(head, TaskEntry):
             return q.popleft()
         if head.count == 1:
             q.popleft()
