@@ -1,0 +1,81 @@
+"""Central decision cost per placed task of the multi-resource policies, and simulator speed on DAG
+workloads (a benchmark, not a test: ratios in one run on a shared machine):
+
+    python -m aviary.experiments.bench_packing            # TPC-H at 100 and 1,000 nodes, Alibaba at 100
+
+Each cell is one simulated replay at offered load 0.9 (seed 0); the central scheduler's
+``on_message`` is timed around every call (``time.perf_counter``), so the cost per placed task includes
+the bookkeeping of submissions and finishes; the rest of the wall time is the node cores, the frontend
+and the simulator's event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from aviary.common.frontend import FrontendCore
+from aviary.common.resources import vector_sum
+from aviary.launch.cli import build_parser
+from aviary.launch.registry import build_core, get_policy
+from aviary.launch.replay import setup_replay
+from aviary.launch.sim import Simulator
+
+CELLS = (("tpch", 100, 300), ("tpch", 1000, 3000), ("alibaba", 100, 1000))
+
+
+def bench(workload: str, policy: str, nodes: int, jobs: int) -> dict[str, Any]:
+    flags = ["replay", "--runtime", "sim", "--workload", workload, "--policy", policy, "--nodes", str(nodes),
+             "--jobs", str(jobs), "--load", "0.9", "--seed", "0", "--quiet"]  # fmt: skip
+    setup = setup_replay(build_parser().parse_args(flags))
+    cluster = setup.cluster
+    cores = [build_core(p, cluster) for p in cluster.processes if p.role != "frontend"]
+    central = next(c for c in cores if c.role == "central")
+    spent = [0.0]
+    inner = central.on_message
+
+    def timed(now: float, sender: str, msg: Any) -> Any:
+        t = time.perf_counter()
+        out = inner(now, sender, msg)
+        spent[0] += time.perf_counter() - t
+        return out
+
+    central.on_message = timed  # type: ignore[method-assign]
+    fe = FrontendCore(cluster.frontend.name, setup.jobs, get_policy(cluster.policy).route(cluster))
+    sim = Simulator([*cores, fe])
+    started = time.perf_counter()
+    sim.run(frontend=fe)
+    wall = time.perf_counter() - started
+    placed = central.counters["tasks_placed"]
+    assert fe.done and placed == sum(j.tasks for j in setup.jobs)
+    capacity = vector_sum(n.resources for n in cluster.nodes)
+    return {
+        "tasks": placed,
+        "us_per_task": 1e6 * spent[0] / placed,
+        "central_share": spent[0] / wall,
+        "events_per_s": sim.events / wall,
+        "wall": wall,
+        "cores": capacity.cores,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--policies", nargs="+", default=["drf", "tetris"])
+    args = p.parse_args(argv)
+    print("| workload | nodes | jobs | tasks | policy | central µs / placed task | central share of wall "
+          "| events/s | wall (s) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for workload, nodes, jobs in CELLS:
+        for policy in args.policies:
+            r = bench(workload, policy, nodes, jobs)
+            share = f"{100 * r['central_share']:.0f} %"
+            cells = [workload, f"{nodes:,}", f"{jobs:,}", f"{r['tasks']:,}", policy]
+            cells += [f"{r['us_per_task']:,.0f}", share, f"{r['events_per_s']:,.0f}", f"{r['wall']:.1f}"]
+            print("| " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
