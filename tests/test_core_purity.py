@@ -10,8 +10,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 IO_MODULES = set(
-    "socket zmq asyncio uvloop time os subprocess psutil docker pathlib threading signal shutil tempfile io "
-    "select selectors multiprocessing".split()
+    [
+        "socket",
+        "zmq",
+        "asyncio",
+        "uvloop",
+        "time",
+        "os",
+        "subprocess",
+        "psutil",
+        "docker",
+        "pathlib",
+        "threading",
+        "signal",
+        "shutil",
+        "tempfile",
+        "io",
+        "select",
+        "selectors",
+        "multiprocessing",
+    ]
 )
 CORES = [
     *sorted((ROOT / "central").glob("*.py")),
