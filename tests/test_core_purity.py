@@ -9,27 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-IO_MODULES = set(
-    [
-        "socket",
-        "zmq",
-        "asyncio",
-        "uvloop",
-        "time",
-        "os",
-        "subprocess",
-        "psutil",
-        "docker",
-        "pathlib",
-        "threading",
-        "signal",
-        "shutil",
-        "tempfile",
-        "io",
-        "select",
-        "selectors",
-        "multiprocessing",
-    ]
+IO_MODULES = frozenset(
+    "socket zmq asyncio uvloop time os subprocess psutil docker pathlib threading "
+    "signal shutil tempfile io select selectors multiprocessing".split()
 )
 CORES = [
     *sorted((ROOT / "central").glob("*.py")),
