@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 IO_MODULES = frozenset(
     "socket zmq asyncio uvloop time os subprocess psutil docker pathlib threading "
-    "signal shutil tempfile io select selectors multiprocessing".split()
+    "signal shutil tempfile io select selectors multiprocessing".split()  # noqa: SIM905
 )
 CORES = [
     *sorted((ROOT / "central").glob("*.py")),
