@@ -2,10 +2,11 @@
 
 ``jobs.csv`` has one row per job (``job_id,class,tasks,submit,first_start,finish,jct,policy``); times
 are seconds on the replay clock written as ``%.6f``, and empty for a job that did not start or finish.
-``summary.json`` holds the job completion time percentiles per class, utilization, message counts and
-counters. Both files are written atomically (a temporary file renamed into place), ``jobs.csv`` first,
-so a folder with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give
-byte-identical files.
+``summary.json`` holds the job completion time percentiles per class, ``makespan`` and ``mean_jct``,
+utilization, message counts and counters, and, for runs that log their tasks' resource demands,
+per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`). Both
+files are written atomically (a temporary file renamed into place), ``jobs.csv`` first, so a folder
+with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give byte-identical files.
 
 Percentiles use linear interpolation between closest ranks, numpy's default (``method="linear"``,
 Hyndman & Fan type 7): for sorted values ``x[0..n-1]`` and ``q`` in [0, 1], ``h = (n-1)*q`` and the
@@ -28,6 +29,9 @@ from typing import Any
 
 from rich.table import Table
 
+from .resources import RESOURCES, Resources
+from .usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord, fairness_over_windows, utilization_by_resource
+
 __all__ = [
     "CLASSES",
     "JOBS_CSV",
@@ -35,6 +39,7 @@ __all__ = [
     "SUMMARY_JSON",
     "JobRecord",
     "ResultsError",
+    "TaskRecord",
     "format_summary_table",
     "jct_stats",
     "percentile",
@@ -151,6 +156,9 @@ def write_results(
     messages: Mapping[str, int] | None = None,
     counters: Mapping[str, int | float] | None = None,
     extra: Mapping[str, Any] | None = None,
+    task_log: Sequence[TaskRecord] | None = None,
+    capacity_total: Resources | None = None,
+    fairness_window: float | None = None,
 ) -> dict[str, Any]:
     """Write ``out_dir/jobs.csv`` and ``out_dir/summary.json`` (creating ``out_dir``); return the summary.
 
@@ -158,7 +166,16 @@ def write_results(
     task_seconds / (nodes * slots * makespan)``, with ``makespan`` from the first submit to the last
     finish; it is None when ``task_seconds`` is not given or no job finished. ``messages`` counts
     messages by kind; the summary adds ``total`` and ``per_task`` (per task of all jobs). Records are
-    written sorted by job id; a record without a policy gets ``policy``.
+    written sorted by job id; a record without a policy gets ``policy``. ``mean_jct`` is
+    ``jct.all.mean`` (the mean completion time of the finished jobs), repeated at the top level.
+
+    With a ``task_log`` (every task run, with its demand) and the cluster's ``capacity_total``, the
+    summary also has ``resource_utilization`` (``cores``/``mem``/``disk``/``net``: demand-seconds over
+    capacity x ``makespan``; None for a resource the cluster lacks, or without a makespan) and
+    ``fairness`` (``window``, ``windows``, ``mean``, ``min``, ``max``: Jain's index of the jobs' dominant
+    shares per ``fairness_window`` seconds, default 60, see
+    :func:`~aviary.common.usage.fairness_over_windows`). For fairness a job is active from its submit to
+    its finish; a job that did not finish, to the end of the run (its last task end or job finish).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -175,6 +192,14 @@ def write_results(
     total = sum(msgs.values())
     msgs["total"] = total
     msgs["per_task"] = total / tasks if tasks else None
+    jcts = {
+        "short": jct_stats(jct for r, jct in done if r.cls == "short"),
+        "long": jct_stats(jct for r, jct in done if r.cls == "long"),
+        "all": jct_stats(jct for _, jct in done),
+    }
+    usage: dict[str, Any] = {}
+    if task_log is not None and capacity_total is not None:
+        usage = _usage_summary(recs, task_log, capacity_total, makespan, fairness_window)
     summary: dict[str, Any] = {
         "policy": policy,
         "runtime": runtime,
@@ -185,14 +210,12 @@ def write_results(
         "finished": len(done),
         "unfinished": unfinished[:UNFINISHED_LISTED],
         "unfinished_count": len(unfinished),
-        "jct": {
-            "short": jct_stats(jct for r, jct in done if r.cls == "short"),
-            "long": jct_stats(jct for r, jct in done if r.cls == "long"),
-            "all": jct_stats(jct for _, jct in done),
-        },
+        "jct": jcts,
+        "mean_jct": jcts["all"]["mean"],
         "makespan": _r(makespan),
         "task_seconds": _r(task_seconds),
         "utilization": utilization,
+        **usage,
         "messages": msgs,
         "counters": dict(sorted((counters or {}).items())),
         "wall_seconds": _r(wall_seconds),
@@ -201,6 +224,35 @@ def write_results(
     _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
     _atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _usage_summary(
+    recs: Sequence[JobRecord],
+    task_log: Sequence[TaskRecord],
+    capacity: Resources,
+    makespan: float | None,
+    window: float | None,
+) -> dict[str, Any]:
+    util: dict[str, float] = {}
+    if makespan is not None and makespan > 0:
+        util = utilization_by_resource(task_log, capacity, makespan)
+    ends = [t.end for t in task_log] + [r.finish for r in recs if r.finish is not None]
+    run_end = max(ends, default=0.0)
+    active = {
+        r.job_id: (r.submit, max(r.submit, r.finish if r.finish is not None else run_end)) for r in recs
+    }
+    w = DEFAULT_FAIRNESS_WINDOW if window is None else float(window)
+    fair = fairness_over_windows(task_log, capacity, w, active)
+    return {
+        "resource_utilization": {name: _r(util.get(name)) for name in RESOURCES},
+        "fairness": {
+            "window": w,
+            "windows": fair["windows"],
+            "mean": _r(fair["mean"]),
+            "min": _r(fair["min"]),
+            "max": _r(fair["max"]),
+        },
+    }
 
 
 def read_summary(result_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -293,11 +345,26 @@ def format_summary_table(summary: Mapping[str, Any]) -> Table:
         )
     util = summary.get("utilization")
     per_task = summary.get("messages", {}).get("per_task")
+    makespan = summary.get("makespan")
     parts = [
         f"finished {summary.get('finished', '?')}/{summary.get('jobs', '?')}",
+        f"makespan {'n/a' if makespan is None else f'{makespan:.1f} s'}",
         f"utilization {'n/a' if util is None else f'{util:.1%}'}",
-        f"messages/task {'n/a' if per_task is None else f'{per_task:.2f}'}",
     ]
+    by_res = summary.get("resource_utilization")
+    if isinstance(by_res, Mapping):
+        shown = [f"{k} {v:.1%}" for k, v in by_res.items() if v is not None]
+        parts.append(f"use {' '.join(shown) if shown else 'n/a'}")
+    fair = summary.get("fairness")
+    if isinstance(fair, Mapping):
+        if fair.get("mean") is None:
+            parts.append("Jain n/a")
+        else:
+            parts.append(
+                f"Jain {fair['mean']:.2f} [{fair['min']:.2f}, {fair['max']:.2f}] "
+                f"over {fair.get('windows')} x {fair.get('window', 0):g} s"
+            )
+    parts.append(f"messages/task {'n/a' if per_task is None else f'{per_task:.2f}'}")
     parts += [f"{k} {v}" for k, v in (summary.get("counters") or {}).items()]
     wall = summary.get("wall_seconds")
     if wall is not None:

@@ -1,11 +1,13 @@
 """Results files: percentiles, jobs.csv and summary.json round trip, agree, and are written atomically."""
 
+import itertools
 import json
 from dataclasses import replace
 
 import pytest
 from rich.console import Console
 
+from aviary.common.resources import ONE_CORE, Resources
 from aviary.common.results import (
     JOBS_HEADER,
     JobRecord,
@@ -17,6 +19,7 @@ from aviary.common.results import (
     read_summary,
     write_results,
 )
+from aviary.common.usage import TaskRecord, fairness_over_windows, jain_index, utilization_by_resource
 
 
 def test_percentile_is_linear_interpolation():
@@ -166,3 +169,172 @@ def test_summary_table_renders(tmp_path):
     assert "sparrow (sim, 4 nodes x 2 slots)" in text
     assert "short" in text and "long" in text and "n/a" in text  # no long jobs
     assert "messages/task" in text and "steals 2" in text
+
+
+# --- multi-resource usage: utilization per resource, Jain's index, fairness over windows -------------
+
+CAP = Resources(cores=10.0, mem=10.0)
+
+
+def test_utilization_by_resource_by_hand():
+    cap = Resources(cores=4.0, mem=8.0, disk=1.0)  # no net: skipped
+    tasks = [
+        TaskRecord(1, 0.0, 10.0, Resources(2.0, 4.0, 0.5)),
+        TaskRecord(2, 5.0, 10.0, Resources(cores=1.0)),
+    ]
+    util = utilization_by_resource(tasks, cap, 10.0)
+    assert util == pytest.approx({"cores": 25 / 40, "mem": 40 / 80, "disk": 5 / 10})
+    assert list(util) == ["cores", "mem", "disk"]
+    assert utilization_by_resource(tasks[::-1], cap, 10.0) == util
+    assert utilization_by_resource([], cap, 10.0) == {"cores": 0.0, "mem": 0.0, "disk": 0.0}
+    with pytest.raises(ValueError, match="span"):
+        utilization_by_resource(tasks, cap, 0.0)
+    with pytest.raises(ValueError, match="interval"):
+        utilization_by_resource([TaskRecord(1, 2.0, 1.0, ONE_CORE)], cap, 10.0)
+
+
+def test_jain_textbook_values():
+    assert jain_index([3.0, 3.0, 3.0]) == 1.0
+    assert jain_index([0.1] * 7) == 1.0  # no float residue above or below 1
+    assert jain_index([5.0, 0.0, 0.0, 0.0]) == pytest.approx(1 / 4)  # one of n gets everything
+    assert jain_index([1.0, 2.0, 3.0]) == pytest.approx(36 / 42)
+    assert jain_index([2.0]) == 1.0
+    assert jain_index([]) == 1.0 and jain_index([0.0, 0.0]) == 1.0  # defined: nobody gets less
+    with pytest.raises(ValueError):
+        jain_index([1.0, -1.0])
+
+
+def test_fairness_equal_shares_is_one():
+    tasks = [TaskRecord(j, 0.0, 120.0, Resources(cores=2.0)) for j in (1, 2)]
+    assert fairness_over_windows(tasks, CAP, 60.0) == {"windows": 2, "mean": 1.0, "min": 1.0, "max": 1.0}
+
+
+def test_fairness_known_values():
+    # Window [0, 60): 6 cores against 2 cores -> x = 0.6, 0.2 -> Jain 0.64 / (2 * 0.4) = 0.8.
+    # Window [60, 120): 3 cores each -> 1.0.
+    tasks = [
+        TaskRecord(1, 0.0, 60.0, Resources(cores=6.0)),
+        TaskRecord(2, 0.0, 60.0, Resources(cores=2.0)),
+        TaskRecord(1, 60.0, 120.0, Resources(cores=3.0)),
+        TaskRecord(2, 60.0, 120.0, Resources(cores=3.0)),
+    ]
+    got = fairness_over_windows(tasks, CAP, 60.0)
+    assert got["windows"] == 2 and got["min"] == pytest.approx(0.8) and got["max"] == 1.0
+    assert got["mean"] == pytest.approx(0.9)
+
+
+def test_fairness_uses_time_averaged_dominant_share():
+    # Job 1: two 3-core tasks for half the window (average 3 cores = 0.3); job 2: 1 core and 3 GB
+    # for the whole window (dominant share: memory, 0.3). Equal -> 1.0.
+    tasks = [
+        TaskRecord(1, 0.0, 30.0, Resources(cores=3.0)),
+        TaskRecord(1, 0.0, 30.0, Resources(cores=3.0)),
+        TaskRecord(2, 0.0, 60.0, Resources(cores=1.0, mem=3.0)),
+    ]
+    assert fairness_over_windows(tasks, CAP, 60.0)["mean"] == pytest.approx(1.0)
+    # A third job waiting through the window (active, nothing running) counts with 0:
+    # (0.3 + 0.3 + 0)^2 / (3 * 0.18) = 2/3.
+    active = {1: (0.0, 30.0), 2: (0.0, 60.0), 3: (0.0, 60.0)}
+    got = fairness_over_windows(tasks, CAP, 60.0, active)
+    assert got["windows"] == 1 and got["mean"] == pytest.approx(2 / 3)
+
+
+def test_fairness_skips_windows_with_one_job_and_handles_no_tasks():
+    tasks = [
+        TaskRecord(1, 0.0, 100.0, Resources(cores=5.0)),  # alone in [60, 120) and [120, 180)
+        TaskRecord(2, 0.0, 50.0, Resources(cores=5.0)),
+        TaskRecord(1, 100.0, 150.0, Resources(cores=1.0)),
+    ]
+    got = fairness_over_windows(tasks, CAP, 60.0)
+    assert got["windows"] == 1  # [0, 60): x1 = 0.5, x2 = 5 * 50 / 600
+    x1, x2 = 0.5, 250 / 600
+    assert got["mean"] == pytest.approx((x1 + x2) ** 2 / (2 * (x1 * x1 + x2 * x2)))
+    empty = {"windows": 0, "mean": None, "min": None, "max": None}
+    assert fairness_over_windows(tasks[:1], CAP, 60.0) == empty
+    assert fairness_over_windows([], CAP, 60.0) == empty
+    with pytest.raises(ValueError, match="window"):
+        fairness_over_windows(tasks, CAP, 0.0)
+
+
+def _fairness_by_brute_force(tasks, cap, window):
+    """Reference: every window cut at every event, each job's share taken at the piece's midpoint."""
+    t0, t_end = min(t.start for t in tasks), max(t.end for t in tasks)
+    spans = {}
+    for t in tasks:
+        a, f = spans.get(t.job_id, (t.start, t.end))
+        spans[t.job_id] = (min(a, t.start), max(f, t.end))
+    cuts = sorted({t.start for t in tasks} | {t.end for t in tasks})
+    scores, w0 = [], t0
+    while w0 < t_end - 1e-9:
+        w1 = min(w0 + window, t_end)
+        pts = sorted({w0, w1} | {c for c in cuts if w0 < c < w1})
+        jobs = [j for j, (a, f) in spans.items() if a < w1 and f > w0]
+        xs = []
+        for j in jobs:
+            integral = 0.0
+            for a, b in itertools.pairwise(pts):
+                mid = (a + b) / 2
+                dem = Resources()
+                for t in tasks:
+                    if t.job_id == j and t.start <= mid < t.end:
+                        dem = dem.plus(t.demand)
+                integral += dem.dominant_share(cap) * (b - a)
+            xs.append(integral / (w1 - w0))
+        if len(xs) >= 2:
+            scores.append(jain_index(xs))
+        w0 += window
+    return scores
+
+
+def test_fairness_sweep_agrees_with_brute_force():
+    import random
+
+    rng = random.Random(7)
+    cap = Resources(16.0, 64.0, 2.0, 2.0)
+    for _ in range(20):
+        tasks = []
+        for _ in range(rng.randint(2, 40)):
+            start = rng.uniform(0, 300)
+            demand = Resources(rng.choice([1, 2, 4]), rng.uniform(0, 16), rng.uniform(0, 0.5), 0.0)
+            tasks.append(TaskRecord(rng.randint(0, 5), start, start + rng.expovariate(1 / 40), demand))
+        want = _fairness_by_brute_force(tasks, cap, 30.0)
+        got = fairness_over_windows(tasks, cap, 30.0)
+        assert got["windows"] == len(want)
+        if want:
+            assert got["mean"] == pytest.approx(sum(want) / len(want))
+            assert (got["min"], got["max"]) == pytest.approx((min(want), max(want)))
+
+
+def usage_log():
+    log = []
+    for r in records():
+        if r.first_start is not None:
+            end = r.finish if r.finish is not None else 14.0
+            log += [TaskRecord(r.job_id, r.first_start, end, Resources(1.0, 2.0, 0.1))] * r.tasks
+    return log
+
+
+def test_summary_has_makespan_mean_jct_and_usage(tmp_path):
+    plain = write(tmp_path / "plain")
+    assert plain["mean_jct"] == plain["jct"]["all"]["mean"] is not None
+    assert "resource_utilization" not in plain and "fairness" not in plain
+    cap = Resources(cores=8.0, mem=32.0, disk=4.0)
+    summary = write(tmp_path / "a", task_log=usage_log(), capacity_total=cap, fairness_window=5.0)
+    assert read_summary(tmp_path / "a") == summary
+    assert (tmp_path / "a" / "jobs.csv").read_bytes() == (tmp_path / "plain" / "jobs.csv").read_bytes()
+    want = utilization_by_resource(usage_log(), cap, summary["makespan"])
+    ru = summary["resource_utilization"]
+    assert list(ru) == ["cores", "mem", "disk", "net"] and ru["net"] is None
+    assert ru["cores"] == pytest.approx(want["cores"], abs=1e-6) and ru["mem"] == pytest.approx(want["mem"])
+    fair = summary["fairness"]
+    assert list(fair) == ["window", "windows", "mean", "min", "max"] and fair["window"] == 5.0
+    assert fair["windows"] >= 1 and 0 < fair["min"] <= fair["mean"] <= fair["max"] <= 1.0
+    # Identical inputs, the task log in another order: identical bytes.
+    write(tmp_path / "b", task_log=usage_log()[::-1], capacity_total=cap, fairness_window=5.0)
+    for name in ("jobs.csv", "summary.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert write(tmp_path / "c", task_log=usage_log(), capacity_total=cap)["fairness"]["window"] == 60.0
+    console = Console(record=True, width=300)
+    console.print(format_summary_table(summary))
+    text = console.export_text()
+    assert "makespan 14.5 s" in text and "Jain" in text and "cores" in text
