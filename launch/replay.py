@@ -20,14 +20,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..common.cluster import Cluster, ClusterError, load_cluster
+from ..common.dags import GOOGLE_TRACE, DagTraceError, build_dag_workload, read_alibaba, read_tpch
 from ..common.frontend import FrontendCore
 from ..common.model import GOOGLE_CUTOFF, JobSpec
 from ..common.params import resolve
-from ..common.results import JobRecord, format_summary_table, write_results
-from ..common.dags import GOOGLE_TRACE, DagTraceError, build_dag_workload, read_alibaba, read_tpch
 from ..common.resources import Resources, vector_sum
-from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
+from ..common.results import JobRecord, format_summary_table, write_results
 from ..common.trace import TraceError, read_trace
+from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError, build_workload
 from .hybrid import DEFAULT_UPDATE_RATIO
 from .local import LocalTestbed
@@ -206,7 +206,9 @@ def setup_replay(args: argparse.Namespace) -> ReplaySetup:
     return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect, extra)
 
 
-def replay_jobs(args: argparse.Namespace, cluster: Cluster, scale: float, load: float | None) -> list[JobSpec]:
+def replay_jobs(
+    args: argparse.Namespace, cluster: Cluster, scale: float, load: float | None
+) -> list[JobSpec]:
     """The scaled jobs of the replay: the Google-format trace as flat jobs for the slot-based policies;
     DAG jobs with per-stage demands (:mod:`aviary.common.dags`) for the multi-resource ones, whose
     ``--load`` is the offered load of the dominant resource."""
@@ -215,7 +217,9 @@ def replay_jobs(args: argparse.Namespace, cluster: Cluster, scale: float, load: 
     if not policy.dag:
         if kind != "google":
             dag = ", ".join(p.name for p in POLICIES.values() if p.dag)
-            raise UsageError(f"--workload {kind}: policy {policy.name!r} does not schedule DAG jobs (use {dag})")
+            raise UsageError(
+                f"--workload {kind}: policy {policy.name!r} does not schedule DAG jobs (use {dag})"
+            )
         nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
         return build_workload(
             read_trace(args.trace),
