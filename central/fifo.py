@@ -2,72 +2,76 @@
 
 One central queue of tasks in arrival order; a task is placed (``PlaceTask``) on a node only when
 that node has a free slot, as known from the central scheduler's own bookkeeping of what it placed
-and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5) and the skeleton
-of the central scheduler that later policies (LWL, Kairos, TetriSched, ...) fill.
+and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5). Jobs are booked
+in the shared central state (:mod:`aviary.central.state`); a DAG job's stages join the queue's end
+when their parents finish.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import PlaceTask, SubmitJob, TaskFinished
-
-
-@dataclass(slots=True)
-class CentralJob:
-    frontend: str
-    durations: list[float]
-    estimate: float
-    arrival: float
-    finished: int = 0
-    first_start: float | None = None
+from ..common.resources import Resources
+from .state import CentralState, JobState
 
 
 class CentralFifoCore(Core):
+    """Jobs and their tasks are booked in the shared :class:`~aviary.central.state.CentralState`;
+    this core keeps only the FIFO order of jobs and the free slots."""
+
     role = "central"
 
     def __init__(self, name: str, node_slots: dict[str, int]) -> None:
         super().__init__(name)
         if not node_slots:
             raise ValueError(f"central scheduler {name}: no nodes")
+        nodes = [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()]
+        self.state = CentralState(nodes, self, record=False)
         # One entry per free slot, nodes interleaved so consecutive tasks spread over nodes.
         most = max(node_slots.values())
         self.free: deque[str] = deque(n for level in range(most) for n, s in node_slots.items() if s > level)
-        self.queue: deque[tuple[int, int]] = deque()
-        self.jobs: dict[int, CentralJob] = {}
+        self.queue: deque[JobState] = deque()  # jobs with runnable tasks not yet placed, in order
+        self.queued: set[int] = set()
+
+    @property
+    def jobs(self) -> dict[int, JobState]:
+        return self.state.jobs
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is TaskFinished:
             return self._finished(now, sender, msg)
         if type(msg) is SubmitJob:
-            if (refused := self.refuse_submit(sender, msg, self.jobs)) is not None:
-                return refused
-            self.jobs[msg.job_id] = CentralJob(sender, msg.durations, msg.estimate, now)
-            self.queue.extend((msg.job_id, i) for i in range(len(msg.durations)))
-            self.counters["jobs"] += 1
-            return self._dispatch(now)
+            refused = self.state.submit(now, sender, msg)
+            return refused if refused is not None else self._dispatch(now)
         return self.unexpected(msg)
 
     def _dispatch(self, now: float) -> list[Effect]:
         effects: list[Effect] = []
+        state, by_name = self.state, self.state.by_name
+        for job in state.fresh.values():  # new jobs and released stages
+            if job.job_id not in self.queued:
+                self.queued.add(job.job_id)
+                self.queue.append(job)
+        state.fresh.clear()
         while self.queue and self.free:
-            job_id, index = self.queue.popleft()
-            job = self.jobs[job_id]
-            if job.first_start is None:
-                job.first_start = now
-            node = self.free.popleft()
-            effects.append(Send(node, PlaceTask(job_id, index, job.durations[index], job.estimate)))
+            job = self.queue[0]
+            stage = job.runnable[0]
+            node = by_name[self.free.popleft()]
+            index = state.assign(now, job, stage, node)
+            if not job.runnable:
+                self.queue.popleft()
+                self.queued.discard(job.job_id)
+            effects.append(Send(node.name, PlaceTask(job.job_id, index, job.durations[index], job.estimate)))
         return effects
 
     def _finished(self, now: float, node: str, msg: TaskFinished) -> list[Effect]:
-        job = self.jobs.get(msg.job_id)
-        if job is None:
+        if (msg.job_id, msg.task_index) not in self.state.placed:
             self.counters["unknown_task_finished"] += 1
             return []
         self.free.append(node)
-        done = self.task_finished(self.jobs, msg)
+        done = self.state.finish(now, node, msg)
         return self._dispatch(now) + done

@@ -31,18 +31,11 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import Heartbeat, PlaceTask, SubmitJob, TaskFinished
+from ..common.resources import Resources
+from .state import CentralState, JobState
 
 TIEBREAKS = ("var", "random", "sum")
 DEFAULT_Q = 2
-
-
-@dataclass(slots=True)
-class KairosJob:
-    frontend: str
-    durations: list[float]
-    arrival: float
-    finished: int = 0
-    first_start: float | None = None
 
 
 @dataclass(slots=True)
@@ -94,8 +87,17 @@ class KairosCentralCore(Core):
         self.levels = [_Level() for _ in range(max(n.cap for n in self.nodes))]
         for node in self.nodes:
             self._enter(node)
+        # Jobs and tasks are booked in the shared central state; Alg. 3's queue holds (job, task)
+        # in arrival order, a DAG job's stage joining it when its parents finished.
+        self.state = CentralState(
+            [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()], self, record=False
+        )
         self.queue: deque[tuple[int, int]] = deque()
-        self.jobs: dict[int, KairosJob] = {}
+        self.enqueued: set[tuple[int, int]] = set()  # (job, stage) already in the queue
+
+    @property
+    def jobs(self) -> dict[int, JobState]:
+        return self.state.jobs
 
     # --- views ----------------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -109,13 +111,9 @@ class KairosCentralCore(Core):
         if kind is TaskFinished:
             return self._finished(now, sender, msg)
         if kind is SubmitJob:
-            if (refused := self.refuse_submit(sender, msg, self.jobs)) is not None:
-                return refused
-            # msg.estimate is deliberately not read: Kairos uses no runtime estimates.
-            self.jobs[msg.job_id] = KairosJob(sender, msg.durations, now)
-            self.queue.extend((msg.job_id, i) for i in range(len(msg.durations)))
-            self.counters["jobs"] += 1
-            return self._dispatch(now)
+            # The estimate is booked but never read: Kairos uses no runtime estimates.
+            refused = self.state.submit(now, sender, msg)
+            return refused if refused is not None else self._dispatch(now)
         return self.unexpected(msg)
 
     def _heartbeat(self, sender: str, msg: Heartbeat) -> list[Effect]:
@@ -136,34 +134,42 @@ class KairosCentralCore(Core):
         return []
 
     def _finished(self, now: float, sender: str, msg: TaskFinished) -> list[Effect]:
-        job = self.jobs.get(msg.job_id)
         node = self.by_name.get(sender)
-        if job is None or node is None:
+        if node is None or (msg.job_id, msg.task_index) not in self.state.placed:
             self.counters["unknown_task_finished"] += 1
             return []
         self._leave(node)
         node.count -= 1
         self._enter(node)
-        done = self.task_finished(self.jobs, msg)
+        done = self.state.finish(now, sender, msg)
         return self._dispatch(now) + done
 
     # --- Alg. 3 main loop, event-driven -----------------------------------------------------------------
     def _dispatch(self, now: float) -> list[Effect]:
         effects: list[Effect] = []
-        queue = self.queue
+        state, queue = self.state, self.queue
+        for job in state.fresh.values():  # new jobs and released stages
+            for stage in job.runnable:
+                if (job.job_id, stage.index) not in self.enqueued:
+                    self.enqueued.add((job.job_id, stage.index))
+                    queue.extend((job.job_id, stage.offset + i) for i in range(stage.tasks))
+        state.fresh.clear()
         while queue:
             node = self._pick()
             if node is None:  # every node holds N + Q tasks
                 break
             job_id, index = queue.popleft()
-            job = self.jobs[job_id]
-            if job.first_start is None:
-                job.first_start = now
+            job = state.jobs[job_id]
+            stage = next(s for s in job.runnable if s.offset <= index < s.offset + s.tasks)
+            booked = state.assign(now, job, stage, state.by_name[node.name])
+            assert booked == index, "a stage's tasks leave the queue in order"
+            if stage.unplaced == 0:
+                self.enqueued.discard((job_id, stage.index))
             self._leave(node)
             node.count += 1
             self._enter(node)
             self.counters["tasks_placed"] += 1
-            effects.append(Send(node.name, PlaceTask(job_id, index, job.durations[index], 0.0)))
+            effects.append(Send(node.name, PlaceTask(job.job_id, index, job.durations[index], 0.0)))
         return effects
 
     def _key(self, node: NodeState) -> float:

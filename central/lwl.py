@@ -29,12 +29,13 @@ import heapq
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import LongTask, SubmitJob, TaskFinished, TaskStarted
+from ..common.resources import ONE_CORE
+from .state import CentralState
 
 __all__ = ["CentralLwlCore", "LwlIndex"]
 
@@ -145,18 +146,6 @@ class LwlIndex:
         self._push(i, now)
 
 
-@dataclass(slots=True)
-class _Job:
-    frontend: str
-    durations: list[float]
-    estimate: float
-    arrival: float
-    finished: int = 0
-    first_start: float | None = None
-    nodes: list[int] = field(default_factory=list)  # node index of each task
-    ends: dict[int, float] = field(default_factory=dict)  # task -> expected end once started
-
-
 class CentralLwlCore(Core):
     """LWL placement of every job it gets on ``targets`` (the general partition), with SSS bitvectors.
 
@@ -188,7 +177,9 @@ class CentralLwlCore(Core):
         self.bits = 0
         self.longs = [0] * len(self.targets)  # tasks placed and not finished, per target
         self.nbytes = (len(self.nodes) + 7) // 8
-        self.jobs: dict[int, _Job] = {}
+        # Jobs and tasks are booked in the shared central state (one node entry per target, in order).
+        self.state = CentralState([(t, ONE_CORE, {}) for t in self.targets], self, record=False)
+        self.ends: dict[tuple[int, int], float] = {}  # task -> expected end once started
 
     def bitvector(self) -> bytes:
         return self.bits.to_bytes(self.nbytes, "little")
@@ -204,47 +195,46 @@ class CentralLwlCore(Core):
         return self.unexpected(msg)
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
-        if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:
+        state = self.state
+        if (refused := state.submit(now, frontend, msg, counter="jobs_central")) is not None:
             return refused
-        job = _Job(frontend, msg.durations, msg.estimate, now)
-        self.jobs[msg.job_id] = job
-        self.counters["jobs_central"] += 1
-        lwl, longs, est = self.lwl, self.longs, msg.estimate
-        for _ in msg.durations:
+        job = state.jobs[msg.job_id]
+        state.fresh.clear()
+        lwl, longs, est, nodes = self.lwl, self.longs, msg.estimate, state.nodes
+        placed = []
+        while job.runnable:  # a flat job: every task now (the first start is the node's TaskStarted)
             k = lwl.least(now)
             lwl.add(k, est, now)
-            job.nodes.append(k)
+            placed.append((state.assign(now, job, job.runnable[0], nodes[k], started=False), k))
             if longs[k] == 0:
                 self.bits |= 1 << self.bit[k]
             longs[k] += 1
-        self.counters["long_tasks_placed"] += len(msg.durations)
+        self.counters["long_tasks_placed"] += len(placed)
         bv, stamp = (self.bitvector(), now) if self.sss else (b"", -1.0)
         targets = self.targets
         return [
-            Send(targets[k], LongTask(msg.job_id, i, d, est, bv, stamp))
-            for i, (k, d) in enumerate(zip(job.nodes, msg.durations, strict=True))
+            Send(targets[k], LongTask(msg.job_id, i, msg.durations[i], est, bv, stamp)) for i, k in placed
         ]
 
     def _started(self, now: float, node: str, msg: TaskStarted) -> list[Effect]:
-        job = self.jobs.get(msg.job_id)
+        job = self.state.jobs.get(msg.job_id)
         k = self.index.get(node)
-        if job is None or k is None or not 0 <= msg.task_index < len(job.durations):
+        if job is None or k is None or not 0 <= msg.task_index < job.tasks:
             self.counters["unknown_task_started"] += 1
             return []
-        if job.first_start is None:
-            job.first_start = now
+        self.state.started(now, job)
         self.lwl.start(k, job.estimate, now)
-        job.ends[msg.task_index] = now + job.estimate
+        self.ends[msg.job_id, msg.task_index] = now + job.estimate
         return []
 
     def _finished(self, now: float, node: str, msg: TaskFinished) -> list[Effect]:
-        job = self.jobs.get(msg.job_id)
+        job = self.state.jobs.get(msg.job_id)
         k = self.index.get(node)
-        if job is None or k is None:
+        if job is None or k is None or (msg.job_id, msg.task_index) not in self.state.placed:
             self.counters["unknown_task_finished"] += 1
             return []
-        self.lwl.finish(k, job.estimate, job.ends.pop(msg.task_index, None), now)
+        self.lwl.finish(k, job.estimate, self.ends.pop((msg.job_id, msg.task_index), None), now)
         self.longs[k] -= 1
         if self.longs[k] == 0:
             self.bits &= ~(1 << self.bit[k])
-        return self.task_finished(self.jobs, msg)
+        return self.state.finish(now, node, msg)

@@ -170,8 +170,11 @@ class CentralState:
         self.log: list[tuple[int, int, float, float, Resources]] = []
 
     # --- inputs ------------------------------------------------------------------------------------
-    def submit(self, now: float, sender: str, msg: SubmitJob) -> list[Effect] | None:
-        """Admit a job (``None``), or the answer to a submission that leaves nothing to schedule."""
+    def submit(
+        self, now: float, sender: str, msg: SubmitJob, *, counter: str = "jobs"
+    ) -> list[Effect] | None:
+        """Admit a job (``None``; ``counter`` counts it), or the answer to a submission that leaves
+        nothing to schedule."""
         counters = self.core.counters
         if (refused := self.core.refuse_submit(sender, msg, self.jobs)) is not None:
             return refused
@@ -186,7 +189,7 @@ class CentralState:
             counters["job_too_big"] += 1
             return []
         self.jobs[job.job_id] = job
-        counters["jobs"] += 1
+        counters[counter] += 1
         if job.runnable:
             self.active[job.job_id] = job
             self.fresh[job.job_id] = job
@@ -224,8 +227,12 @@ class CentralState:
         return self.core.task_finished(self.jobs, msg)
 
     # --- placing -----------------------------------------------------------------------------------
-    def place(self, now: float, job: JobState, stage: StageState, node: NodeState) -> Send:
-        """Reserve ``stage``'s demand on ``node`` and hand it the stage's next task."""
+    def assign(
+        self, now: float, job: JobState, stage: StageState, node: NodeState, *, started: bool = True
+    ) -> int:
+        """Book ``stage``'s next task on ``node`` (its demand reserved there) and return the task's
+        index. ``started``: the job's first start is now (else the policy calls :meth:`started` when
+        the node says the task started)."""
         index = stage.offset + stage.placed
         stage.placed += 1
         if stage.placed == stage.tasks:
@@ -236,13 +243,27 @@ class CentralState:
         node.running += 1
         job.usage = job.usage.plus(stage.demand)
         job.running += 1
+        if started:
+            self.started(now, job)
+        self.placed[job.job_id, index] = (node, stage, now)
+        return index
+
+    def started(self, now: float, job: JobState) -> None:
         if job.first_start is None:
             job.first_start = now
-        self.placed[job.job_id, index] = (node, stage, now)
+
+    def duration(self, job: JobState, index: int, node: NodeState) -> float:
+        """The task's real duration on ``node``: longer when the job's placement preference is unmet."""
         duration = job.durations[index]
         if job.preference is not None:
             duration *= placement_slowdown(job.preference, job.slowdown, [node.attributes])
+        return duration
+
+    def place(self, now: float, job: JobState, stage: StageState, node: NodeState) -> Send:
+        """:meth:`assign` the stage's next task to ``node`` and hand it over (``PlaceTask``)."""
+        index = self.assign(now, job, stage, node)
         self.core.counters["tasks_placed"] += 1
+        duration = self.duration(job, index, node)
         return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.demand)))
 
     def dominant_share(self, job: JobState) -> float:
