@@ -590,6 +590,7 @@ def build_dag_workload(
     load: float | None = None,
     capacity_total: Resources | None = None,
     keep_arrivals: bool = False,
+    batch: bool = False,
     demands: DemandMode = "synth",
     machine: Resources = DEFAULT_MACHINE,
     cutoff: float = GOOGLE_CUTOFF,
@@ -600,7 +601,8 @@ def build_dag_workload(
     :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"`` the mapping :func:`read_tpch` returns).
     ``jobs=None`` takes every job (from ``start``), except for ``"tpch"``, which needs ``jobs``;
     ``sample``/``start`` do not apply to ``"tpch"``. Exactly one of ``load`` (Poisson, with
-    ``capacity_total`` = the cluster's summed capacity) and ``keep_arrivals`` must be chosen.
+    ``capacity_total`` = the cluster's summed capacity), ``keep_arrivals`` and ``batch`` (every job at
+    time 0: a backlog, the setting of makespan comparisons) must be chosen.
     Raises :class:`~aviary.common.workload.WorkloadError` on impossible parameters.
     """
     if kind not in _KINDS:
@@ -612,8 +614,10 @@ def build_dag_workload(
             raise WorkloadError(f"{label} must be a positive number, got {value}")
     if not (cutoff >= 0 and math.isfinite(cutoff)):
         raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
-    if keep_arrivals == (load is not None):
-        raise WorkloadError("choose one arrival process: load=RHO (Poisson) or keep_arrivals=True")
+    if keep_arrivals + batch + (load is not None) != 1:
+        raise WorkloadError(
+            "choose one arrival process: load=RHO (Poisson), keep_arrivals=True or batch=True (all at 0)"
+        )
     if load is not None:
         if not (load > 0 and math.isfinite(load)):
             raise WorkloadError(f"load must be a positive number, got {load}")
@@ -669,7 +673,7 @@ def build_dag_workload(
         first = cast(float, chosen[0].submit)
         for spec, tj in zip(specs, chosen, strict=True):
             spec.submit = (cast(float, tj.submit) - first) / time_scale
-    else:
+    elif not batch:
         assert load is not None and capacity_total is not None
         gap = poisson_mean_gap(specs, capacity_total, load)
         t = 0.0

@@ -334,3 +334,10 @@ def test_check_rejects_a_demand_that_does_not_fit():
     with pytest.raises(WorkloadError, match="does not fit"):
         check_dag_workload([job])
     assert ALIBABA_CSV.exists() and TPCH_JSON.exists()
+
+
+def test_batch_arrivals_put_every_job_at_time_zero():
+    specs = build_dag_workload("tpch", jobs=20, seed=1, batch=True)
+    assert [s.submit for s in specs] == [0.0] * 20
+    with pytest.raises(WorkloadError, match="one arrival process"):
+        build_dag_workload("tpch", jobs=5, batch=True, load=0.5, capacity_total=DEFAULT_MACHINE)
