@@ -15,8 +15,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import PlaceTask, SubmitJob, TaskFinished
-from ..common.resources import Resources
-from .state import CentralState, JobState
+from .state import CentralState, JobState, slot_nodes
 
 
 class CentralFifoCore(Core):
@@ -29,8 +28,7 @@ class CentralFifoCore(Core):
         super().__init__(name)
         if not node_slots:
             raise ValueError(f"central scheduler {name}: no nodes")
-        nodes = [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()]
-        self.state = CentralState(nodes, self, record=False)
+        self.state = CentralState(slot_nodes(node_slots), self, record=False)
         # One entry per free slot, nodes interleaved so consecutive tasks spread over nodes.
         most = max(node_slots.values())
         self.free: deque[str] = deque(n for level in range(most) for n, s in node_slots.items() if s > level)

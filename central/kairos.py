@@ -31,8 +31,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import Heartbeat, PlaceTask, SubmitJob, TaskFinished
-from ..common.resources import Resources
-from .state import CentralState, JobState
+from .state import CentralState, JobState, slot_nodes
 
 TIEBREAKS = ("var", "random", "sum")
 DEFAULT_Q = 2
@@ -89,9 +88,7 @@ class KairosCentralCore(Core):
             self._enter(node)
         # Jobs and tasks are booked in the shared central state; Alg. 3's queue holds (job, task)
         # in arrival order, a DAG job's stage joining it when its parents finished.
-        self.state = CentralState(
-            [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()], self, record=False
-        )
+        self.state = CentralState(slot_nodes(node_slots), self, record=False)
         self.queue: deque[tuple[int, int]] = deque()
         self.enqueued: set[tuple[int, int]] = set()  # (job, stage) already in the queue
 

@@ -34,8 +34,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import LongTask, SubmitJob, TaskFinished, TaskStarted
-from ..common.resources import ONE_CORE
-from .state import CentralState
+from .state import CentralState, slot_nodes
 
 __all__ = ["CentralLwlCore", "LwlIndex"]
 
@@ -178,7 +177,7 @@ class CentralLwlCore(Core):
         self.longs = [0] * len(self.targets)  # tasks placed and not finished, per target
         self.nbytes = (len(self.nodes) + 7) // 8
         # Jobs and tasks are booked in the shared central state (one node entry per target, in order).
-        self.state = CentralState([(t, ONE_CORE, {}) for t in self.targets], self, record=False)
+        self.state = CentralState(slot_nodes(dict.fromkeys(self.targets, 1)), self, record=False)
         self.ends: dict[tuple[int, int], float] = {}  # task -> expected end once started
 
     def bitvector(self) -> bytes:

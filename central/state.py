@@ -89,6 +89,15 @@ class NodeState:
     running: int = 0
 
 
+NodeSpec = tuple[str, Resources, dict[str, Any]]
+"""A node as the central layer sees it: name, capacity, attributes."""
+
+
+def slot_nodes(node_slots: dict[str, int]) -> list[NodeSpec]:
+    """Slot-based nodes (the probe-era central cores): ``slots`` one-core slots each, no attributes."""
+    return [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()]
+
+
 class BadJob(ValueError):
     """A SubmitJob whose stages do not describe its tasks as a DAG."""
 
@@ -149,7 +158,7 @@ class CentralState:
 
     def __init__(
         self,
-        nodes: list[tuple[str, Resources, dict[str, Any]]],
+        nodes: list[NodeSpec],
         core: Core,
         *,
         record: bool = True,
@@ -270,4 +279,4 @@ class CentralState:
         return job.usage.dominant_share(self.capacity_total)
 
 
-__all__ = ["BadJob", "CentralState", "JobState", "NodeState", "StageState", "job_state"]
+__all__ = ["BadJob", "CentralState", "JobState", "NodeSpec", "NodeState", "StageState", "job_state", "slot_nodes"]

@@ -121,9 +121,8 @@ async def _cpu(ex: DockerExecutor, exits: _Exits, seq: list[int]) -> float | Non
     seq[0] += 1
     tid = (2, seq[0])
     ex.launch(tid, 3.0)
-    while ex.container_id(tid) is None:
+    while (cid := ex.container_id(tid)) is None:
         await asyncio.sleep(0.01)
-    cid = ex.container_id(tid)
     await asyncio.sleep(1.0)
     t0, first = time.monotonic(), _cpu_ns(cid)
     await asyncio.sleep(1.0)

@@ -36,6 +36,7 @@ from typing import Any
 
 import psutil
 
+from aviary.common.frontend import JobTimes
 from aviary.common.results import percentile, read_jobs, read_summary
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
@@ -112,6 +113,14 @@ def job_stats(folder: Path, durations: list[list[float]], cats: list[int], scale
     }
 
 
+def _sim_jct(policy: str, job_id: int, times: JobTimes) -> float:
+    """A simulated job's JCT (trace s); every job of a sweep's simulation finishes, or this says which
+    did not."""
+    if times.submit is None or times.finish is None:
+        raise RuntimeError(f"sweep: job {job_id} never finished in the {policy} simulation")
+    return times.finish - times.submit
+
+
 def sweep(gaps: list[float], seeds: list[int], tmp: Path) -> dict[float, dict[str, dict[str, float]]]:
     """Mean p30/p50/p90/p99 (trace s) per policy on the simulator, per mean inter-arrival time; the
     ``"load"`` entry holds the mean offered load of the seeds' workloads."""
@@ -129,7 +138,7 @@ def sweep(gaps: list[float], seeds: list[int], tmp: Path) -> dict[float, dict[st
                 cluster = policy_cluster(policy, nodes=NODES, slots=SLOTS, bind_ports=False, seed=1,
                                          params={"quantum": QUANTUM, "kairos_q": Q})  # fmt: skip
                 res = simulate(cluster, jobs)
-                xs = sorted(t.finish - t.submit for t in res.frontend.times.values())
+                xs = sorted(_sim_jct(policy, job_id, t) for job_id, t in res.frontend.times.items())
                 acc[policy].append({k: percentile(xs, q) for k, q in PCTS.items() if k != "p10"})
         out[gap] = {p: {k: statistics.mean(r[k] for r in rs) for k in rs[0]} for p, rs in acc.items()}
         out[gap]["load"] = {"mean": statistics.mean(loads)}

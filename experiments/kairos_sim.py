@@ -33,6 +33,7 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,8 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     """One more Kairos run on ``nodes``, instrumented: the central queue every 1,000 s, when each task
     left it, and every suspension of every task (the cores are wrapped per instance, nothing else
     changes). Returns aggregates for :func:`kairos_lines`."""
+    from aviary.central.kairos import KairosCentralCore
+    from aviary.common.core import Core
     from aviary.common.effects import Resume, Suspend
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
@@ -294,6 +297,8 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     suspended: dict[tuple[int, int], list[float]] = {}  # task -> [suspensions, seconds suspended]
     cores = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     central = next(c for c in cores if c.role != "node")
+    if not isinstance(central, KairosCentralCore):
+        raise TypeError(f"measure_kairos: expected Kairos's central core, got {type(central).__name__}")
 
     def wrap_central(fn: Any) -> Any:
         def wrapped(now: float, *args: Any) -> Any:
@@ -319,12 +324,18 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
 
         return wrapped
 
-    central.on_message = wrap_central(central.on_message)
+    def instrument(core: Core, method: str, wrap: Callable[[Any], Any]) -> None:
+        # Shadows the bound method with an instance attribute, so only this core is instrumented (the
+        # Simulator binds each core's handlers by attribute when it is built, below). setattr because
+        # mypy rejects assigning to a method; what runs is the same as ``core.method = wrap(...)``.
+        setattr(core, method, wrap(getattr(core, method)))
+
+    instrument(central, "on_message", wrap_central)
     for c in cores:
         if c.role == "node":
-            c.on_message = wrap_node(c.on_message)
-            c.on_timer = wrap_node(c.on_timer)
-            c.on_task_exit = wrap_node(c.on_task_exit)
+            instrument(c, "on_message", wrap_node)
+            instrument(c, "on_timer", wrap_node)
+            instrument(c, "on_task_exit", wrap_node)
     samples: list[tuple[float, int, int]] = []
 
     def sample(frontend: Any, now: float) -> None:
@@ -336,6 +347,13 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     Simulator([*cores, frontend], net_delay=setup.net_delay).run(
         frontend=frontend, progress=sample, progress_every=5_000
     )
+
+    def finish(job_id: int) -> float:
+        at = frontend.times[job_id].finish
+        if at is None:
+            raise RuntimeError(f"measure_kairos: job {job_id} never finished on {nodes} nodes")
+        return at
+
     trace = read_trace(BUNDLED_TRACE)
     out: dict[str, Any] = {"nodes": nodes, "queue": [], "short_wait": [], "long": []}
     first = 60_000.0
@@ -344,7 +362,7 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
         ids = [j.job_id for j in jobs if j.cls == "short" and lo <= j.submit < lo + BIN]
         # a short job's time in the central queue: until its last task left it
         waits = [max(placed[(j, i)] for i in range(len(jobs[j].durations))) - submit[j] for j in ids]
-        done = [frontend.times[j].finish - submit[j] for j in ids]
+        done = [finish(j) - submit[j] for j in ids]
         out["queue"].append(
             [float(lo), max((q for q, _ in qs), default=0), max((sq for _, sq in qs), default=0)]
         )
