@@ -171,7 +171,8 @@ def write_results(
 
     With a ``task_log`` (every task run, with its demand) and the cluster's ``capacity_total``, the
     summary also has ``resource_utilization`` (``cores``/``mem``/``disk``/``net``: demand-seconds over
-    capacity x ``makespan``; None for a resource the cluster lacks, or without a makespan) and
+    capacity x ``makespan``; None for a resource the cluster lacks, or without a makespan), and
+    ``utilization`` is the busiest resource's (as ``--load`` is the dominant resource's offered load), and
     ``fairness`` (``window``, ``windows``, ``mean``, ``min``, ``max``: Jain's index of the jobs' dominant
     shares per ``fairness_window`` seconds, default 60, see
     :func:`~aviary.common.usage.fairness_over_windows`). For fairness a job is active from its submit to
@@ -200,6 +201,8 @@ def write_results(
     usage: dict[str, Any] = {}
     if task_log is not None and capacity_total is not None:
         usage = _usage_summary(recs, task_log, capacity_total, makespan, fairness_window)
+        busiest = [u for u in usage["resource_utilization"].values() if u is not None]
+        utilization = max(busiest) if busiest else None  # a task is no slot: the dominant resource's
     summary: dict[str, Any] = {
         "policy": policy,
         "runtime": runtime,

@@ -338,3 +338,17 @@ def test_summary_has_makespan_mean_jct_and_usage(tmp_path):
     console.print(format_summary_table(summary))
     text = console.export_text()
     assert "makespan 14.5 s" in text and "Jain" in text and "cores" in text
+
+
+def test_a_run_with_a_task_log_reports_the_busiest_resource_as_its_utilization(tmp_path):
+    # One 10 s task holding half the cores and all the disk of a one-machine cluster, over a 10 s run.
+    from aviary.common.resources import Resources
+    from aviary.common.results import JobRecord, TaskRecord, write_results
+
+    log = [TaskRecord(0, 0.0, 10.0, Resources(8, 16, 1.0, 0.0))]
+    summary = write_results(
+        tmp_path, [JobRecord(0, "short", 1, 0.0, 0.0, 10.0, "drf")], policy="drf", runtime="sim", nodes=1,
+        slots=16, wall_seconds=0.0, task_seconds=10.0, task_log=log, capacity_total=Resources(16, 64, 1, 1),
+    )  # fmt: skip
+    assert summary["resource_utilization"] == {"cores": 0.5, "mem": 0.25, "disk": 1.0, "net": 0.0}
+    assert summary["utilization"] == 1.0
