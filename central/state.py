@@ -23,7 +23,7 @@ from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import PlaceTask, SubmitJob, TaskFinished
 from ..common.model import SLO_CLASSES, placement_slowdown
-from ..common.resources import ONE_CORE, ZERO, Resources
+from ..common.resources import ONE_CORE, ZERO, Resources, vector_sum
 
 
 @dataclass(slots=True, eq=False)
@@ -152,8 +152,8 @@ class CentralState:
 
     ``active`` holds the jobs with runnable tasks, in arrival order. ``fresh`` collects the jobs that
     gained runnable tasks since the caller last cleared it (new jobs, stages released by a barrier).
-    With ``record``, ``log`` keeps ``(job_id, task_index, start, end, demand)`` of every finished task on this
-    scheduler's clock (the input of the utilization and fairness metrics).
+    With ``record``, ``log`` keeps ``(job_id, task_index, start, end, demand)`` of every finished task
+    on this scheduler's clock (the input of the utilization and fairness metrics).
     """
 
     def __init__(
@@ -167,9 +167,8 @@ class CentralState:
             raise ValueError(f"central scheduler {core.name}: no nodes")
         self.nodes = [NodeState(n, i, cap, dict(attrs), cap) for i, (n, cap, attrs) in enumerate(nodes)]
         self.by_name = {n.name: n for n in self.nodes}
-        self.capacity_total = ZERO
-        for n in self.nodes:
-            self.capacity_total = self.capacity_total.plus(n.capacity)
+        self.capacity_total = vector_sum(n.capacity for n in self.nodes)
+        self.capacities = list(dict.fromkeys(n.capacity for n in self.nodes))  # the distinct ones
         self.core = core  # for its counters and its refuse_submit
         self.jobs: dict[int, JobState] = {}
         self.active: dict[int, JobState] = {}
@@ -192,8 +191,7 @@ class CentralState:
         except BadJob:
             counters["bad_job"] += 1
             return []
-        too_big = [s.index for s in job.stages if not any(s.demand.fits_in(n.capacity) for n in self.nodes)]
-        if too_big:
+        if any(not any(s.demand.fits_in(c) for c in self.capacities) for s in job.stages):
             # It could never run: count it (summary counters) and leave it unfinished at the frontend.
             counters["job_too_big"] += 1
             return []
@@ -279,4 +277,13 @@ class CentralState:
         return job.usage.dominant_share(self.capacity_total)
 
 
-__all__ = ["BadJob", "CentralState", "JobState", "NodeSpec", "NodeState", "StageState", "job_state", "slot_nodes"]
+__all__ = [
+    "BadJob",
+    "CentralState",
+    "JobState",
+    "NodeSpec",
+    "NodeState",
+    "StageState",
+    "job_state",
+    "slot_nodes",
+]
