@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..common.cluster import ClusterError
 from ..common.dags import GOOGLE_TRACE
+from ..common.params import Param
 from ..common.resources import Resources
 from .registry import POLICIES
 
@@ -36,45 +38,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
-
-
-def _kairos_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("Kairos (policies kairos, kairos-random, kairos-sum)")
-    g.add_argument(
-        "--quantum",
-        type=_positive_float,
-        default=None,
-        help="LAS quantum W in seconds of the replay clock "
-        "(default: 10,000 trace seconds divided by the time scale)",
-    )
-    g.add_argument(
-        "--kairos-q", type=_non_negative_int, default=2, help="tasks per node beyond its slots, Q (default 2)"
-    )
-    g.add_argument(
-        "--starvation-quanta",
-        type=_positive_int,
-        default=3,
-        help="missed quanta before a task is guarded against preemption (default 3)",
-    )
-    g.add_argument(
-        "--starvation-multiple",
-        type=_positive_float,
-        default=2.0,
-        help="a starving task then runs un-preempted for this many quanta (default 2)",
-    )
-    g.add_argument(
-        "--heartbeat-interval",
-        type=_positive_float,
-        default=None,
-        help="node -> central heartbeat period in seconds (default: quantum / 10)",
-    )
-
-
 def _host_list(text: str) -> list[str]:
     hosts = [h.strip() for h in text.split(",")]
     if not all(hosts):
@@ -89,51 +52,6 @@ def _port(text: str) -> int:
     return value
 
 
-def _percent(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got {text}")
-    return value
-
-
-def _hybrid_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("Hawk, Eagle, DLWL (policies hawk*, eagle*, lwl, dlwl; docs/policies.md)")
-    g.add_argument(
-        "--short-partition",
-        type=_percent,
-        default=None,
-        help="percent of the nodes reserved for short jobs (default: 17 for hawk/eagle/dlwl, else 0)",
-    )
-    g.add_argument(
-        "--steal-attempts",
-        type=_non_negative_int,
-        default=10,
-        help="Hawk: nodes an idle node asks for probes to steal (default 10; 0: no stealing)",
-    )
-    g.add_argument(
-        "--min-probes", type=_non_negative_int, default=20, help="Eagle: minimum probes per job (default 20)"
-    )
-    g.add_argument(
-        "--srpt-threshold",
-        type=float,
-        default=5.0,
-        help="Eagle/DLWL: a probe may be bypassed by work up to this many of its task estimates (default 5)",
-    )
-    g.add_argument(
-        "--update-ratio",
-        type=float,
-        default=None,
-        help="Eagle: send remaining-task updates when the count fell by this fraction (0: every "
-        "assignment, as the thesis; default 0.1)",
-    )
-    g.add_argument(
-        "--dlwl-heartbeat",
-        type=_positive_float,
-        default=3.0,
-        help="DLWL heartbeat interval in trace seconds, divided by the time scale (default 3)",
-    )
-
-
 def _capacity(text: str) -> Resources:
     try:
         return Resources.of(float(x) for x in text.split(","))
@@ -141,32 +59,85 @@ def _capacity(text: str) -> Resources:
         raise argparse.ArgumentTypeError(f"expected up to 4 numbers cores,mem,disk,net: {exc}") from None
 
 
+def _shown(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _names(policies: list[str]) -> str:
+    """Policy names, a family given whole as ``name*`` (hawk, hawk-nosteal, ... -> hawk*)."""
+    out: list[str] = []
+    for name in policies:
+        family = [n for n in POLICIES if n == name or n.startswith(name + "-")]
+        if len(family) > 1 and all(n in policies for n in family):
+            out.append(name + "*")
+        elif not any(o.endswith("*") and name.startswith(o[:-1] + "-") for o in out):
+            out.append(name)
+    return ", ".join(out)
+
+
+def default_help(name: str) -> str:
+    """The default of the declared parameter ``name`` for the flag's help: its one value, or each value
+    with the policies that have it (the most common last, as ``else``)."""
+    by_value: dict[str, list[str]] = {}
+    for pol in POLICIES.values():
+        p = pol.param(name)
+        if p is not None and p.default is not None:
+            shown = _shown(p.default)
+            if p.scales and not p.scales_given:
+                shown += " trace seconds divided by the time scale"
+            by_value.setdefault(shown, []).append(pol.name)
+    if not by_value:
+        return ""
+    if len(by_value) == 1:
+        return f" (default {next(iter(by_value))})"
+    common = max(by_value, key=lambda v: len(by_value[v]))
+    rest = "; ".join(f"{v} for {_names(pols)}" for v, pols in by_value.items() if v != common)
+    return f" (default: {rest}, else {common})"
+
+
+def _param_type(param: Param) -> Callable[[str], Any]:
+    """The flag's argparse type: the text as the parameter's type, checked (one line if it is not)."""
+
+    def convert(text: str) -> Any:
+        value = param.kind(text)  # a ValueError: argparse's "invalid int value: 'x'"
+        try:
+            return param.check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace(f"{param.name} must", "must")) from None
+
+    convert.__name__ = param.kind.__name__  # argparse's "invalid float value"
+    return convert
+
+
 def _declared_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of every policy's declared parameters (one flag per name; defaults per policy)."""
-    dag = [pol for pol in POLICIES.values() if pol.dag]
-    g = p.add_argument_group(f"multi-resource DAG policies ({', '.join(pol.name for pol in dag)})")
-    g.add_argument(
-        "--capacity",
-        type=_capacity,
-        default=None,
-        help="every node's capacity cores,mem(GB),disk,net (default 16,64,1,1)",
-    )
-    seen: dict[str, list[str]] = {}
+    """The flags of every policy's declared parameters, one per name, under the heading of the family
+    of the first policy declaring it (defaults per policy in the help); ``--capacity`` with the
+    multi-resource policies'."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for family in dict.fromkeys(pol.family for pol in POLICIES.values() if pol.family):
+        members = [pol.name for pol in POLICIES.values() if pol.family == family]
+        title = f"{family} (polic{'ies' if len(members) > 1 else 'y'} {_names(members)})"
+        groups[family] = p.add_argument_group(title)
+        if all(POLICIES[m].dag for m in members):
+            groups[family].add_argument(
+                "--capacity",
+                type=_capacity,
+                default=None,
+                help="every node's capacity cores,mem(GB),disk,net (default 16,64,1,1)",
+            )
+    seen: set[str] = set()
     for pol in POLICIES.values():
         for param in pol.declared:
-            seen.setdefault(param.name, []).append(f"{pol.name} {param.default}")
-    for pol in POLICIES.values():
-        for param in pol.declared:
-            if param.name not in seen:
+            if param.name in seen:
                 continue
-            defaults = "; ".join(seen.pop(param.name))
-            kind = type(param.default)
-            g.add_argument(
+            seen.add(param.name)
+            groups[pol.family].add_argument(
                 param.flag,
-                type=str if kind is str else float if kind is float else int,
+                dest=param.dest,
+                type=_param_type(param),
                 choices=param.choices or None,
                 default=None,
-                help=f"{param.help} (default: {defaults})",
+                help=param.help + default_help(param.name),
             )
 
 
@@ -186,7 +157,6 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         choices=["timer", "process", "docker"],
         help="what a task is: a timer in the node monitor, a real child process, or a container",
     )
-    p.add_argument("--probe-ratio", type=float, default=2.0, help="Sparrow probe ratio d (default 2)")
     p.add_argument(
         "--time-scale",
         type=_positive_float,
@@ -194,8 +164,6 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         help="divide trace durations by this; the cutoff and the quantum follow "
         "(default 1000 on real processes, 1 simulated; a replay --connect takes the testbed's)",
     )
-    _kairos_flags(p)
-    _hybrid_flags(p)
     _declared_flags(p)
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
@@ -292,13 +260,6 @@ def build_parser() -> Parser:
         help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)",
     )
     arrivals.add_argument("--keep-arrivals", action="store_true", help="keep the trace's own arrival times")
-    rp.add_argument(
-        "--cutoff",
-        type=_positive_float,
-        default=None,
-        help="short/long cutoff in trace seconds (default 1129.532): classes for reporting, and the "
-        "scheduling cutoff of hawk/eagle/dlwl once divided by the time scale",
-    )
     rp.add_argument(
         "--misestimate",
         type=float,

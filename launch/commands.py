@@ -11,12 +11,13 @@ from rich.console import Console
 
 from ..common.results import ResultsError
 from .replay import UsageError, print_summary, run_replay, setup_replay, testbed_cluster
+from .spec import ReplaySpec
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     from .up import run_up
 
-    return run_up(testbed_cluster(args), args.dir)
+    return run_up(testbed_cluster(ReplaySpec.from_args(args)), args.dir)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from .up import cluster_table
 
     cluster = spread(
-        testbed_cluster(args, bind_ports=False),
+        testbed_cluster(ReplaySpec.from_args(args), bind_ports=False),
         args.hosts,
         base_port=args.base_port,
         frontend_host=args.frontend_host,
@@ -49,7 +50,7 @@ def cmd_host(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    setup = setup_replay(args)
+    setup = setup_replay(ReplaySpec.from_args(args))
     summary = run_replay(setup, quiet=args.quiet)
     print_summary(summary, setup.out)
     return 0 if summary["finished"] == summary["jobs"] else 1

@@ -14,24 +14,39 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .cli import build_parser
 from .compare import compare
 from .replay import print_summary, run_replay, setup_replay
+from .spec import ReplaySpec
 
 DEMO_FLAGS = [
     "--jobs", "300", "--start", "4000", "--nodes", "10", "--slots", "4", "--schedulers", "2",
     "--time-scale", "10000", "--task-scale", "0.05", "--load", "0.8", "--seed", "1",
 ]  # fmt: skip
+"""The demo's replay as ``aviary replay`` flags (tests/test_spec.py checks :func:`demo_spec` agrees)."""
+
+
+def demo_spec(policy: str, out: Path) -> ReplaySpec:
+    """The demo's replay of ``policy``, results in ``out/policy``."""
+    return ReplaySpec(
+        policy=policy,
+        jobs=300,
+        start=4000,
+        nodes=10,
+        slots=4,
+        schedulers=2,
+        time_scale=10_000.0,
+        task_scale=0.05,
+        load=0.8,
+        seed=1,
+        out=out / policy,
+    )
 
 
 def run_demo(out: Path, policies: tuple[str, ...] = ("sparrow", "eagle")) -> int:
     console = Console()
     dirs = []
     for policy in policies:
-        args = build_parser().parse_args(
-            ["replay", *DEMO_FLAGS, "--policy", policy, "--out", str(out / policy)]
-        )
-        setup = setup_replay(args)
+        setup = setup_replay(demo_spec(policy, out))
         console.rule(f"{policy}: {len(setup.jobs)} Google jobs on {len(setup.cluster.nodes)} nodes x 4 slots")
         summary = run_replay(setup)
         print_summary(summary, setup.out, console)

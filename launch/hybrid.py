@@ -2,32 +2,19 @@
 centralized LWL of §2.4.5 and the DLWL+SRPT baseline of §3.6.2 (docs/policies.md describes each one).
 
 Each policy is a set of builders (one per role) closed over the mechanism switches its name stands
-for; the numeric parameters come from ``Cluster.params`` (defaults from the thesis):
-
-==================  =========  =============================================================
-param               default    meaning
-==================  =========  =============================================================
-cutoff              1129.532   short/long cutoff on the job's estimate, in replay seconds
-                               (the Google cutoff divided by the time scale)
-probe_ratio         2          probes per task (Sparrow, Hawk, Eagle)
-min_probes          20         Eagle's minimum probes per job K
-steal_attempts      10         nodes an idle Hawk node asks for probes
-srpt_threshold      5          bypass threshold, in estimated task durations of the bypassed
-update_ratio        0.1        Eagle: send remaining-task updates when the count fell by this
-                               fraction since the last one (0: after every assignment)
-heartbeat           3          DLWL heartbeat interval in replay seconds
-==================  =========  =============================================================
-
-The short partition (``--short-partition``, default 17 % of the nodes for these policies) comes from
-the cluster description (``ProcessSpec.partition``): the central scheduler places long tasks only on
-general-partition nodes.
+for. Its numeric parameters are declared below once (:data:`CUTOFF` ... :data:`SHORT_PARTITION`, defaults
+from the thesis): the flags of ``aviary up``/``replay``, the cluster file's ``[cluster.params]`` and the
+values the builders read all derive from them. Durations are given in trace seconds and held in the
+cluster in seconds of the replay clock (divided by the time scale). The short partition (percent of the
+nodes, 17 for the Google trace) is not a ``[cluster.params]`` entry but the nodes' ``partition`` in the
+cluster description: the central scheduler places long tasks only on general-partition nodes.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..central.lwl import CentralLwlCore
@@ -35,28 +22,82 @@ from ..common.cluster import Cluster, ProcessSpec
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
 from ..common.model import GOOGLE_CUTOFF, JobSpec
+from ..common.params import Param
 from ..distributed.dlwl import DlwlSchedulerCore
 from ..distributed.eagle import EagleSchedulerCore
 from ..distributed.hawk import HawkSchedulerCore
 from ..worker.hybrid import HybridNodeCore
 from ..worker.stealing import Stealer
 
-__all__ = ["DEFAULT_UPDATE_RATIO", "HYBRID_PARAMS", "SHORT_PARTITION", "hybrid_policies", "hybrid_router"]
+__all__ = [
+    "CUTOFF",
+    "DEFAULT_UPDATE_RATIO",
+    "PROBE_RATIO",
+    "SHORT_PARTITION",
+    "hybrid_policies",
+    "hybrid_router",
+]
 
 DEFAULT_UPDATE_RATIO = 0.1
 """Eagle: remaining-task updates go out when the count fell by 10 % (docs/policies.md: why not 0)."""
 
-SHORT_PARTITION = 0.17
-"""Share of the nodes in the short partition for the Google trace (thesis §2.4.1, §3.5)."""
-
-HYBRID_PARAMS = (
+PROBE_RATIO = Param(
+    "probe_ratio", 2.0, "Sparrow probe ratio d, probes per task (Hawk and Eagle too)", low=1.0
+)
+"""Sparrow's probe ratio (its registry entry declares it too), used by Hawk's and Eagle's schedulers."""
+CUTOFF = Param(
     "cutoff",
-    "probe_ratio",
-    "min_probes",
-    "steal_attempts",
+    GOOGLE_CUTOFF,
+    "short/long cutoff in trace seconds: a replay's classes for reporting (every policy), and the "
+    "scheduling cutoff of hawk*, eagle*, lwl and dlwl once divided by the time scale",
+    unit="trace s",
+    scales=True,
+    low=0.0,
+    open_low=True,
+)
+"""The Google trace's cutoff (thesis §2.4.1); ``aviary replay --cutoff`` also sets every replay's
+reporting classes (:class:`~aviary.launch.spec.ReplaySpec` ``cutoff``)."""
+SHORT_PARTITION = Param(
+    "short_partition",
+    17.0,
+    "percent of the nodes reserved for short jobs",
+    unit="%",
+    low=0.0,
+    high=100.0,
+    open_high=True,
+    cluster=False,
+)
+"""Share of the nodes in the short partition for the Google trace (thesis §2.4.1, §3.5), in percent;
+the registry labels the nodes (``ProcessSpec.partition``) instead of writing a ``[cluster.params]`` entry."""
+NO_PARTITION = replace(SHORT_PARTITION, default=0.0)
+STEAL_ATTEMPTS = Param(
+    "steal_attempts", 10, "Hawk: nodes an idle node asks for probes to steal (0: no stealing)", low=0
+)
+MIN_PROBES = Param("min_probes", 20, "Eagle: minimum probes per job", low=0)
+SRPT_THRESHOLD = Param(
     "srpt_threshold",
+    5.0,
+    "Eagle/DLWL: a probe may be bypassed by work up to this many of its task estimates",
+    low=0.0,
+)
+UPDATE_RATIO = Param(
     "update_ratio",
+    DEFAULT_UPDATE_RATIO,
+    "Eagle: send remaining-task updates when the count fell by this fraction (0: every assignment, as "
+    "the thesis)",
+    low=0.0,
+    high=1.0,
+    open_high=True,
+)
+HEARTBEAT = Param(
     "heartbeat",
+    3.0,
+    "DLWL heartbeat interval in trace seconds, divided by the time scale",
+    unit="trace s",
+    scales=True,
+    low=0.0,
+    open_low=True,
+    option="--dlwl-heartbeat",
 )
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
@@ -85,12 +126,13 @@ def _layout(cluster: Cluster) -> _Layout:
     return layout
 
 
-def _p(cluster: Cluster, key: str, default: Any) -> Any:
-    return cluster.params.get(key, default)
+def _p(cluster: Cluster, param: Param) -> Any:
+    """The value the cluster holds (replay seconds), or the declared default."""
+    return param.held(cluster.params)
 
 
 def cutoff_of(cluster: Cluster) -> float:
-    return float(_p(cluster, "cutoff", GOOGLE_CUTOFF))
+    return float(_p(cluster, CUTOFF))
 
 
 def hybrid_router(cluster: Cluster) -> Router:
@@ -132,7 +174,7 @@ def _hawk_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
         spec.name,
         lay.nodes,
         lay.general,
-        probe_ratio=float(_p(cluster, "probe_ratio", 2.0)),
+        probe_ratio=float(_p(cluster, PROBE_RATIO)),
         cutoff=cutoff_of(cluster),
         seed=cluster.seed,
     )
@@ -141,7 +183,7 @@ def _hawk_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
 def _hawk_node(*, steal: bool) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
         lay = _layout(cluster)
-        attempts = int(_p(cluster, "steal_attempts", 10)) if steal else 0
+        attempts = int(_p(cluster, STEAL_ATTEMPTS)) if steal else 0
         stealer = None
         if attempts > 0:
             stealer = Stealer(spec.name, lay.general, attempts, random.Random(f"{cluster.seed}/{spec.name}"))
@@ -159,12 +201,12 @@ def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
             spec.name,
             lay.nodes,
             lay.short,
-            probe_ratio=float(_p(cluster, "probe_ratio", 2.0)),
-            min_probes=int(_p(cluster, "min_probes", 20)) if min_probes else 0,
+            probe_ratio=float(_p(cluster, PROBE_RATIO)),
+            min_probes=int(_p(cluster, MIN_PROBES)) if min_probes else 0,
             sss=sss,
             sticky=sbp,
             updates=sbp,
-            update_ratio=float(_p(cluster, "update_ratio", DEFAULT_UPDATE_RATIO)),
+            update_ratio=float(_p(cluster, UPDATE_RATIO)),
             cutoff=cutoff_of(cluster),
             seed=cluster.seed,
         )
@@ -180,7 +222,7 @@ def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
             srpt=sbp,
             sticky=sbp,
             sss=sss,
-            threshold=float(_p(cluster, "srpt_threshold", 5.0)),
+            threshold=float(_p(cluster, SRPT_THRESHOLD)),
         )
 
     return build
@@ -197,7 +239,7 @@ def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
         lay.nodes,
         lay.general,
         lay.short,
-        heartbeat=float(_p(cluster, "heartbeat", 3.0)),
+        heartbeat=float(_p(cluster, HEARTBEAT)),
         cutoff=cutoff_of(cluster),
         seed=cluster.seed,
     )
@@ -209,17 +251,22 @@ def _dlwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
         spec.slots,
         srpt=True,
         stop_at_long=False,
-        threshold=float(_p(cluster, "srpt_threshold", 5.0)),
+        threshold=float(_p(cluster, SRPT_THRESHOLD)),
         heartbeat_to=[p.name for p in cluster.schedulers],
-        heartbeat=float(_p(cluster, "heartbeat", 3.0)),
+        heartbeat=float(_p(cluster, HEARTBEAT)),
     )
 
 
+HAWK_PARAMS = (CUTOFF, PROBE_RATIO, STEAL_ATTEMPTS, SHORT_PARTITION)
+EAGLE_PARAMS = (CUTOFF, PROBE_RATIO, MIN_PROBES, SRPT_THRESHOLD, UPDATE_RATIO, SHORT_PARTITION)
+DLWL_PARAMS = (CUTOFF, SRPT_THRESHOLD, HEARTBEAT, SHORT_PARTITION)
+FAMILY = "Hawk, Eagle, DLWL"
+
+
 def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
-    """The registry entries, built with the registry's ``Policy`` class."""
-    hawk_params = ("cutoff", "probe_ratio", "steal_attempts")
-    eagle_params = ("cutoff", "probe_ratio", "min_probes", "srpt_threshold", "update_ratio")
-    hybrid = {"router": hybrid_router, "short_partition": SHORT_PARTITION}
+    """The registry entries, built with the registry's ``Policy`` class. The ablations declare the
+    parameters of the mechanism they leave out too (ignored), so that a command line runs them all."""
+    hybrid = {"router": hybrid_router, "family": FAMILY}
 
     def hawk(name: str, summary: str, *, steal: bool = True, central: bool = True, part: bool = True) -> Any:
         return policy(
@@ -228,8 +275,8 @@ def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
             scheduler=_hawk_scheduler,
             central=_central(everywhere=not part, sss=False) if central else None,
             node=_hawk_node(steal=steal),
-            params=hawk_params,
-            **{**hybrid, "short_partition": SHORT_PARTITION if part else 0.0},
+            declared=HAWK_PARAMS if part else (*HAWK_PARAMS[:-1], NO_PARTITION),
+            **hybrid,
         )
 
     def eagle(name: str, summary: str, *, sss: bool = True, sbp: bool = True, min_probes: bool = True) -> Any:
@@ -239,7 +286,7 @@ def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
             scheduler=_eagle_scheduler(sss=sss, sbp=sbp, min_probes=min_probes),
             central=_central(everywhere=False, sss=sss),
             node=_eagle_node(sss=sss, sbp=sbp),
-            params=eagle_params,
+            declared=EAGLE_PARAMS,
             **hybrid,
         )
 
@@ -265,15 +312,15 @@ def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
             "centralized LWL for every job on every node, no partition, no stealing (thesis §2.4.5)",
             central=_central(everywhere=True, sss=False),
             node=_lwl_node,
-            params=("cutoff",),
-            router=hybrid_router,
+            declared=(CUTOFF,),
+            **hybrid,
         ),
         policy(
             "dlwl",
             "distributed LWL on heartbeat-stale queue estimates with node SRPT (thesis §3.6.2)",
             scheduler=_dlwl_scheduler,
             node=_dlwl_node,
-            params=("cutoff", "srpt_threshold", "heartbeat"),
-            short_partition=SHORT_PARTITION,
+            declared=DLWL_PARAMS,
+            family=FAMILY,
         ),
     ]

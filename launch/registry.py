@@ -25,7 +25,7 @@ from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
 from ..worker.resource_node import ResourceNodeCore
-from .hybrid import hybrid_policies
+from .hybrid import PROBE_RATIO, hybrid_policies
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
 
@@ -37,11 +37,20 @@ class Policy:
     scheduler: Builder | None = None  # distributed schedulers, if the policy uses them
     central: Builder | None = None  # the central scheduler, if the policy uses one
     node: Builder | None = None  # the node monitor core (default: NodeMonitorCore with a FIFO queue)
-    params: tuple[str, ...] = ()  # the cluster parameters it reads
     router: Callable[[Cluster], Router] | None = None  # where jobs go (default: schedulers, else central)
-    short_partition: float = 0.0  # default share of nodes in the short partition
     declared: tuple[Param, ...] = ()  # its parameters, declared once (flags, cluster file, replay)
     dag: bool = False  # schedules DAG jobs by multi-resource fit (nodes get capacity vectors)
+    family: str = ""  # the heading its parameters' flags are listed under
+
+    def param(self, name: str) -> Param | None:
+        """The declared parameter ``name``, if the policy has one."""
+        return next((p for p in self.declared if p.name == name), None)
+
+    @property
+    def short_partition(self) -> float:
+        """The default share of the nodes in the short partition (its declared percent / 100)."""
+        p = self.param("short_partition")
+        return 0.0 if p is None else p.default / 100
 
     def route(self, cluster: Cluster) -> Router:
         """Where the frontend sends each job."""
@@ -53,36 +62,34 @@ class Policy:
         return round_robin([cluster.central.name])
 
 
-def _param(cluster: Cluster, key: str, default: Any) -> Any:
-    return cluster.params.get(key, default)
-
-
 def declared_values(policy: Policy, cluster: Cluster) -> dict[str, Any]:
-    """The policy's declared parameters as the cluster holds them (already in replay seconds), or
-    their defaults (durations divided by the cluster's time scale)."""
-    scale = float(cluster.params.get("time_scale", 1.0))
+    """The policy's declared ``[cluster.params]`` as the cluster holds them (already in replay
+    seconds), or their defaults (durations divided by the cluster's time scale); an optional one the
+    cluster does not hold is ``None``."""
     out = {}
     for p in policy.declared:
-        given = cluster.params.get(p.name)
-        if given is None:
-            out[p.name] = p.default / scale if p.scales else p.default
-        else:
+        if p.cluster:
             try:
-                out[p.name] = p.check(given)
+                out[p.name] = p.held(cluster.params)
             except ValueError as exc:
                 raise ClusterError(f"[cluster.params]: field '{p.name}': {exc}") from None
     return out
 
 
-COMMON_PARAMS = ("time_scale", "probe_ratio")
-"""Parameters every cluster description may hold (written by every replay)."""
+COMMON_PARAMS = ("time_scale",)
+"""Parameters every cluster description holds (written by every replay): not a policy's."""
+
+LEGACY_PARAMS = ("probe_ratio",)
+"""Accepted in any policy's cluster description and unused unless the policy declares it: every
+cluster file held ``probe_ratio`` before each policy declared its own parameters."""
 
 
 def check_params(cluster: Cluster, source: str) -> None:
     """One line naming ``source`` and the field when ``[cluster.params]`` holds a name the policy does
-    not read, or a bad value of one it declares."""
+    not declare, or a bad value of one it declares."""
     policy = get_policy(cluster.policy)
-    bad = unknown(policy.declared, cluster.params, (*COMMON_PARAMS, *policy.params))
+    held = [p for p in policy.declared if p.cluster]
+    bad = unknown(held, cluster.params, (*COMMON_PARAMS, *LEGACY_PARAMS))
     if bad:
         raise ClusterError(
             f"{source}: [cluster.params]: field '{bad[0]}': policy {policy.name!r} has no such parameter"
@@ -136,7 +143,13 @@ def _packing_policy(
     name: str, summary: str, make: Callable[[dict[str, Any]], PlacementPolicy], declared: tuple[Param, ...]
 ) -> Policy:
     return Policy(
-        name, summary, central=_packing_central(make), node=_resource_node, declared=declared, dag=True
+        name,
+        summary,
+        central=_packing_central(make),
+        node=_resource_node,
+        declared=declared,
+        dag=True,
+        family="Multi-resource DAG",
     )
 
 
@@ -183,7 +196,7 @@ def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
     return SparrowCore(
         spec.name,
         [n.name for n in cluster.nodes],
-        probe_ratio=float(_param(cluster, "probe_ratio", 2.0)),
+        probe_ratio=float(PROBE_RATIO.held(cluster.params)),
         seed=cluster.seed,
     )
 
@@ -192,15 +205,49 @@ def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
     return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes})
 
 
-KAIROS_PARAMS = ("quantum", "kairos_q", "starvation_quanta", "starvation_multiple", "heartbeat_interval")
+KAIROS_REFERENCE_QUANTUM = 10_000.0
+"""The thesis' quantum for the Google trace, in trace seconds (§4.6.2)."""
+
+KAIROS_PARAMS = (
+    Param(
+        "quantum",
+        KAIROS_REFERENCE_QUANTUM,
+        "LAS quantum W in seconds of the replay clock",
+        unit="s",
+        scales=True,
+        scales_given=False,
+        low=0.0,
+        open_low=True,
+    ),
+    Param("kairos_q", 2, "tasks per node beyond its slots, Q", low=0),
+    Param("starvation_quanta", 3, "missed quanta before a task is guarded against preemption", low=1),
+    Param(
+        "starvation_multiple",
+        2.0,
+        "a starving task then runs un-preempted for this many quanta",
+        low=0.0,
+        open_low=True,
+    ),
+    Param(
+        "heartbeat_interval",
+        None,
+        "node -> central heartbeat period in seconds (default: quantum / 10)",
+        unit="s",
+        low=0.0,
+        open_low=True,
+    ),
+)
+"""Kairos' parameters: the quantum's default is the thesis' 10,000 trace seconds divided by the time
+scale, but a given ``--quantum`` is already in seconds of the replay clock."""
 
 
 def _kairos_central(tiebreak: str) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        values = declared_values(get_policy(cluster.policy), cluster)
         return KairosCentralCore(
             spec.name,
             {n.name: n.slots for n in cluster.nodes},
-            q=int(_param(cluster, "kairos_q", 2)),
+            q=int(values["kairos_q"]),
             tiebreak=tiebreak,
             seed=cluster.seed,
         )
@@ -209,15 +256,15 @@ def _kairos_central(tiebreak: str) -> Builder:
 
 
 def _kairos_node(spec: ProcessSpec, cluster: Cluster) -> Core:
-    quantum = float(_param(cluster, "quantum", 10.0))
-    heartbeat = _param(cluster, "heartbeat_interval", None)
+    values = declared_values(get_policy(cluster.policy), cluster)
+    heartbeat = values["heartbeat_interval"]
     return KairosNodeCore(
         spec.name,
         spec.slots,
         central=cluster.central.name if cluster.central is not None else None,
-        quantum=quantum,
-        starvation_quanta=int(_param(cluster, "starvation_quanta", 3)),
-        starvation_multiple=float(_param(cluster, "starvation_multiple", 2.0)),
+        quantum=float(values["quantum"]),
+        starvation_quanta=int(values["starvation_quanta"]),
+        starvation_multiple=float(values["starvation_multiple"]),
         heartbeat_interval=None if heartbeat is None else float(heartbeat),
     )
 
@@ -229,7 +276,8 @@ POLICIES: dict[str, Policy] = {
             "sparrow",
             "batch sampling with probe ratio d and late binding",
             scheduler=_sparrow,
-            params=("probe_ratio",),
+            declared=(PROBE_RATIO,),
+            family="Sparrow",
         ),
         Policy(
             "fifo",
@@ -242,7 +290,8 @@ POLICIES: dict[str, Policy] = {
                 f"Kairos: node LAS with quantum and preemption, central N+Q dispatch, {tb} tie-break",
                 central=_kairos_central(tb),
                 node=_kairos_node,
-                params=KAIROS_PARAMS,
+                declared=KAIROS_PARAMS,
+                family="Kairos",
             )
             for name, tb in (("kairos", "var"), ("kairos-random", "random"), ("kairos-sum", "sum"))
         ),

@@ -29,21 +29,17 @@ from ..common.results import JobRecord, format_summary_table, write_results
 from ..common.trace import TraceError, read_trace
 from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError, build_workload
-from .hybrid import DEFAULT_UPDATE_RATIO
 from .local import LocalTestbed
 from .real import ReplayError, run_real
 from .registry import POLICIES, check_params, get_policy, policy_cluster
+from .spec import ReplaySpec, UsageError
 
 DEFAULT_LOAD = 0.8
 
 
-class UsageError(Exception):
-    """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
-
-
 @dataclass
 class ReplaySetup:
-    """Everything a replay needs, resolved from the flags."""
+    """Everything a replay needs, resolved from its :class:`ReplaySpec`."""
 
     cluster: Cluster
     jobs: list[JobSpec]
@@ -55,164 +51,118 @@ class ReplaySetup:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-SCALED_PARAMS = ("cutoff", "heartbeat", "quantum")
-"""Cluster parameters in seconds of the replay clock: derived from trace seconds by the time scale."""
-
-
 REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0}
 """Default time scale of a real replay per workload: Google tasks run minutes (seconds become ms),
 Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s."""
 
 
-def workload_kind(args: argparse.Namespace) -> str:
-    return str(getattr(args, "workload", None) or "google")
-
-
-def time_scale(args: argparse.Namespace) -> float:
-    """``--time-scale``, or its default: 1 simulated; on the real runtime per workload
+def time_scale(spec: ReplaySpec) -> float:
+    """The spec's time scale, or its default: 1 simulated; on the real runtime per workload
     (:data:`REAL_TIME_SCALE`)."""
-    given = getattr(args, "time_scale", None)
-    if given is not None:
-        return given
-    return REAL_TIME_SCALE[workload_kind(args)] if getattr(args, "runtime", "real") == "real" else 1.0
+    if spec.time_scale is not None:
+        return spec.time_scale
+    return REAL_TIME_SCALE[spec.workload] if spec.runtime == "real" else 1.0
 
 
-def policy_params(args: argparse.Namespace) -> dict[str, Any]:
-    kairos = kairos_params(args) if str(getattr(args, "policy", "")).startswith("kairos") else {}
-    hybrid = hybrid_params(args, get_policy(args.policy).params) if hasattr(args, "policy") else {}
-    declared = declared_params(args) if hasattr(args, "policy") else {}
-    return {"probe_ratio": args.probe_ratio, "time_scale": time_scale(args), **kairos, **hybrid, **declared}
+def policy_values(spec: ReplaySpec) -> dict[str, Any]:
+    """Every declared parameter of the spec's policy, as the cluster holds it (durations in seconds of
+    the replay clock), those that shape the cluster (the short partition) included."""
+    policy = get_policy(spec.policy)
+    return resolve(policy.declared, spec.given(), time_scale=time_scale(spec))
 
 
-def declared_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The policy's declared parameters from their flags (or defaults); a flag of a parameter the
-    policy does not have, or a bad value, is a one-line error."""
-    policy = get_policy(args.policy)
-    names = {p.name for p in policy.declared}
-    for other in POLICIES.values():
-        for p in other.declared:
-            if p.name not in names and getattr(args, p.name, None) is not None:
-                raise UsageError(f"{p.flag}: policy {policy.name!r} has no such parameter")
-    given = {p.name: getattr(args, p.name, None) for p in policy.declared}
-    for p in policy.declared:
-        try:
-            resolve([p], given)
-        except ValueError as exc:
-            raise UsageError(f"{p.flag}: {exc}") from None
-    return resolve(policy.declared, given, time_scale=time_scale(args))
+def policy_params(spec: ReplaySpec) -> dict[str, Any]:
+    """The ``[cluster.params]`` of the spec's testbed: the time scale, then the policy's declared
+    parameters (:func:`policy_values`) that are cluster parameters."""
+    held = {p.name for p in get_policy(spec.policy).declared if p.cluster}
+    values = policy_values(spec)
+    return {"time_scale": time_scale(spec), **{k: v for k, v in values.items() if k in held}}
 
 
-def hybrid_params(args: argparse.Namespace, wanted: tuple[str, ...]) -> dict[str, Any]:
-    """Hawk/Eagle/DLWL parameters the policy reads (``wanted``); times in trace seconds (the cutoff,
-    the DLWL heartbeat) are divided by the time scale, as the estimates they are compared with."""
-    scale = time_scale(args)
-    ratio = getattr(args, "update_ratio", None)
-    params = {
-        "cutoff": (getattr(args, "cutoff", None) or GOOGLE_CUTOFF) / scale,
-        "steal_attempts": getattr(args, "steal_attempts", 10),
-        "min_probes": getattr(args, "min_probes", 20),
-        "srpt_threshold": getattr(args, "srpt_threshold", 5.0),
-        "update_ratio": DEFAULT_UPDATE_RATIO if ratio is None else ratio,
-        "heartbeat": getattr(args, "dlwl_heartbeat", 3.0) / scale,
-    }
-    return {k: v for k, v in params.items() if k in wanted}
-
-
-KAIROS_REFERENCE_QUANTUM = 10_000.0
-"""The thesis' quantum for the Google trace, in trace seconds (§4.6.2)."""
-
-
-def kairos_params(args: argparse.Namespace) -> dict[str, Any]:
-    """Kairos parameters from the flags; the quantum follows the time scale unless given."""
-    quantum = getattr(args, "quantum", None)
-    if quantum is None:
-        quantum = KAIROS_REFERENCE_QUANTUM / time_scale(args)
-    params: dict[str, Any] = {
-        "quantum": quantum,
-        "kairos_q": getattr(args, "kairos_q", 2),
-        "starvation_quanta": getattr(args, "starvation_quanta", 3),
-        "starvation_multiple": getattr(args, "starvation_multiple", 2.0),
-    }
-    if getattr(args, "heartbeat_interval", None) is not None:
-        params["heartbeat_interval"] = args.heartbeat_interval
-    return params
-
-
-def testbed_cluster(args: argparse.Namespace, *, bind_ports: bool | None = None) -> Cluster:
-    """The cluster the flags describe (free local ports are looked for only for a real run)."""
+def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Cluster:
+    """The cluster the spec describes (free local ports are looked for only for a real run)."""
+    partition = policy_values(spec).get("short_partition")
     return policy_cluster(
-        args.policy,
-        nodes=args.nodes,
-        slots=args.slots,
-        schedulers=args.schedulers,
-        executor=args.executor,
-        seed=args.seed,
-        params=policy_params(args),
-        short_partition=None if args.short_partition is None else args.short_partition / 100,
-        bind_ports=getattr(args, "runtime", "real") == "real" if bind_ports is None else bind_ports,
-        capacity=getattr(args, "capacity", None),
+        spec.policy,
+        nodes=spec.nodes,
+        slots=spec.slots,
+        schedulers=spec.schedulers,
+        executor=spec.executor,
+        seed=spec.seed,
+        params=policy_params(spec),
+        short_partition=None if partition is None else partition / 100,
+        bind_ports=spec.runtime == "real" if bind_ports is None else bind_ports,
+        capacity=spec.capacity,
     )
 
 
-def connected_time_scale(args: argparse.Namespace, cluster: Cluster) -> float:
+def scaled_params(cluster: Cluster) -> list[str]:
+    """The cluster's parameters in seconds of the replay clock derived from trace seconds by its time
+    scale (those its policy declares with ``scales``)."""
+    return [p.name for p in get_policy(cluster.policy).declared if p.scales and p.name in cluster.params]
+
+
+def connected_time_scale(spec: ReplaySpec, cluster: Cluster) -> float:
     """The time scale of a replay against a running testbed: the one its policy parameters were
     derived with (``aviary up --time-scale``) unless the replay names another and nothing depends on it."""
     held = cluster.params.get("time_scale")
     if held is None:
-        return time_scale(args)
-    if args.time_scale is not None and args.time_scale != held:
-        scaled = [k for k in SCALED_PARAMS if k in cluster.params]
+        return time_scale(spec)
+    if spec.time_scale is not None and spec.time_scale != held:
+        scaled = scaled_params(cluster)
         if scaled:
             raise UsageError(
-                f"{args.connect}: field 'time_scale': the testbed's {', '.join(scaled)} are for "
-                f"--time-scale {held:g}, not {args.time_scale:g} (start 'aviary up --time-scale "
-                f"{args.time_scale:g}', or replay without --time-scale)"
+                f"{spec.connect}: field 'time_scale': the testbed's {', '.join(scaled)} are for "
+                f"--time-scale {held:g}, not {spec.time_scale:g} (start 'aviary up --time-scale "
+                f"{spec.time_scale:g}', or replay without --time-scale)"
             )
-        return args.time_scale
+        return spec.time_scale
     return float(held)
 
 
-def setup_replay(args: argparse.Namespace) -> ReplaySetup:
-    if args.connect is not None:
-        if args.runtime != "real":
+def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
+    """The cluster, jobs and settings of the replay ``spec`` describes (a namespace of ``aviary replay``
+    flags, as experiments still build, is read through :meth:`ReplaySpec.from_args`)."""
+    if isinstance(spec, argparse.Namespace):
+        spec = ReplaySpec.from_args(spec)
+    if spec.connect is not None:
+        if spec.runtime != "real":
             raise UsageError("--connect needs --runtime real")
-        cluster = load_cluster(args.connect)
-        check_params(cluster, str(args.connect))
-        scale = connected_time_scale(args, cluster)
+        cluster = load_cluster(spec.connect)
+        check_params(cluster, str(spec.connect))
+        scale = connected_time_scale(spec, cluster)
     else:
-        cluster = testbed_cluster(args)
-        scale = time_scale(args)
-    load = None if args.keep_arrivals else (args.load or DEFAULT_LOAD)
+        cluster = testbed_cluster(spec)
+        scale = time_scale(spec)
+    load = None if spec.keep_arrivals else (spec.load or DEFAULT_LOAD)
     try:
-        jobs = replay_jobs(args, cluster, scale, load)
+        jobs = replay_jobs(spec, cluster, scale, load)
     except (TraceError, WorkloadError, DagTraceError) as exc:
         raise UsageError(str(exc)) from None
     longest = max(max(j.durations) for j in jobs)
-    stall = args.stall_timeout or max(30.0, 3 * longest)
-    out = args.out or Path("results") / f"{cluster.policy}-{args.runtime}"
+    stall = spec.stall_timeout or max(30.0, 3 * longest)
+    out = spec.out or Path("results") / f"{cluster.policy}-{spec.runtime}"
     extra = {
-        "workload": workload_kind(args),
-        "trace": str(args.trace),
+        "workload": spec.workload,
+        "trace": str(spec.trace),
         "time_scale": scale,
-        "task_scale": args.task_scale,
+        "task_scale": spec.task_scale,
         "load": load,
-        "keep_arrivals": args.keep_arrivals,
-        "seed": args.seed,
-        "start": args.start,
+        "keep_arrivals": spec.keep_arrivals,
+        "seed": spec.seed,
+        "start": spec.start,
         "schedulers": len(cluster.schedulers),
         "executor": cluster.executor,
         "params": cluster.params,
     }
-    return ReplaySetup(cluster, jobs, args.runtime, out, stall, args.net_delay, args.connect, extra)
+    return ReplaySetup(cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra)
 
 
-def replay_jobs(
-    args: argparse.Namespace, cluster: Cluster, scale: float, load: float | None
-) -> list[JobSpec]:
+def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | None) -> list[JobSpec]:
     """The scaled jobs of the replay: the Google-format trace as flat jobs for the slot-based policies;
     DAG jobs with per-stage demands (:mod:`aviary.common.dags`) for the multi-resource ones, whose
     ``--load`` is the offered load of the dominant resource."""
-    kind = workload_kind(args)
+    kind = spec.workload
     policy = get_policy(cluster.policy)
     if not policy.dag:
         if kind != "google":
@@ -222,46 +172,46 @@ def replay_jobs(
             )
         nodes, slots = len(cluster.nodes), max(p.slots for p in cluster.nodes)
         return build_workload(
-            read_trace(args.trace),
-            jobs=args.jobs,
-            sample=args.sample,
-            start=args.start,
-            seed=args.seed,
+            read_trace(spec.trace),
+            jobs=spec.jobs,
+            sample=spec.sample,
+            start=spec.start,
+            seed=spec.seed,
             time_scale=scale,
-            task_scale=args.task_scale,
-            scale_tasks=args.runtime == "real",
+            task_scale=spec.task_scale,
+            scale_tasks=spec.runtime == "real",
             nodes=nodes,
             slots=slots,
-            reference_nodes=args.reference_nodes,
+            reference_nodes=spec.reference_nodes,
             load=load,
-            keep_arrivals=args.keep_arrivals,
-            cutoff=args.cutoff or GOOGLE_CUTOFF,
-            misestimate=tuple(args.misestimate) if args.misestimate else None,
+            keep_arrivals=spec.keep_arrivals,
+            cutoff=spec.cutoff or GOOGLE_CUTOFF,
+            misestimate=spec.misestimate,
         )
-    if args.misestimate:
+    if spec.misestimate:
         raise UsageError("--misestimate: not yet applied to DAG workloads")
-    explicit = args.trace != GOOGLE_TRACE
+    explicit = spec.trace != GOOGLE_TRACE
     if kind == "google":
-        trace: Any = read_trace(args.trace)
+        trace: Any = read_trace(spec.trace)
     elif kind == "alibaba":
-        trace = read_alibaba(args.trace) if explicit else None
+        trace = read_alibaba(spec.trace) if explicit else None
     else:
-        trace = read_tpch(args.trace) if explicit else None
+        trace = read_tpch(spec.trace) if explicit else None
     capacity = vector_sum(n.resources for n in cluster.nodes)
     return build_dag_workload(
         kind,  # type: ignore[arg-type]
         trace,
-        jobs=args.jobs if args.jobs is not None or kind != "tpch" else DEFAULT_TPCH_JOBS,
-        sample=args.sample,
-        start=args.start,
-        seed=args.seed,
+        jobs=spec.jobs if spec.jobs is not None or kind != "tpch" else DEFAULT_TPCH_JOBS,
+        sample=spec.sample,
+        start=spec.start,
+        seed=spec.seed,
         time_scale=scale,
-        task_scale=args.task_scale or 1.0,
+        task_scale=spec.task_scale or 1.0,
         load=load,
         capacity_total=capacity,
-        keep_arrivals=args.keep_arrivals,
-        demands=args.demands,
-        cutoff=args.cutoff or GOOGLE_CUTOFF,
+        keep_arrivals=spec.keep_arrivals,
+        demands=spec.demands,
+        cutoff=spec.cutoff or GOOGLE_CUTOFF,
     )
 
 
@@ -410,4 +360,13 @@ def print_summary(summary: dict[str, Any], out: Path, console: Console | None = 
     console.print(f"results: {out}/jobs.csv, {out}/summary.json")
 
 
-__all__ = ["ClusterError", "ReplaySetup", "UsageError", "print_summary", "run_replay", "setup_replay"]
+__all__ = [
+    "ClusterError",
+    "ReplaySetup",
+    "ReplaySpec",
+    "UsageError",
+    "print_summary",
+    "run_replay",
+    "setup_replay",
+    "testbed_cluster",
+]

@@ -10,7 +10,16 @@ from aviary.common.cluster import write_cluster
 from aviary.common.model import GOOGLE_CUTOFF
 from aviary.launch.cli import build_parser, main
 from aviary.launch.replay import setup_replay
-from aviary.launch.replay import testbed_cluster as cluster_of
+from aviary.launch.replay import testbed_cluster as cluster_from
+from aviary.launch.spec import ReplaySpec
+
+
+def cluster_of(args):
+    return cluster_from(ReplaySpec.from_args(args))
+
+
+def spec_of(flags):
+    return ReplaySpec.from_args(build_parser().parse_args(flags))
 
 
 def up_cluster(tmp_path, policy: str, *flags: str):
@@ -25,7 +34,7 @@ def test_up_derives_the_cutoff_from_its_time_scale_and_replay_takes_it(tmp_path)
     cluster, path = up_cluster(tmp_path, "eagle", "--time-scale", "50000")
     assert cluster.params["time_scale"] == 50000
     assert cluster.params["cutoff"] == pytest.approx(GOOGLE_CUTOFF / 50000)
-    setup = setup_replay(build_parser().parse_args(["replay", "--connect", str(path), "--jobs", "5"]))
+    setup = setup_replay(spec_of(["replay", "--connect", str(path), "--jobs", "5"]))
     assert setup.extra["time_scale"] == 50000
 
 
@@ -42,8 +51,7 @@ def test_a_replay_at_another_time_scale_than_the_testbeds_cutoff_is_refused_in_o
 def test_a_policy_without_time_parameters_replays_at_any_time_scale(tmp_path):
     _, path = up_cluster(tmp_path, "sparrow")
     flags = ["replay", "--connect", str(path), "--time-scale", "50000", "--jobs", "5"]
-    args = build_parser().parse_args(flags)
-    assert setup_replay(args).extra["time_scale"] == 50000
+    assert setup_replay(spec_of(flags)).extra["time_scale"] == 50000
 
 
 def test_a_frontend_address_held_by_another_process_gives_one_line(tmp_path, capsys):

@@ -346,12 +346,13 @@ def test_cli_flags_reach_the_cores():
     from aviary.launch.cli import build_parser
     from aviary.launch.registry import build_core
     from aviary.launch.replay import testbed_cluster
+    from aviary.launch.spec import ReplaySpec
 
     flags = ["replay", "--runtime", "sim", "--policy", "kairos-sum", "--nodes", "3", "--slots", "2",
              "--quantum", "2", "--kairos-q", "3", "--starvation-quanta", "4", "--starvation-multiple", "1.5",
              "--heartbeat-interval", "0.5"]  # fmt: skip
     args = build_parser().parse_args(flags)
-    cluster = testbed_cluster(args)
+    cluster = testbed_cluster(ReplaySpec.from_args(args))
     central = build_core(cluster.central, cluster)
     node = build_core(cluster.nodes[0], cluster)
     assert isinstance(central, KairosCentralCore) and isinstance(node, KairosNodeCore)
@@ -360,9 +361,9 @@ def test_cli_flags_reach_the_cores():
     assert node.heartbeat_interval == 0.5 and node.central == cluster.central.name
     # Defaults: W = 10,000 trace seconds over the time scale, heartbeats every W / 10, Q = 2.
     args = build_parser().parse_args(["replay", "--policy", "kairos", "--time-scale", "500"])
-    cluster = testbed_cluster(args)
+    cluster = testbed_cluster(ReplaySpec.from_args(args))
     node = build_core(cluster.nodes[0], cluster)
     assert (node.quantum, node.heartbeat_interval) == (20.0, 2.0)
     assert build_core(cluster.central, cluster).q == 2
     args = build_parser().parse_args(["up", "--policy", "kairos"])
-    assert testbed_cluster(args).params["quantum"] == 10.0
+    assert testbed_cluster(ReplaySpec.from_args(args)).params["quantum"] == 10.0

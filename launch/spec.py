@@ -1,0 +1,140 @@
+"""What a replay is told, typed: :class:`ReplaySpec`.
+
+``aviary replay`` (and ``up``, ``cluster``: the testbed part) builds one from its flags with
+:meth:`ReplaySpec.from_args`; code builds one directly (``aviary demo``, experiments) and hands it to
+:func:`aviary.launch.replay.setup_replay` or :func:`~aviary.launch.replay.testbed_cluster`. The policy's
+own parameters go in ``params`` by the names its registry entry declares
+(:attr:`aviary.launch.registry.Policy.declared`), in the units their help names (trace seconds for the
+durations that follow the time scale); a name the policy does not declare, or a bad value, is refused in
+one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ..common.dags import GOOGLE_TRACE
+from ..common.resources import Resources
+from .registry import POLICIES, get_policy
+
+__all__ = ["SHARED", "ReplaySpec", "UsageError"]
+
+
+class UsageError(Exception):
+    """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
+
+
+SHARED = ("cutoff",)
+"""Declared parameters that are also fields of the spec: the short/long cutoff sets every replay's
+reporting classes, and the scheduling cutoff of the policies that declare it unless ``params`` gives
+another."""
+
+Runtime = Literal["real", "sim"]
+Workload = Literal["google", "alibaba", "tpch"]
+Sample = Literal["consecutive", "random"]
+Demands = Literal["synth", "alibaba-plan"]
+Executor = Literal["timer", "process", "docker"]
+CHOICES = {
+    "runtime": get_args(Runtime),
+    "workload": get_args(Workload),
+    "sample": get_args(Sample),
+    "demands": get_args(Demands),
+    "executor": get_args(Executor),
+}
+
+
+@dataclass
+class ReplaySpec:
+    """One replay (or testbed): the defaults are those of ``aviary replay``'s flags.
+
+    ``trace``: a Google-format trace (or the ``workload``'s own format; the bundled Google sample by
+    default, the workload's bundled jobs for alibaba and tpch). ``time_scale``: ``None`` for the default
+    (1 simulated; on real processes per workload, see ``replay.REAL_TIME_SCALE``). ``load``: offered
+    load of Poisson arrivals (``None``: 0.8) unless ``keep_arrivals``. ``cutoff``: short/long cutoff in
+    trace seconds (``None``: the Google trace's). ``connect``: the cluster description of a running
+    testbed (its own policy and parameters apply). ``params``: the policy's declared parameters."""
+
+    policy: str = "sparrow"
+    trace: Path = GOOGLE_TRACE
+    workload: Workload = "google"
+    runtime: Runtime = "real"
+    nodes: int = 10
+    slots: int = 1
+    schedulers: int = 2
+    executor: Executor = "timer"
+    seed: int = 0
+    jobs: int | None = None
+    sample: Sample = "consecutive"
+    start: int | None = None
+    task_scale: float | None = None
+    reference_nodes: int = 10000
+    load: float | None = None
+    keep_arrivals: bool = False
+    cutoff: float | None = None
+    misestimate: tuple[float, float] | None = None
+    net_delay: float = 0.0005
+    stall_timeout: float | None = None
+    connect: Path | None = None
+    out: Path | None = None
+    demands: Demands = "synth"
+    capacity: Resources | None = None
+    time_scale: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.misestimate is not None:
+            lo, hi = self.misestimate
+            self.misestimate = (lo, hi)
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        self.given()  # the policy exists, and its params are declared and valid
+
+    def given(self) -> dict[str, Any]:
+        """The given values of the policy's declared parameters (checked; ``params``, then the fields
+        in :data:`SHARED`); a name it does not declare, or a bad value, is a one-line ``UsageError``."""
+        policy = get_policy(self.policy)
+        out = {}
+        for name, value in self.params.items():
+            p = policy.param(name)
+            if p is None:
+                raise UsageError(f"params: field '{name}': policy {policy.name!r} has no such parameter")
+            if value is not None:
+                try:
+                    out[name] = p.check(value)
+                except ValueError as exc:
+                    raise UsageError(f"params: field '{name}': {exc}") from None
+        for name in SHARED:
+            p = policy.param(name)
+            if p is not None and out.get(name) is None and getattr(self, name) is not None:
+                try:
+                    out[name] = p.check(getattr(self, name))
+                except ValueError as exc:
+                    raise UsageError(f"{name}: {exc}") from None
+        return out
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReplaySpec:
+        """The spec of ``aviary replay``, ``up`` or ``cluster`` flags (a field the sub-command has no
+        flag for keeps its default). The flags of the policy's declared parameters that were given go to
+        ``params``. One of a parameter the policy does not declare is refused when the policy, or a
+        policy declaring it, schedules DAG jobs; among the slot-based policies it is ignored, so that
+        one command line runs several of them (``experiments/kairos_real.py`` gives FIFO Kairos'
+        flags). With ``--connect`` the testbed's own parameters apply and these flags are ignored."""
+        names = {f.name for f in fields(cls)} - {"params"}
+        values = {name: getattr(args, name) for name in names if hasattr(args, name)}
+        policy = get_policy(values.get("policy", cls.policy))
+        params: dict[str, Any] = {}
+        for other in POLICIES.values():
+            for p in other.declared:
+                value = getattr(args, p.dest, None)
+                if value is None or p.name in SHARED:
+                    continue
+                if policy.param(p.name) is not None:
+                    params[p.name] = value
+                elif (policy.dag or other.dag) and values.get("connect") is None:
+                    raise UsageError(f"{p.flag}: policy {policy.name!r} has no such parameter")
+        return cls(**values, params=params)

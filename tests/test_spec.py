@@ -1,0 +1,99 @@
+"""``ReplaySpec``: a replay described in code is the replay the same flags describe, and ``aviary demo``
+builds its runs without the command line."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from aviary.common.model import GOOGLE_CUTOFF
+from aviary.launch import demo
+from aviary.launch.cli import build_parser, main
+from aviary.launch.replay import run_replay, setup_replay
+from aviary.launch.spec import ReplaySpec, UsageError
+
+
+def spec_of(*flags: str) -> ReplaySpec:
+    return ReplaySpec.from_args(build_parser().parse_args(["replay", *flags]))
+
+
+@pytest.mark.parametrize("policy", ["sparrow", "eagle"])
+def test_the_demo_spec_is_the_demo_flags(tmp_path, policy):
+    direct = demo.demo_spec(policy, tmp_path)
+    flags = spec_of(*demo.DEMO_FLAGS, "--policy", policy, "--out", str(tmp_path / policy))
+    assert direct == flags
+    a, b = setup_replay(direct), setup_replay(flags)
+    assert a.jobs == b.jobs and len(a.jobs) == 300
+    assert a.cluster.params == b.cluster.params and a.extra == b.extra
+    assert [(p.name, p.role, p.slots, p.partition) for p in a.cluster.processes] == [
+        (p.name, p.role, p.slots, p.partition) for p in b.cluster.processes
+    ]
+
+
+@pytest.mark.parametrize("policy", ["sparrow", "eagle"])
+def test_a_spec_built_directly_replays_the_same_jobs_as_the_cli(tmp_path, policy):
+    spec = replace(demo.demo_spec(policy, tmp_path), runtime="sim", out=tmp_path / "spec")
+    run_replay(setup_replay(spec), quiet=True)
+    flags = [
+        *demo.DEMO_FLAGS,
+        "--policy",
+        policy,
+        "--runtime",
+        "sim",
+        "--quiet",
+        "--out",
+        str(tmp_path / "cli"),
+    ]
+    assert main(["replay", *flags]) == 0
+    assert (tmp_path / "spec" / "jobs.csv").read_bytes() == (tmp_path / "cli" / "jobs.csv").read_bytes()
+
+
+def test_demo_does_not_import_the_command_line():
+    source = Path(demo.__file__).read_text()
+    imported = [node.module or "" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)]
+    assert not [m for m in imported if m == "cli" or m.endswith(".cli")]
+    code = "import sys, aviary.launch.demo; sys.exit('aviary.launch.cli' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_spec_params_are_the_policys_declared_ones():
+    with pytest.raises(UsageError) as err:
+        ReplaySpec(policy="eagle", params={"quantum": 2.0})
+    assert str(err.value) == "params: field 'quantum': policy 'eagle' has no such parameter"
+    with pytest.raises(UsageError, match="params: field 'steal_attempts': steal_attempts must be >= 0"):
+        ReplaySpec(policy="hawk", params={"steal_attempts": -1})
+    with pytest.raises(UsageError, match="runtime must be one of real, sim, got 'simulated'"):
+        ReplaySpec(runtime="simulated")
+    spec = ReplaySpec(policy="hawk", time_scale=10.0, params={"steal_attempts": 3, "short_partition": 50})
+    cluster = setup_replay(replace(spec, jobs=5, runtime="sim")).cluster
+    assert cluster.params == {
+        "time_scale": 10.0,
+        "cutoff": GOOGLE_CUTOFF / 10,
+        "probe_ratio": 2.0,
+        "steal_attempts": 3,
+    }
+    assert sum(n.partition == "short" for n in cluster.nodes) == 5
+
+
+def test_the_cutoff_sets_the_classes_and_the_scheduling_cutoff_unless_params_name_another():
+    spec = ReplaySpec(policy="eagle", runtime="sim", jobs=50, start=0, cutoff=10_000.0, time_scale=4.0)
+    setup = setup_replay(spec)
+    assert setup.cluster.params["cutoff"] == 2500.0
+    assert {j.long for j in setup.jobs} == {True, False}
+    assert all(j.long == (j.estimate >= 2500.0) for j in setup.jobs if abs(j.estimate - 2500.0) > 1e-6)
+    other = setup_replay(replace(spec, params={"cutoff": 400.0}))
+    assert other.cluster.params["cutoff"] == 100.0 and other.jobs == setup.jobs
+    assert setup_replay(replace(spec, cutoff=20_000.0)).jobs != setup.jobs
+    # A policy without a cutoff still reports by it.
+    assert setup_replay(replace(spec, policy="fifo")).jobs == setup.jobs
+
+
+def test_up_flags_make_a_spec_too():
+    args = build_parser().parse_args(["up", "--policy", "kairos", "--nodes", "3", "--quantum", "4"])
+    spec = ReplaySpec.from_args(args)
+    assert (spec.policy, spec.nodes, spec.runtime, spec.params) == ("kairos", 3, "real", {"quantum": 4.0})
