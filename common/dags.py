@@ -647,9 +647,11 @@ def build_dag_workload(
     for job_id, tj in enumerate(chosen):
         durations: list[float] = []
         stages: list[Stage] = []
-        for s, demand in zip(
-            tj.stages, synthesize_demands(tj.stages, demand_rng, demands, machine), strict=True
-        ):
+        try:
+            drawn = synthesize_demands(tj.stages, demand_rng, demands, machine)
+        except WorkloadError as exc:
+            raise WorkloadError(f"job {job_id} ({tj.name}, line {tj.line}) {exc}") from None
+        for s, demand in zip(tj.stages, drawn, strict=True):
             m = task_count(s.tasks, task_scale)
             if s.durations is not None:
                 kept = [d / time_scale for d in merge_tasks(s.durations, m)]

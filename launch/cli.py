@@ -260,6 +260,11 @@ def build_parser() -> Parser:
         help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)",
     )
     arrivals.add_argument("--keep-arrivals", action="store_true", help="keep the trace's own arrival times")
+    arrivals.add_argument(
+        "--batch",
+        action="store_true",
+        help="DAG policies: every job arrives at time 0 (a backlog: the setting of makespan comparisons)",
+    )
     rp.add_argument(
         "--misestimate",
         type=float,

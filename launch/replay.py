@@ -134,7 +134,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
     else:
         cluster = testbed_cluster(spec)
         scale = time_scale(spec)
-    load = None if spec.keep_arrivals else (spec.load or DEFAULT_LOAD)
+    load = None if spec.keep_arrivals or spec.batch else (spec.load or DEFAULT_LOAD)
     try:
         jobs = replay_jobs(spec, cluster, scale, load)
     except (TraceError, WorkloadError, DagTraceError) as exc:
@@ -149,6 +149,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
         "task_scale": spec.task_scale,
         "load": load,
         "keep_arrivals": spec.keep_arrivals,
+        "batch": spec.batch,
         "seed": spec.seed,
         "start": spec.start,
         "schedulers": len(cluster.schedulers),
@@ -165,6 +166,10 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
     kind = spec.workload
     policy = get_policy(cluster.policy)
     if not policy.dag:
+        if spec.batch:
+            raise UsageError(
+                "--batch: only for the DAG policies (the Google replay keeps --load or --keep-arrivals)"
+            )
         if kind != "google":
             dag = ", ".join(p.name for p in POLICIES.values() if p.dag)
             raise UsageError(
@@ -198,7 +203,7 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
     else:
         trace = read_tpch(spec.trace) if explicit else None
     capacity = vector_sum(n.resources for n in cluster.nodes)
-    return build_dag_workload(
+    jobs = build_dag_workload(
         kind,  # type: ignore[arg-type]
         trace,
         jobs=spec.jobs if spec.jobs is not None or kind != "tpch" else DEFAULT_TPCH_JOBS,
@@ -210,9 +215,20 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
         load=load,
         capacity_total=capacity,
         keep_arrivals=spec.keep_arrivals,
+        batch=spec.batch,
         demands=spec.demands,
         cutoff=spec.cutoff or GOOGLE_CUTOFF,
+        machine=max((n.resources for n in cluster.nodes), key=lambda c: c.total()),
     )
+    capacities = {n.resources for n in cluster.nodes}
+    for job in jobs:  # a heterogeneous cluster: the largest machine is not every machine
+        for i, stage in enumerate(job.dag()):
+            if not any(stage.demand.fits_in(c) for c in capacities):
+                raise UsageError(
+                    f"job {job.job_id} (line {job.line}) stage {i} demands <{stage.demand.describe()}>: "
+                    "no node has that much (see --capacity)"
+                )
+    return jobs
 
 
 DEFAULT_TPCH_JOBS = 200

@@ -53,7 +53,8 @@ class ReplaySpec:
     ``trace``: a Google-format trace (or the ``workload``'s own format; the bundled Google sample by
     default, the workload's bundled jobs for alibaba and tpch). ``time_scale``: ``None`` for the default
     (1 simulated; on real processes per workload, see ``replay.REAL_TIME_SCALE``). ``load``: offered
-    load of Poisson arrivals (``None``: 0.8) unless ``keep_arrivals``. ``cutoff``: short/long cutoff in
+    load of Poisson arrivals (``None``: 0.8) unless ``keep_arrivals`` or ``batch`` (DAG workloads:
+    every job at time 0). ``cutoff``: short/long cutoff in
     trace seconds (``None``: the Google trace's). ``connect``: the cluster description of a running
     testbed (its own policy and parameters apply). ``params``: the policy's declared parameters."""
 
@@ -73,6 +74,7 @@ class ReplaySpec:
     reference_nodes: int = 10000
     load: float | None = None
     keep_arrivals: bool = False
+    batch: bool = False
     cutoff: float | None = None
     misestimate: tuple[float, float] | None = None
     net_delay: float = 0.0005

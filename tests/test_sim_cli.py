@@ -65,3 +65,18 @@ def test_every_policy_runs_on_the_simulator(tmp_path, policy):
     golden = GOLDEN / f"{policy}.csv"
     if golden.exists():
         assert (tmp_path / "jobs.csv").read_bytes() == golden.read_bytes()
+
+
+def test_dag_replay_flags_batch_and_capacity(tmp_path, capsys):
+    base = ["replay", "--runtime", "sim", "--workload", "tpch", "--jobs", "12", "--nodes", "4", "--quiet"]
+    assert main([*base, "--policy", "drf", "--batch", "--out", str(tmp_path / "b")]) == 0
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["extra"]["batch"] is True and summary["extra"]["load"] is None
+    rows = (tmp_path / "b" / "jobs.csv").read_text().splitlines()[1:]
+    assert {row.split(",")[3] for row in rows} == {"0.000000"}  # every job submitted at 0
+    assert 0 < summary["utilization"] <= 1.0  # the busiest resource's
+    # A machine too small for a drawn demand, and --batch with a slot-based policy: one line, status 2.
+    assert main([*base, "--policy", "drf", "--capacity", "4,8,1,1", "--out", str(tmp_path / "c")]) == 2
+    assert main(["replay", "--runtime", "sim", "--batch", "--jobs", "5", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "does not fit the machine" in err[0] and "--batch" in err[1]
