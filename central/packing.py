@@ -9,20 +9,27 @@ Sparrow's ``TaskPlacer`` keep policies small the same way.) Policies that plan o
 When to match (work conservation at the cost of one event's changes, not of the whole cluster):
 after each ``TaskFinished`` the node that reported it is filled from every job with runnable tasks;
 then, if jobs gained runnable tasks (a submission, or a stage released by its parents' barrier), every
-node is offered to those jobs, in node order. Nothing else can have changed: before the event no
-runnable task fitted anywhere the policy would place it, and nodes only lost room since.
+node is offered to those jobs, in node order, until they have no runnable task left. Nothing else can
+have changed: before the event no runnable task fitted anywhere the policy would place it, and nodes
+only lost room since.
+
+Speed without changing a decision: a node whose free room is below a :class:`Floor` (per resource, the
+smallest demand of the candidates' runnable stages) fits none of them, so the policy is not asked; the
+policy hears of every change of a job (:meth:`PlacementPolicy.on_runnable`, ``on_placed``,
+``on_finished``) and may keep its order or scores up to date instead of recomputing them per pick.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, SetTimer
 from ..common.messages import SubmitJob, TaskFinished
-from ..common.resources import Resources
+from ..common.resources import EPS, Resources
 from .state import CentralState, JobState, NodeState, StageState
 
 CYCLE = "cycle"
@@ -30,17 +37,72 @@ CYCLE = "cycle"
 Placement = tuple[JobState, StageState, NodeState]
 
 
-def bfs_order(job: JobState) -> list[StageState]:
+def bfs_key(stage: StageState) -> tuple[int, int]:
     """Tez's default: the lowest DAG level first, ties by stage number (spec §5)."""
-    return sorted(job.runnable, key=lambda s: (s.depth, s.index))
+    return stage.depth, stage.index
+
+
+def cp_key(stage: StageState) -> tuple[float, int]:
+    """The longest critical path to the job's end first, ties by stage number (spec §5)."""
+    return -stage.cp, stage.index
+
+
+def bfs_order(job: JobState) -> list[StageState]:
+    return sorted(job.runnable, key=bfs_key)
 
 
 def cp_order(job: JobState) -> list[StageState]:
-    """The longest critical path to the job's end first, ties by stage number (spec §5)."""
-    return sorted(job.runnable, key=lambda s: (-s.cp, s.index))
+    return sorted(job.runnable, key=cp_key)
 
 
+INTRA_KEYS: dict[str, Callable[[StageState], Any]] = {"bfs": bfs_key, "cp": cp_key}
 INTRA_ORDERS: dict[str, Callable[[JobState], list[StageState]]] = {"bfs": bfs_order, "cp": cp_order}
+
+
+def room(free: Resources) -> tuple[float, float, float, float]:
+    """``free`` plus the slack of :meth:`Resources.fits_in`: ``d <= room`` on every resource is a fit."""
+    return free[0] + EPS, free[1] + EPS, free[2] + EPS, free[3] + EPS
+
+
+class Floor:
+    """Per resource, a lower bound on the demands of the runnable stages of ``jobs`` (a live mapping):
+    a node below it on some resource fits none of them. New stages are folded in (:meth:`add`); a stage
+    leaving only loosens it (:meth:`loosen`), and a loose floor is recomputed when a node passes it."""
+
+    def __init__(self, jobs: Mapping[int, JobState]) -> None:
+        self.jobs = jobs
+        self.low = self.exact()
+        self.loose = False
+
+    def exact(self) -> tuple[float, ...]:
+        demands = [stage.demand for job in self.jobs.values() for stage in job.runnable]
+        return tuple(map(min, zip(*demands, strict=True))) if demands else (float("inf"),) * 4
+
+    def add(self, stages: Iterable[StageState]) -> None:
+        demands = [stage.demand for stage in stages]
+        if demands:
+            self.low = tuple(map(min, zip(self.low, *demands, strict=True)))
+
+    def loosen(self) -> None:
+        self.loose = True
+
+    def excludes(self, free: Resources) -> bool:
+        """No runnable stage of ``jobs`` fits in ``free`` (a necessary condition for a fit fails)."""
+        l0, l1, l2, l3 = self.low
+        if l0 > free[0] + EPS or l1 > free[1] + EPS or l2 > free[2] + EPS or l3 > free[3] + EPS:
+            return True
+        if not self.loose:
+            return False
+        self.low, self.loose = self.exact(), False
+        return self.excludes(free)
+
+    def passing(self, nodes: Iterable[NodeState]) -> Iterator[NodeState]:
+        """The nodes not excluded by the floor as it is now (lazily: a floor only rises while placing)."""
+        l0, l1, l2, l3 = self.low
+        for node in nodes:
+            f = node.free
+            if l0 <= f[0] + EPS and l1 <= f[1] + EPS and l2 <= f[2] + EPS and l3 <= f[3] + EPS:
+                yield node
 
 
 class PlacementPolicy:
@@ -50,9 +112,10 @@ class PlacementPolicy:
     """Seconds between :meth:`plan` calls; ``None``: match on events with :meth:`pick`."""
 
     def __init__(self, intra: str = "bfs") -> None:
-        if intra not in INTRA_ORDERS:
-            raise ValueError(f"intra-job order must be one of {', '.join(INTRA_ORDERS)}, got {intra!r}")
+        if intra not in INTRA_KEYS:
+            raise ValueError(f"intra-job order must be one of {', '.join(INTRA_KEYS)}, got {intra!r}")
         self.intra = intra
+        self.stage_key = INTRA_KEYS[intra]
         self.stage_order = INTRA_ORDERS[intra]
         self.state: CentralState
         self.rng = random.Random(0)
@@ -61,28 +124,92 @@ class PlacementPolicy:
         self.state = state
         self.rng = rng
 
-    def pick(self, node: NodeState, jobs: list[JobState]) -> tuple[JobState, StageState] | None:
-        """The (job, stage) of ``jobs`` whose next task goes on ``node`` now, or ``None``."""
+    def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
+        """The (job, stage) of ``jobs`` (jobs with runnable tasks) whose next task goes on ``node`` now,
+        or ``None``."""
         raise NotImplementedError
 
     def plan(self, now: float) -> list[Placement]:
         """Periodic policies: the placements to make now."""
         return []
 
+    # Notifications from PackingCore (after the change), for policies that keep derived state.
+    def on_runnable(self, job: JobState) -> None:
+        """``job`` gained runnable stages (a submission, or a stage released by a barrier)."""
+
+    def on_placed(self, job: JobState, stage: StageState) -> None:
+        """A task of ``stage`` was placed (``job.usage``, ``job.running`` and ``stage.placed`` changed)."""
+
+    def on_finished(self, job: JobState) -> None:
+        """A task of ``job`` finished (its usage, running and finished counts changed)."""
+
 
 class OrderedPolicy(PlacementPolicy):
     """Jobs in the order of :meth:`job_key` (smallest first), the job's first runnable stage in the
-    intra-job order whose demand fits the node (first fit): the baselines of spec §5."""
+    intra-job order whose demand fits the node (first fit): the baselines of spec §5.
+
+    ``queue`` holds ``(job_key(job), job)`` of every job with runnable tasks, sorted; a job's key is
+    recomputed only when the job changes (the notifications), so a pick walks the queue, no sort."""
+
+    def bind(self, state: CentralState, rng: random.Random) -> None:
+        super().bind(state, rng)
+        self.queue: list[tuple[Any, JobState]] = []
+        self.keys: dict[int, Any] = {}
 
     def job_key(self, job: JobState) -> Any:
+        """A total order: unique per job (ends with the job id)."""
         raise NotImplementedError
 
-    def pick(self, node: NodeState, jobs: list[JobState]) -> tuple[JobState, StageState] | None:
-        free = node.free
-        for job in sorted(jobs, key=self.job_key):
-            for stage in self.stage_order(job):
-                if stage.demand.fits_in(free):
-                    return job, stage
+    def requeue(self, job: JobState) -> None:
+        """Move ``job`` to its current key's place in ``queue`` (or out of it, without runnable tasks)."""
+        old = self.keys.pop(job.job_id, None)
+        if old is not None:
+            del self.queue[bisect_left(self.queue, (old,))]
+        if job.runnable:
+            key = self.keys[job.job_id] = self.job_key(job)
+            insort(self.queue, (key, job))
+
+    def on_runnable(self, job: JobState) -> None:
+        self.requeue(job)
+
+    def on_placed(self, job: JobState, stage: StageState) -> None:
+        self.requeue(job)
+
+    def on_finished(self, job: JobState) -> None:
+        if job.job_id in self.keys:
+            self.requeue(job)
+
+    def ordered(self, jobs: Collection[JobState]) -> Iterable[tuple[Any, JobState]]:
+        """``(key, job)`` of ``jobs`` in key order: the queue when ``jobs`` are all the jobs with runnable
+        tasks (they always are a subset), else the few of them sorted."""
+        active = self.state.active
+        if len(self.queue) != len(active):  # changed behind the notifications (direct calls): rebuild
+            self.queue.clear()
+            self.keys.clear()
+            for job in active.values():
+                self.requeue(job)
+        if len(jobs) == len(active):
+            return self.queue
+        keys = self.keys
+        return sorted((keys[job.job_id], job) for job in jobs)
+
+    def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
+        r0, r1, r2, r3 = room(node.free)
+        stage_key = self.stage_key
+        for _, job in self.ordered(jobs):
+            first = None
+            for stage in job.runnable:
+                d = stage.demand
+                if (
+                    d[0] <= r0
+                    and d[1] <= r1
+                    and d[2] <= r2
+                    and d[3] <= r3
+                    and (first is None or stage_key(stage) < stage_key(first))
+                ):
+                    first = stage
+            if first is not None:
+                return job, first
         return None
 
 
@@ -103,6 +230,7 @@ class PackingCore(Core):
         self.state = CentralState(nodes, self)
         self.policy = policy
         policy.bind(self.state, random.Random(seed))
+        self.floor = Floor(self.state.active)
 
     def task_log(self) -> list[list[Any]]:
         return [[j, i, start, end, list(demand)] for j, i, start, end, demand in self.state.log]
@@ -114,7 +242,10 @@ class PackingCore(Core):
         kind = type(msg)
         if kind is TaskFinished:
             node = self.state.by_name.get(sender)
+            job = self.state.jobs.get(msg.job_id)
             done = self.state.finish(now, sender, msg)
+            if job is not None:
+                self.policy.on_finished(job)
             return self._match(now, [] if node is None else [node]) + done
         if kind is SubmitJob:
             refused = self.state.submit(now, sender, msg)
@@ -125,7 +256,10 @@ class PackingCore(Core):
         if key != CYCLE or self.policy.cycle is None:
             return []
         self.state.fresh.clear()
-        effects: list[Effect] = [self.state.place(now, j, s, n) for j, s, n in self.policy.plan(now)]
+        effects: list[Effect] = []
+        for job, stage, node in self.policy.plan(now):
+            effects.append(self.state.place(now, job, stage, node))
+            self.policy.on_placed(job, stage)
         effects.append(SetTimer(CYCLE, self.policy.cycle))
         return effects
 
@@ -133,22 +267,38 @@ class PackingCore(Core):
         state = self.state
         if self.policy.cycle is not None:
             return []
+        fresh = dict(state.fresh)  # placing never releases a stage, so one pass empties it
+        state.fresh.clear()
+        for job in fresh.values():
+            self.policy.on_runnable(job)
+            self.floor.add(job.runnable)
         effects: list[Effect] = []
         for node in dirty:
-            self._fill(now, node, list(state.active.values()), effects)
-        if state.fresh:  # placing never releases a stage, so one pass empties it
-            fresh = list(state.fresh.values())
-            state.fresh.clear()
-            for node in state.nodes:
-                self._fill(now, node, fresh, effects)
+            self._fill(now, node, state.active, self.floor, effects)
+        fresh = {j: job for j, job in fresh.items() if job.runnable}
+        if fresh:
+            floor = Floor(fresh)
+            for node in floor.passing(state.nodes):
+                self._fill(now, node, fresh, floor, effects)
+                if not fresh:
+                    break
         return effects
 
-    def _fill(self, now: float, node: NodeState, jobs: list[JobState], out: list[Effect]) -> None:
-        """Place tasks of ``jobs`` on ``node`` while the policy picks one."""
-        pick = self.policy.pick
-        while candidates := [j for j in jobs if j.runnable]:
-            chosen = pick(node, candidates)
+    def _fill(
+        self, now: float, node: NodeState, jobs: dict[int, JobState], floor: Floor, out: list[Effect]
+    ) -> None:
+        """Place tasks of ``jobs`` (those with runnable tasks; emptied as they run out) on ``node`` while
+        the policy picks one."""
+        policy = self.policy
+        while jobs and not floor.excludes(node.free):
+            chosen = policy.pick(node, jobs.values())
             if chosen is None:
                 return
             job, stage = chosen
             out.append(self.state.place(now, job, stage, node))
+            policy.on_placed(job, stage)
+            if stage.placed == stage.tasks:
+                self.floor.loosen()
+                floor.loosen()
+                if not job.runnable:
+                    jobs.pop(job.job_id, None)

@@ -8,7 +8,7 @@ the longest critical path first (CP order); first fit over nodes.
 from __future__ import annotations
 
 from .packing import OrderedPolicy
-from .state import JobState
+from .state import JobState, StageState
 
 
 class ShortestJobFirst(OrderedPolicy):
@@ -17,3 +17,7 @@ class ShortestJobFirst(OrderedPolicy):
 
     def job_key(self, job: JobState) -> tuple[float, int]:
         return job.remaining_cp(), job.job_id
+
+    def on_placed(self, job: JobState, stage: StageState) -> None:
+        if not job.runnable:  # a placement finishes no stage: the key only changes on a finish
+            self.requeue(job)

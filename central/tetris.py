@@ -32,9 +32,10 @@ remote-read penalty (Aviary has no input locality), the barrier hint and starvat
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from ..common.resources import Resources
-from .packing import PlacementPolicy
+from .packing import PlacementPolicy, room
 from .state import JobState, NodeState, StageState
 
 ALIGNMENTS = ("dot", "cosine")
@@ -42,7 +43,11 @@ ALIGNMENTS = ("dot", "cosine")
 
 def alignment(demand: Resources, free: Resources, capacity: Resources, kind: str = "dot") -> float:
     """A(t, R): the task's demand and the machine's free resources, both as shares of its capacity."""
-    d, r = demand.over(capacity), free.over(capacity)
+    return aligned(demand.over(capacity), free.over(capacity), kind)
+
+
+def aligned(d: Resources, r: Resources, kind: str = "dot") -> float:
+    """:func:`alignment` of a demand ``d`` and free resources ``r`` already as shares of the capacity."""
     dot = d.dot(r)
     if kind == "dot":
         return dot
@@ -51,6 +56,10 @@ def alignment(demand: Resources, free: Resources, capacity: Resources, kind: str
 
 
 class Tetris(PlacementPolicy):
+    """Caches, all exact: each stage's demand as shares of a node capacity (``shares``) and of the mean
+    machine (``weights``: per job, each stage's summed normalized demand), and p(j) per job (``work``)
+    with the number of tasks placed when it was computed (``job.running + job.finished``)."""
+
     def __init__(
         self,
         *,
@@ -69,14 +78,34 @@ class Tetris(PlacementPolicy):
         self.fair_fraction = fair_fraction
         self.srtf_weight = srtf_weight
         self.alignment = alignment
+        self.shares: dict[Resources, dict[StageState, Resources]] = {}
+        self.weights: dict[int, list[float]] = {}
+        self.work: dict[int, tuple[int, float]] = {}
 
     def remaining(self, job: JobState) -> float:
         """p(j): unplaced estimated task-seconds weighted by the tasks' summed normalized demands."""
-        state = self.state
-        mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
-        return math.fsum(s.unplaced * s.estimate * s.demand.over(mean_machine).total() for s in job.stages)
+        placed = job.running + job.finished
+        cached = self.work.get(job.job_id)
+        if cached is not None and cached[0] == placed:
+            return cached[1]
+        weights = self.weights.get(job.job_id)
+        if weights is None:
+            state = self.state
+            mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
+            weights = self.weights[job.job_id] = [s.demand.over(mean_machine).total() for s in job.stages]
+        work = math.fsum(s.unplaced * s.estimate * w for s, w in zip(job.stages, weights, strict=True))
+        self.work[job.job_id] = placed, work
+        return work
 
-    def considered(self, jobs: list[JobState]) -> list[JobState]:
+    def on_finished(self, job: JobState) -> None:
+        if job.finished == job.tasks:  # done: forget its caches
+            self.weights.pop(job.job_id, None)
+            self.work.pop(job.job_id, None)
+            for shares in self.shares.values():
+                for stage in job.stages:
+                    shares.pop(stage, None)
+
+    def considered(self, jobs: Collection[JobState]) -> Collection[JobState]:
         """The fairness knob: of all jobs with runnable tasks, the ceil(phi |J|) furthest below their
         fair share (lowest dominant share, ties to the earlier job); those of ``jobs``."""
         if self.fair_fraction >= 1.0:
@@ -86,21 +115,36 @@ class Tetris(PlacementPolicy):
         keep = {j.job_id for j in everyone[: math.ceil(self.fair_fraction * len(everyone))]}
         return [j for j in jobs if j.job_id in keep]
 
-    def pick(self, node: NodeState, jobs: list[JobState]) -> tuple[JobState, StageState] | None:
-        free, capacity = node.free, node.capacity
-        options: list[tuple[JobState, StageState, float]] = []
-        for job in sorted(self.considered(jobs), key=lambda j: j.job_id):
-            for stage in self.stage_order(job):
-                if stage.demand.fits_in(free):
-                    options.append((job, stage, alignment(stage.demand, free, capacity, self.alignment)))
-        if not options:
+    def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
+        r0, r1, r2, r3 = room(node.free)
+        fitting = [
+            (job, stage)
+            for job in self.considered(jobs)
+            for stage in job.runnable
+            if (d := stage.demand)[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3
+        ]
+        if not fitting:
             return None
+        capacity, kind = node.capacity, self.alignment
+        r = node.free.over(capacity)
+        shares = self.shares.setdefault(capacity, {})
+        options: list[tuple[JobState, StageState, float]] = []
+        for job, stage in fitting:
+            share = shares.get(stage)
+            if share is None:
+                share = shares[stage] = stage.demand.over(capacity)
+            options.append((job, stage, share.dot(r) if kind == "dot" else aligned(share, r, kind)))
         if self.srtf_weight == 0 or len(options) == 1:
-            best = max(options, key=lambda o: o[2])  # max keeps the first of equal scores
-            return best[0], best[1]
+            return self.first_best([(a, job, stage) for job, stage, a in options])
         work = {job.job_id: self.remaining(job) for job, _, _ in options}
         mean_a = math.fsum(o[2] for o in options) / len(options)
         mean_p = math.fsum(work.values()) / len(work)
         eps = self.srtf_weight * mean_a / mean_p if mean_p > 0 else 0.0
-        best = max(options, key=lambda o: o[2] - eps * work[o[0].job_id])
-        return best[0], best[1]
+        return self.first_best([(a - eps * work[job.job_id], job, stage) for job, stage, a in options])
+
+    def first_best(self, scored: list[tuple[float, JobState, StageState]]) -> tuple[JobState, StageState]:
+        """The best score; of equal ones the earliest job, then the first stage in the intra-job order."""
+        top = max(score for score, _, _ in scored)
+        key = self.stage_key
+        _, job, stage = min(((j.job_id, key(s)), j, s) for score, j, s in scored if score == top)
+        return job, stage

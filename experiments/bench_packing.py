@@ -2,6 +2,7 @@
 workloads (a benchmark, not a test: ratios in one run on a shared machine):
 
     python -m aviary.experiments.bench_packing            # TPC-H at 100 and 1,000 nodes, Alibaba at 100
+    python -m aviary.experiments.bench_packing --nodes 100 --policies drf cs sjf tetris
 
 Each cell is one simulated replay at offered load 0.9 (seed 0); the central scheduler's
 ``on_message`` is timed around every call (``time.perf_counter``), so the cost per placed task includes
@@ -63,11 +64,14 @@ def bench(workload: str, policy: str, nodes: int, jobs: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--policies", nargs="+", default=["drf", "tetris"])
+    p.add_argument("--nodes", nargs="+", type=int, help="only the cells of these cluster sizes")
     args = p.parse_args(argv)
     print("| workload | nodes | jobs | tasks | policy | central µs / placed task | central share of wall "
           "| events/s | wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     for workload, nodes, jobs in CELLS:
+        if args.nodes and nodes not in args.nodes:
+            continue
         for policy in args.policies:
             r = bench(workload, policy, nodes, jobs)
             share = f"{100 * r['central_share']:.0f} %"

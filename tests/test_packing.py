@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
 from aviary.central.cs import SlotFair
 from aviary.central.drf import Drf
-from aviary.central.packing import PackingCore, bfs_order, cp_order
+from aviary.central.packing import OrderedPolicy, PackingCore, bfs_order, cp_order
 from aviary.central.sjf import ShortestJobFirst
 from aviary.central.state import job_state
 from aviary.central.tetris import Tetris, alignment
@@ -165,32 +166,59 @@ def test_resource_node_runs_tasks_together_as_capacity_allows():
     assert too_big == [Send("c", TaskFinished(2, 0, False))]
 
 
-def test_a_dag_workload_runs_to_completion_on_the_simulator():
-    from aviary.common.frontend import FrontendCore, round_robin
-    from aviary.common.model import JobSpec, Stage, stage_offsets
+def random_dag_jobs(seed, n, gap=0.5, demands=None):
+    """``n`` random DAG jobs arriving every ``gap`` s; ``demands``: stage demands drawn from these."""
+    from aviary.common.model import JobSpec, Stage
 
-    rng = random.Random(3)
+    rng = random.Random(seed)
     jobs = []
-    for j in range(40):
+    for j in range(n):
         stages, durations = [], []
         for i in range(rng.randint(1, 5)):
-            n = rng.randint(1, 6)
-            demand = Resources(
-                rng.uniform(0.1, 6), rng.uniform(0.1, 17), rng.uniform(0.01, 1), rng.uniform(0.01, 1)
-            )
+            k = rng.randint(1, 6)
+            if demands:
+                demand = rng.choice(demands)
+            else:
+                demand = Resources(
+                    rng.uniform(0.1, 6), rng.uniform(0.1, 17), rng.uniform(0.01, 1), rng.uniform(0.01, 1)
+                )
             parents = tuple(sorted(rng.sample(range(i), k=min(i, rng.randint(0, 2)))))
-            ds = [rng.uniform(1, 10) for _ in range(n)]
-            stages.append(Stage(n, sum(ds) / n, demand, parents))
+            ds = [rng.uniform(1, 10) for _ in range(k)]
+            stages.append(Stage(k, sum(ds) / k, demand, parents))
             durations += ds
-        jobs.append(JobSpec(j, j * 0.5, durations, sum(durations) / len(durations), False, stages=stages))
+        jobs.append(JobSpec(j, j * gap, durations, sum(durations) / len(durations), False, stages=stages))
+    return jobs
+
+
+def simulate(central, jobs, nodes):
+    """Run ``jobs`` through ``central`` on the simulator; its placements (time, node, job, task) in order."""
+    from aviary.common.frontend import FrontendCore, round_robin
+
+    placed = []
+    inner = central.on_message
+
+    def recorded(now, sender, msg):
+        out = inner(now, sender, msg)
+        placed.extend((now, *p) for p in placements(out))
+        return out
+
+    central.on_message = recorded
+    workers = [ResourceNodeCore(n, cap) for n, cap, _ in nodes]
+    fe = FrontendCore("fe", jobs, round_robin(["central"]))
+    Simulator([central, *workers, fe]).run(frontend=fe)
+    assert fe.done, type(central.policy).__name__
+    assert sum(w.counters["waited_for_room"] for w in workers) == 0
+    return placed
+
+
+def test_a_dag_workload_runs_to_completion_on_the_simulator():
+    from aviary.common.model import stage_offsets
+
+    jobs = random_dag_jobs(3, 40)
     for policy in (Drf(), SlotFair(), ShortestJobFirst(), Tetris()):
         nodes = [(f"n{i}", Resources(16, 64, 1, 1), {}) for i in range(4)]
         central = PackingCore("central", nodes, policy)
-        workers = [ResourceNodeCore(n, cap) for n, cap, _ in nodes]
-        fe = FrontendCore("fe", jobs, round_robin(["central"]))
-        sim = Simulator([central, *workers, fe])
-        sim.run(frontend=fe)
-        assert fe.done, type(policy).__name__
+        simulate(central, jobs, nodes)
         # Every task started after every task of its stage's parents ended (the central's task log).
         times = {(j, i): (start, end) for j, i, start, end, _ in central.state.log}
         assert len(times) == sum(j.tasks for j in jobs)
@@ -201,4 +229,124 @@ def test_a_dag_workload_runs_to_completion_on_the_simulator():
                     parent_end = max(times[job.job_id, offsets[p] + k][1] for k in range(job.stages[p].tasks))
                     first = min(times[job.job_id, offsets[s] + k][0] for k in range(stage.tasks))
                     assert first >= parent_end
-        assert sum(w.counters["waited_for_room"] for w in workers) == 0
+
+
+# --- the reference: the plain definitions the fast paths (queues, caches, floors) must agree with ------
+
+
+class ReferenceCore(PackingCore):
+    """Every pick over every candidate, every fresh job offered every node."""
+
+    def _match(self, now, dirty):
+        state, effects = self.state, []
+        for node in dirty:
+            self._plain_fill(now, node, list(state.active.values()), effects)
+        if state.fresh:
+            fresh = list(state.fresh.values())
+            state.fresh.clear()
+            for node in state.nodes:
+                self._plain_fill(now, node, fresh, effects)
+        return effects
+
+    def _plain_fill(self, now, node, jobs, out):
+        while candidates := [j for j in jobs if j.runnable]:
+            chosen = reference_pick(self.policy, node, candidates)
+            if chosen is None:
+                return
+            out.append(self.state.place(now, *chosen, node))
+
+
+REFERENCE_KEYS = {
+    SlotFair: lambda state, j: (j.running, j.job_id),
+    Drf: lambda state, j: (state.dominant_share(j), j.job_id),
+    ShortestJobFirst: lambda state, j: (j.remaining_cp(), j.job_id),
+}
+
+
+def reference_remaining(state, job):
+    mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
+    return math.fsum(s.unplaced * s.estimate * s.demand.over(mean_machine).total() for s in job.stages)
+
+
+def reference_pick(policy, node, jobs):
+    state, free = policy.state, node.free
+    if isinstance(policy, OrderedPolicy):
+        for job in sorted(jobs, key=lambda j: REFERENCE_KEYS[type(policy)](state, j)):
+            for stage in policy.stage_order(job):
+                if stage.demand.fits_in(free):
+                    return job, stage
+        return None
+    options = []
+    for job in sorted(policy.considered(jobs), key=lambda j: j.job_id):
+        for stage in policy.stage_order(job):
+            if stage.demand.fits_in(free):
+                options.append((job, stage, alignment(stage.demand, free, node.capacity, policy.alignment)))
+    if not options:
+        return None
+    if policy.srtf_weight == 0 or len(options) == 1:
+        best = max(options, key=lambda o: o[2])
+        return best[0], best[1]
+    work = {job.job_id: reference_remaining(state, job) for job, _, _ in options}
+    mean_a = math.fsum(o[2] for o in options) / len(options)
+    mean_p = math.fsum(work.values()) / len(work)
+    eps = policy.srtf_weight * mean_a / mean_p if mean_p > 0 else 0.0
+    best = max(options, key=lambda o: o[2] - eps * work[o[0].job_id])
+    return best[0], best[1]
+
+
+def checked(core):
+    """``core`` with its policy's caches compared to their definitions after every message."""
+    inner = core.on_message
+
+    def check(now, sender, msg):
+        out = inner(now, sender, msg)
+        policy, state = core.policy, core.state
+        if isinstance(policy, OrderedPolicy):
+            keys = REFERENCE_KEYS[type(policy)]
+            assert policy.queue == sorted((keys(state, j), j) for j in state.active.values())
+        if isinstance(policy, Tetris):
+            for job_id, (_, work) in policy.work.items():
+                job = state.jobs[job_id]  # forgotten when done
+                if policy.work[job_id][0] == job.running + job.finished:
+                    assert work == reference_remaining(state, job)
+        return out
+
+    core.on_message = check
+    return core
+
+
+POLICIES = {
+    "drf": lambda: Drf(),
+    "drf-cp": lambda: Drf("cp"),
+    "cs": lambda: SlotFair(),
+    "sjf": lambda: ShortestJobFirst(),
+    "sjf-bfs": lambda: ShortestJobFirst("bfs"),
+    "tetris": lambda: Tetris(),
+    "tetris-packing": lambda: Tetris(srtf_weight=0),
+    "tetris-fair-cosine": lambda: Tetris(fair_fraction=0.5, alignment="cosine"),
+    "tetris-cp": lambda: Tetris(intra="cp", srtf_weight=3.0),
+}
+
+
+@pytest.mark.parametrize("make", POLICIES.values(), ids=POLICIES.keys())
+@pytest.mark.parametrize("demands", [None, "few"])
+def test_fast_paths_place_exactly_as_the_plain_definitions(make, demands):
+    # Mixed machines; "few": stages share three demand vectors, so keys and scores tie often.
+    few = [Resources(2, 8, 0.3, 0.1), Resources(4, 4, 0.1, 0.5), Resources(1, 16, 0.5, 0.5)]
+    jobs = random_dag_jobs(5, 80, gap=0.3, demands=few if demands else None)
+    nodes = [(f"n{i}", Resources(16, 64, 1, 1) if i % 3 else Resources(8, 48, 1, 2), {}) for i in range(6)]
+    fast = simulate(checked(PackingCore("central", nodes, make())), jobs, nodes)
+    plain = simulate(ReferenceCore("central", nodes, make()), jobs, nodes)
+    assert fast == plain
+
+
+def test_an_ordered_policy_learns_of_jobs_admitted_past_the_core():
+    # Admitted without the core (no notification): the policy rebuilds its queue from the state.
+    core = PackingCore("c", [("n", Resources(4, 4), {})], SlotFair())
+    core.state.submit(0.0, "fe", submit(1, [(3, 1, (1, 1), ())]))
+    core.state.submit(0.0, "fe", submit(2, [(3, 1, (1, 1), ())]))
+    node, jobs, policy = core.state.nodes[0], core.state.jobs, core.policy
+    assert policy.pick(node, list(core.state.active.values()))[0] is jobs[1]
+    core.state.place(0.0, jobs[1], jobs[1].stages[0], node)
+    policy.on_placed(jobs[1], jobs[1].stages[0])  # as PackingCore does after every placement
+    assert policy.pick(node, list(core.state.active.values()))[0] is jobs[2]
