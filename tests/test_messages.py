@@ -12,6 +12,7 @@ from aviary.common.messages import (
     PROTOCOL_VERSION,
     AssignTask,
     BadFrame,
+    PlaceTask,
     Probe,
     Register,
     Stats,
@@ -38,6 +39,22 @@ def test_round_trip(msg):
 def test_optional_fields_may_be_omitted():
     frame = msgpack.packb([PROTOCOL_VERSION, Probe.TAG, 1, 2.0, 3])
     assert decode(frame) == Probe(1, 2.0, 3, 1)
+
+
+def test_frames_written_before_the_dag_fields_still_decode():
+    """SubmitJob, PlaceTask and Stats gained optional fields (stages, deadline, slo, gang, preference,
+    slowdown; demand; log): the frames of the earlier protocol decode to their defaults."""
+    old_submit = msgpack.packb([PROTOCOL_VERSION, SubmitJob.TAG, 7, [1.0, 2.0], 1.5])
+    assert decode(old_submit) == SubmitJob(7, [1.0, 2.0], 1.5)
+    assert decode(old_submit).stages == [] and decode(old_submit).slowdown == 1.0
+    old_place = msgpack.packb([PROTOCOL_VERSION, PlaceTask.TAG, 7, 0, 1.0, 1.0])
+    assert decode(old_place) == PlaceTask(7, 0, 1.0, 1.0) and decode(old_place).demand == []
+    old_stats = msgpack.packb([PROTOCOL_VERSION, Stats.TAG, {"a": 1}, {"Probe": 2}])
+    assert decode(old_stats).log == []
+    dag = SubmitJob(8, [1.0] * 3, 1.0, [[1, 1.0, [1, 2, 0, 0], []], [2, 1.0, [0.5], [0]]], 30.0, "be", True)
+    assert decode(encode(dag)) == dag
+    with pytest.raises(BadFrame):  # a stage list that is no list
+        decode(msgpack.packb([PROTOCOL_VERSION, SubmitJob.TAG, 9, [1.0], 1.0, "stages"]))
 
 
 def test_tags_are_unique():
