@@ -241,7 +241,8 @@ class PackingCore(Core):
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
         if kind is TaskFinished:
-            node = self.state.by_name.get(sender)
+            placed = self.state.placed.get((msg.job_id, msg.task_index))
+            node = None if placed is None else placed[0]  # the room frees where the task ran
             job = self.state.jobs.get(msg.job_id)
             done = self.state.finish(now, sender, msg)
             if job is not None:

@@ -9,11 +9,11 @@ import pytest
 
 from aviary.central.cs import SlotFair
 from aviary.central.drf import Drf
-from aviary.central.packing import OrderedPolicy, PackingCore, bfs_order, cp_order
+from aviary.central.packing import OrderedPolicy, PackingCore, PlacementPolicy, bfs_order, cp_order
 from aviary.central.sjf import ShortestJobFirst
 from aviary.central.state import job_state
-from aviary.central.tetris import Tetris, alignment
-from aviary.common.effects import Launch, Send
+from aviary.central.tetris import Tetris, aligned, alignment
+from aviary.common.effects import Launch, Send, SetTimer
 from aviary.common.messages import JobDone, PlaceTask, SubmitJob, TaskFinished
 from aviary.common.resources import Resources
 from aviary.launch.sim import Simulator
@@ -350,3 +350,248 @@ def test_an_ordered_policy_learns_of_jobs_admitted_past_the_core():
     core.state.place(0.0, jobs[1], jobs[1].stages[0], node)
     policy.on_placed(jobs[1], jobs[1].stages[0])  # as PackingCore does after every placement
     assert policy.pick(node, list(core.state.active.values()))[0] is jobs[2]
+
+
+# --- hand-computed examples for mechanisms the fast-path comparison cannot see (docs/mutation.md): the
+# reference above shares the vector arithmetic, alignment() and remaining_cp() with the fast paths.
+
+
+def test_resource_vectors_by_hand():
+    a, b = Resources(1, 2, 3, 4), Resources(0.5, 4, 0.25, 2)
+    assert a.plus(b) == (1.5, 6, 3.25, 6)
+    assert a.minus(b) == (0.5, -2, 2.75, 2)
+    assert a.times(0.5) == (0.5, 1, 1.5, 2)
+    assert a.total() == 10
+    assert a.dot(b) == 0.5 + 8 + 0.75 + 8
+    assert a.over(Resources(2, 1, 0, 0.5)) == (0.5, 2, 0, 8)  # a capacity of 0 counts 0
+    assert a.dominant_share(Resources(4, 8, 6, 16)) == 0.5  # the disk's share
+
+
+def test_sjf_re_ranks_a_job_when_its_long_stage_finishes():
+    # One core. Job 1: s0 (9 s) -> s1 (1 s), critical path 10 while s0 runs; job 2: one 5 s stage.
+    # Once s0 finished, job 1's remaining critical path is 1 < 5: SJF serves its released stage first.
+    core = PackingCore("c", [("n", Resources(1, 64), {})], ShortestJobFirst())
+    assert placements(core.on_message(0.0, "fe", submit(1, [(1, 9, (1,), ()), (2, 1, (1,), (0,))]))) == [
+        ("n", 1, 0)
+    ]
+    assert placements(core.on_message(0.0, "fe", submit(2, [(2, 5, (1,), ())]))) == []
+    assert core.state.jobs[1].remaining_cp() == 10
+    assert placements(core.on_message(9.0, "n", TaskFinished(1, 0))) == [("n", 1, 1)]
+    assert core.state.jobs[1].remaining_cp() == 1
+
+
+def test_tetris_alignment_by_hand():
+    # Dot (the default): <4, 1> on free <4, 2> of an <8, 8> machine = 0.5 x 0.5 + 0.125 x 0.25.
+    assert alignment(Resources(4, 1), Resources(4, 2), Resources(8, 8)) == 0.28125
+    # Cosine: the angle only; a zero vector aligns with nothing (no division by zero).
+    assert aligned(Resources(1, 0), Resources(1, 1), "cosine") == pytest.approx(1 / math.sqrt(2))
+    assert aligned(Resources(0.1, 0.1), Resources(0.5, 0.5), "cosine") == pytest.approx(1.0)
+    assert aligned(Resources(1, 0), Resources(), "cosine") == 0.0
+    assert aligned(Resources(), Resources(1, 1), "cosine") == 0.0
+
+
+def test_tetris_cosine_alignment_prefers_the_demand_parallel_to_the_free_room():
+    # Free <4, 4> of an <8, 8> machine (shares <.5, .5>). Job 1's task <3.2, .8> (shares <.4, .1>) has
+    # the larger dot product (0.25 vs 0.1); job 2's <.8, .8> points the way the free room does (cosine
+    # 1 vs 0.86).
+    def pick(kind):
+        core = PackingCore("c", [("n", Resources(8, 8), {})], Tetris(srtf_weight=0, alignment=kind))
+        core.state.nodes[0].free = Resources(4, 4)
+        for m in (submit(1, [(1, 1, (3.2, 0.8), ())]), submit(2, [(1, 1, (0.8, 0.8), ())])):
+            core.state.submit(0.0, "fe", m)
+        return core.policy.pick(core.state.nodes[0], list(core.state.active.values()))[0].job_id
+
+    assert pick("dot") == 1
+    assert pick("cosine") == 2
+
+
+def test_tetris_remaining_work_by_hand():
+    # p(j) = unplaced tasks x estimate x summed demand over the mean machine (<8, 8, 1, 1> here):
+    # <2, 4, .3, .1> -> .25 + .5 + .3 + .1 = 1.15, so 3 tasks of 10 s give 34.5, and 23 once one is placed.
+    nodes = [("a", Resources(8, 8, 1, 1), {}), ("b", Resources(8, 8, 1, 1), {})]
+    core = PackingCore("c", nodes, Tetris())
+    core.state.submit(0.0, "fe", submit(1, [(3, 10, (2, 4, 0.3, 0.1), ())]))
+    job = core.state.jobs[1]
+    assert core.policy.remaining(job) == pytest.approx(34.5)
+    core.state.place(0.0, job, job.stages[0], core.state.nodes[0])
+    core.policy.on_placed(job, job.stages[0])
+    assert core.policy.remaining(job) == pytest.approx(23.0)
+
+
+def test_tetris_srtf_weight_scales_the_mean_alignment_over_the_mean_remaining_work():
+    # A whole free <8, 8, 1, 1> machine, so A = the task's summed shares. Job 1: 2 tasks x 11 s of
+    # <2, 2, 0, 0> (A = .5, p = 11); job 2: 4 tasks x 7 s of <0, 0, .25, 0> (A = .25, p = 7).
+    # eps = m x mean A / mean p = m x .375 / 9; job 1 wins while .25 > eps x 4, i.e. m < 1.5.
+    # The weight is scale-free: the same with estimates 100 times shorter (p below 1).
+    def pick(seconds=1.0, **knobs):
+        core = PackingCore("c", [("n", Resources(8, 8, 1, 1), {})], Tetris(**knobs))
+        core.state.submit(0.0, "fe", submit(1, [(2, 11 * seconds, (2, 2, 0, 0), ())]))
+        core.state.submit(0.0, "fe", submit(2, [(4, 7 * seconds, (0, 0, 0.25, 0), ())]))
+        return core.policy.pick(core.state.nodes[0], list(core.state.active.values()))[0].job_id
+
+    for seconds in (1.0, 0.01):
+        assert pick(seconds, srtf_weight=0) == 1  # pure packing: the better-aligned task
+        assert pick(seconds) == 1  # the default weight, m = 1
+        assert pick(seconds, srtf_weight=1.4) == 1
+        assert pick(seconds, srtf_weight=1.6) == 2
+        assert pick(seconds, srtf_weight=2) == 2
+    assert pick(0.0, srtf_weight=2) == 1  # no estimates (p = 0 for all): alignment alone
+
+
+def test_tetris_fairness_knob_between_its_extremes():
+    # Dominant shares of a 16-core cluster: job 1 runs 4 cores (.25), job 2 runs 3 (.1875), jobs 3 and 4
+    # nothing. On the empty node b the tasks align by size: job 1 <4, 4> best, then 2 <3, 3>, 4 <2, 2>,
+    # 3 <1, 1>. phi keeps the ceil(phi x 4) jobs furthest below their share and picks the best of those.
+    def pick(fraction):
+        nodes = [("a", Resources(8, 8), {}), ("b", Resources(8, 8), {})]
+        core = PackingCore("c", nodes, Tetris(fair_fraction=fraction, srtf_weight=0))
+        for job_id, size in ((1, 4), (2, 3), (3, 1), (4, 2)):
+            core.state.submit(0.0, "fe", submit(job_id, [(3, 1, (size, size), ())]))
+        for job_id in (1, 2):
+            job = core.state.jobs[job_id]
+            core.state.place(0.0, job, job.stages[0], core.state.nodes[0])
+        return core.policy.pick(core.state.nodes[1], list(core.state.active.values()))[0].job_id
+
+    assert [pick(f) for f in (1.0, 0.75, 0.5, 0.25)] == [1, 2, 4, 3]
+
+
+def test_tetris_knobs_outside_their_range_are_refused():
+    for knobs in ({"fair_fraction": 0}, {"fair_fraction": 1.5}, {"srtf_weight": -1}, {"alignment": "l2"}):
+        with pytest.raises(ValueError, match=next(iter(knobs))):
+            Tetris(**knobs)
+    assert Tetris(fair_fraction=1).fair_fraction == 1
+
+
+def test_an_ordered_policy_picks_only_among_the_jobs_it_is_offered():
+    # PackingCore offers a node to the fresh jobs only: the pick stays among them even when an earlier
+    # job with a fitting task would come first.
+    core = PackingCore("c", [("n", Resources(4, 4), {})], SlotFair())
+    for job_id in (1, 2, 3):
+        core.state.submit(0.0, "fe", submit(job_id, [(3, 1, (1, 1), ())]))
+    node, jobs = core.state.nodes[0], core.state.jobs
+    assert core.policy.pick(node, [jobs[3], jobs[2]])[0] is jobs[2]
+    assert core.policy.pick(node, [jobs[3]])[0] is jobs[3]
+
+
+class FirstJobFirstNode(PlacementPolicy):
+    """A periodic planner: every 5 s, one task of the earliest job with runnable tasks on the first node."""
+
+    cycle = 5.0
+
+    def plan(self, now):
+        for job in self.state.active.values():
+            return [(job, job.runnable[0], self.state.nodes[0])]
+        return []
+
+
+def test_a_periodic_policy_places_only_on_its_cycle():
+    core = PackingCore("c", [("n", Resources(4, 4), {})], FirstJobFirstNode())
+    assert core.start(0.0) == [SetTimer("cycle", 5.0)]
+    assert core.on_message(1.0, "fe", submit(1, [(2, 3, (1, 1), ())])) == []  # no matching on events
+    out = core.on_timer(5.0, "cycle")
+    assert placements(out[:-1]) == [("n", 1, 0)] and out[-1] == SetTimer("cycle", 5.0)
+    assert core.state.fresh == {}
+    assert core.on_timer(6.0, "other") == []
+    assert core.on_message(8.0, "n", TaskFinished(1, 0)) == []  # a finish frees room but places nothing
+    out = core.on_timer(10.0, "cycle")
+    assert placements(out[:-1]) == [("n", 1, 1)] and out[-1] == SetTimer("cycle", 5.0)
+    done = core.on_message(13.0, "n", TaskFinished(1, 1))
+    assert [e.msg for e in done] == [JobDone(1, 4.0)]
+    assert core.on_timer(15.0, "cycle") == [SetTimer("cycle", 5.0)]
+
+
+def test_resource_node_admits_in_fifo_order_without_overtaking():
+    # <4, 8>: A takes 3 cores; B (2 cores) must wait; C (1 core) would fit but waits behind B (FIFO).
+    node = ResourceNodeCore("n", Resources(4, 8))
+    assert node.on_message(0, "c", PlaceTask(1, 0, 5.0, 5.0, [3, 4])) == [Launch((1, 0), 5.0)]
+    assert node.on_message(0, "c", PlaceTask(1, 1, 5.0, 5.0, [2, 2])) == []
+    assert node.on_message(0, "c", PlaceTask(1, 2, 5.0, 5.0, [1, 1])) == []
+    assert node.counters["waited_for_room"] == 2
+    # A's exit launches both, in order; then D (2 cores) waits on 1 free core and E (1 core) behind it.
+    out = node.on_task_exit(5.0, (1, 0), True)
+    assert out == [Send("c", TaskFinished(1, 0, True)), Launch((1, 1), 5.0), Launch((1, 2), 5.0)]
+    assert node.free == Resources(1, 5)
+    assert node.on_message(6, "c", PlaceTask(2, 0, 1.0, 1.0, [2, 1])) == []
+    assert node.on_message(6, "c", PlaceTask(2, 1, 1.0, 1.0, [1, 1])) == []
+    out = node.on_task_exit(10.0, (1, 2), False)  # 2 cores free: D starts, E (no room left) waits
+    assert out == [Send("c", TaskFinished(1, 2, False)), Launch((2, 0), 1.0)]
+    assert node.counters["tasks_failed"] == 1 and node.free == Resources(0, 5)
+    out = node.on_task_exit(10.0, (1, 1), True)
+    assert out == [Send("c", TaskFinished(1, 1, True)), Launch((2, 1), 1.0)]
+    assert node.free == Resources(1, 6)
+
+
+def test_resource_node_answers_bad_demands_and_runs_an_undeclared_one_as_one_core():
+    node = ResourceNodeCore("n", Resources(2, 8))
+    assert node.slots == 2 and ResourceNodeCore("m", Resources(0.5, 1)).slots == 1  # what Register says
+    assert node.on_message(0, "c", PlaceTask(1, 0, 1.0, 1.0, [-1])) == [Send("c", TaskFinished(1, 0, False))]
+    assert node.counters["bad_demand"] == 1
+    assert node.on_message(0, "c", PlaceTask(1, 1, 1.0, 1.0, [])) == [Launch((1, 1), 1.0)]
+    assert node.free == Resources(1, 8)  # no demand: one slot, one core
+    assert node.on_message(0, "c", PlaceTask(1, 1, 1.0, 1.0, [])) == []  # the same task again
+    assert node.counters["duplicate_task"] == 1 and node.free == Resources(1, 8)
+    assert node.on_task_exit(1.0, (9, 9), True) == []
+    assert node.counters["unknown_task_exit"] == 1
+
+
+def test_a_finish_releases_the_room_where_the_task_was_placed_and_a_duplicate_is_ignored():
+    core = PackingCore("c", [("a", Resources(4, 4), {}), ("b", Resources(4, 4), {})], Drf())
+    placed = placements(core.on_message(0.0, "fe", submit(1, [(2, 1, (3, 3), ())])))
+    assert placed == [("a", 1, 0), ("b", 1, 1)]
+    a, b = core.state.nodes
+    # Reported by the wrong node: counted, and the room is released on a, where the task ran.
+    assert core.on_message(1.0, "b", TaskFinished(1, 0)) == []
+    assert core.counters["task_finished_elsewhere"] == 1
+    assert (a.free, b.free, a.running) == (Resources(4, 4), Resources(1, 1), 0)
+    assert core.on_message(1.0, "x", TaskFinished(1, 0)) == []  # again, from a stranger: counted only
+    assert core.counters["unknown_task_finished"] == 1 and a.free == Resources(4, 4)
+    done = core.on_message(2.0, "b", TaskFinished(1, 1))
+    assert [e.msg for e in done] == [JobDone(1, 0.0)] and core.counters["task_finished_elsewhere"] == 1
+
+
+def test_slot_fair_counts_a_finished_task_off_its_job():
+    # Three slots: CS alternates 1, 2, 1. Job 1's finish leaves both jobs one running task: the tie goes
+    # to the earlier job, 1.
+    core = PackingCore("c", [("n", Resources(3, 64), {})], SlotFair())
+    jobs = [submit(1, [(5, 1, (1, 1), ())]), submit(2, [(5, 1, (1, 1), ())])]
+    assert [j for _, j, _ in placements(pending(core, *jobs))] == [1, 2, 1]
+    assert placements(core.on_message(1.0, "n", TaskFinished(1, 0))) == [("n", 1, 2)]
+
+
+def test_the_matcher_fills_a_node_exactly_and_compares_each_resource_with_its_own():
+    # <8 cores, 2 GB>: fewer GB than cores, so a floor that mixed the resources up would skip the node.
+    core = PackingCore("c", [("n", Resources(8, 2), {})], Drf())
+    assert len(placements(core.on_message(0.0, "fe", submit(1, [(3, 1, (4, 1), ())])))) == 2
+    # Three tasks of 0.1 GB fill 0.3 GB although 0.3 - 0.1 - 0.1 < 0.1 in floats (the EPS of a fit),
+    # and a task of exactly the room left fits, whether the node is refilled or offered to a new job.
+    core = PackingCore("c", [("n", Resources(3, 0.3), {})], Drf())
+    assert len(placements(core.on_message(0.0, "fe", submit(1, [(3, 1, (1, 0.1), ())])))) == 3
+    core = PackingCore("c", [("n", Resources(4, 0.3), {})], Drf())
+    assert placements(core.on_message(0.0, "fe", submit(1, [(1, 1, (1, 0.2), ())]))) == [("n", 1, 0)]
+    assert placements(core.on_message(0.0, "fe", submit(2, [(1, 1, (1, 0.1), ())]))) == [("n", 2, 0)]
+
+
+def test_a_job_without_tasks_is_done_at_once():
+    core = PackingCore("c", [("n", Resources(4, 4), {})], Drf())
+    assert core.on_message(0.0, "fe", SubmitJob(1, [], 0.0)) == [Send("fe", JobDone(1, 0.0))]
+
+
+def test_a_task_runs_slower_where_its_job_s_placement_preference_is_unmet():
+    # Job 1 prefers gpu nodes (2x slower elsewhere); one 3-core task fits per node: a has a gpu, b not.
+    nodes = [("a", Resources(4, 4), {"gpu": True}), ("b", Resources(4, 4), {})]
+    core = PackingCore("c", nodes, Drf())
+    msg = submit(1, [(2, 3, (3, 1), ())])
+    msg.preference, msg.slowdown = "gpu", 2.0
+    out = core.on_message(0.0, "fe", msg)
+    sent = [(e.to, e.msg.duration, e.msg.estimate) for e in out if isinstance(e.msg, PlaceTask)]
+    assert sent == [("a", 3.0, 3.0), ("b", 6.0, 3.0)]  # the estimate the node sees stays the job's
+
+
+def test_a_finish_reported_by_another_node_refills_the_node_that_gained_room():
+    core = PackingCore("c", [("a", Resources(4, 8), {}), ("b", Resources(4, 8), {})], Drf())
+    placed = placements(core.on_message(0.0, "fe", submit(1, [(3, 1, (4, 1), ())])))
+    assert [n for n, _, _ in placed] == ["a", "b"]
+    again = placements(core.on_message(1.0, "b", TaskFinished(1, placed[0][2])))  # a's task, told by b
+    assert again == [("a", 1, 2)] and core.counters["task_finished_elsewhere"] == 1
+    assert placements(core.on_message(1.0, "stranger", TaskFinished(1, 99))) == []  # unknown: counted
+    assert core.counters["unknown_task_finished"] == 1
