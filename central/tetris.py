@@ -31,6 +31,7 @@ remote-read penalty (Aviary has no input locality), the barrier hint and starvat
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Collection
 
@@ -111,8 +112,13 @@ class Tetris(PlacementPolicy):
         if self.fair_fraction >= 1.0:
             return jobs
         state = self.state
-        everyone = sorted(state.active.values(), key=lambda j: (state.dominant_share(j), j.job_id))
-        keep = {j.job_id for j in everyone[: math.ceil(self.fair_fraction * len(everyone))]}
+        active = state.active.values()
+        furthest = heapq.nsmallest(  # the keys are unique (job ids): the same jobs as sorting all
+            math.ceil(self.fair_fraction * len(active)),
+            active,
+            key=lambda j: (state.dominant_share(j), j.job_id),
+        )
+        keep = {j.job_id for j in furthest}
         return [j for j in jobs if j.job_id in keep]
 
     def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
