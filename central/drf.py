@@ -7,15 +7,10 @@ earlier job; within the job the intra-job order (BFS, as Tez); first fit over no
 
 from __future__ import annotations
 
-from operator import truediv
-
 from .packing import OrderedPolicy
 from .state import JobState
 
 
 class Drf(OrderedPolicy):
     def job_key(self, job: JobState) -> tuple[float, int]:
-        capacity = self.state.capacity_total
-        if all(capacity):  # the same share as CentralState.dominant_share, without a Resources per call
-            return max(map(truediv, job.usage, capacity)), job.job_id
         return self.state.dominant_share(job), job.job_id

@@ -30,7 +30,7 @@ from ..common.core import Core
 from ..common.effects import Effect, SetTimer
 from ..common.messages import SubmitJob, TaskFinished
 from ..common.resources import EPS, Resources
-from .state import CentralState, JobState, NodeState, StageState
+from .state import CentralState, JobState, NodeSpec, NodeState, StageState
 
 CYCLE = "cycle"
 
@@ -221,7 +221,7 @@ class PackingCore(Core):
     def __init__(
         self,
         name: str,
-        nodes: list[tuple[str, Resources, dict[str, Any]]],
+        nodes: list[NodeSpec],
         policy: PlacementPolicy,
         *,
         seed: int = 0,
@@ -232,8 +232,8 @@ class PackingCore(Core):
         policy.bind(self.state, random.Random(seed))
         self.floor = Floor(self.state.active)
 
-    def task_log(self) -> list[list[Any]]:
-        return [[j, i, start, end, list(demand)] for j, i, start, end, demand in self.state.log]
+    def task_log(self) -> list[Any]:
+        return self.state.log  # tuples; the demand a Resources (msgpack sends both as arrays)
 
     def start(self, now: float) -> list[Effect]:
         return [SetTimer(CYCLE, self.policy.cycle)] if self.policy.cycle is not None else []

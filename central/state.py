@@ -15,15 +15,14 @@ stage's start to the job's end if nothing waits, spec §5).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import PlaceTask, SubmitJob, TaskFinished
-from ..common.model import SLO_CLASSES, placement_slowdown
-from ..common.resources import ONE_CORE, ZERO, Resources, vector_sum
+from ..common.model import JobSpec, Stage, placement_slowdown, stage_offsets
+from ..common.resources import ZERO, Resources, vector_sum
 
 
 @dataclass(slots=True, eq=False)
@@ -70,10 +69,6 @@ class JobState:
     def tasks(self) -> int:
         return len(self.durations)
 
-    def unplaced_work(self) -> float:
-        """Estimated task-seconds not yet placed."""
-        return math.fsum(s.unplaced * s.estimate for s in self.stages if s.unplaced)
-
     def remaining_cp(self) -> float:
         """The longest critical path among stages with unfinished tasks (SJF's key)."""
         return max((s.cp for s in self.stages if s.finished < s.tasks), default=0.0)
@@ -86,7 +81,7 @@ class NodeState:
     capacity: Resources
     attributes: dict[str, Any]
     free: Resources
-    running: int = 0
+    running: int = 0  # tasks placed here and not finished
 
 
 NodeSpec = tuple[str, Resources, dict[str, Any]]
@@ -103,26 +98,20 @@ class BadJob(ValueError):
 
 
 def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
-    """The bookkeeping of a submitted job; raises :class:`BadJob` on inconsistent stages."""
-    raw = msg.stages or [[len(msg.durations), msg.estimate, list(ONE_CORE), []]]
-    stages: list[StageState] = []
-    offset = 0
-    for i, item in enumerate(raw):
-        try:
-            tasks, estimate, demand, parents = item
-            stage = StageState(
-                msg.job_id, i, int(tasks), float(estimate), Resources.of(demand), tuple(parents), offset
-            )
-        except (TypeError, ValueError) as exc:
-            raise BadJob(f"job {msg.job_id} stage {i}: {exc}") from None
-        if stage.tasks < 1 or any(not (isinstance(p, int) and 0 <= p < i) for p in stage.parents):
-            raise BadJob(f"job {msg.job_id} stage {i}: bad task count or parents")
-        stages.append(stage)
-        offset += stage.tasks
-    if offset != len(msg.durations):
-        raise BadJob(f"job {msg.job_id}: stages hold {offset} tasks, durations {len(msg.durations)}")
-    if msg.slo and msg.slo not in SLO_CLASSES:
-        raise BadJob(f"job {msg.job_id}: unknown slo {msg.slo!r}")
+    """The bookkeeping of a submitted job; raises :class:`BadJob` when its stages do not describe its
+    tasks as a DAG (:meth:`JobSpec.check`, the workloads' own check)."""
+    spec = JobSpec(
+        msg.job_id, 0.0, msg.durations, msg.estimate, False, slo=msg.slo or None, slowdown=msg.slowdown
+    )
+    try:
+        spec.stages = [Stage(int(t), float(e), Resources.of(d), tuple(p)) for t, e, d, p in msg.stages]
+        spec.check()
+    except (TypeError, ValueError) as exc:
+        raise BadJob(str(exc)) from None
+    stages = [
+        StageState(msg.job_id, i, s.tasks, s.estimate, s.demand, s.parents, offset)
+        for i, (s, offset) in enumerate(zip(spec.dag(), stage_offsets(spec.dag()), strict=True))
+    ]
     for s in stages:
         s.waiting = len(set(s.parents))
         for p in set(s.parents):

@@ -31,7 +31,7 @@ class Core:
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
         return []
 
-    def task_log(self) -> list[list[Any]]:
+    def task_log(self) -> list[Any]:
         """A central scheduler's ``[job_id, task_index, start, end, demand]`` per finished task."""
         return []
 

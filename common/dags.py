@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from .model import GOOGLE_CUTOFF, JobSpec, Stage, stage_offsets
-from .resources import RESOURCES, ZERO, Resources, vector_sum
+from .resources import DEFAULT_MACHINE, RESOURCES, ZERO, Resources, vector_sum
 from .trace import TraceJob, read_trace
 from .workload import WorkloadError, _sample, merge_tasks, task_count
 
@@ -106,8 +106,6 @@ GOOGLE_TRACE = TRACES / "google_10k.tr"
 TPCH_PROFILE = "50g_maxCores_50"
 """The default TPC-H profile: 50 GB of data, at most 50 cores."""
 
-DEFAULT_MACHINE = Resources(cores=16.0, mem=64.0, disk=1.0, net=1.0)
-"""Spec §4.3's machine: 16 cores, 64 GB, one disk and one NIC (same as ``launch.registry``'s)."""
 DEMAND_MIN = Resources(cores=0.02, mem=0.1, disk=0.01, net=0.01)
 DEMAND_MAX = Resources(cores=6.0, mem=17.0, disk=1.0, net=1.0)
 """Spec §6.2 (the Tetris poster's ranges): per-task demands are drawn log-uniform in [min, max]."""

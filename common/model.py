@@ -87,7 +87,7 @@ class JobSpec:
         for i, s in enumerate(stages):
             if s.tasks < 1:
                 raise ValueError(f"job {self.job_id} stage {i}: no tasks")
-            if any(not 0 <= p < i for p in s.parents):
+            if any(not (isinstance(p, int) and 0 <= p < i) for p in s.parents):
                 raise ValueError(f"job {self.job_id} stage {i}: parents {s.parents} must be earlier stages")
             if not (s.estimate >= 0 and math.isfinite(s.estimate)):
                 raise ValueError(f"job {self.job_id} stage {i}: estimate {s.estimate}")

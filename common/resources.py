@@ -70,8 +70,9 @@ class Resources(NamedTuple):
         return Resources(*(x / c if c > 0 else 0.0 for x, c in zip(self, capacity, strict=True)))
 
     def dominant_share(self, capacity: Resources) -> float:
-        """The largest share of ``capacity`` this vector takes over the dimensions (DRF)."""
-        return max(self.over(capacity))
+        """The largest share of ``capacity`` this vector takes over the dimensions (DRF); the same
+        floats as ``max(self.over(capacity))``, without building the vector (a DRF key per pick)."""
+        return max(x / c if c > 0 else 0.0 for x, c in zip(self, capacity, strict=True))
 
     def total(self) -> float:
         return self[0] + self[1] + self[2] + self[3]
@@ -81,6 +82,8 @@ class Resources(NamedTuple):
 
 
 ZERO = Resources()
+DEFAULT_MACHINE = Resources(cores=16.0, mem=64.0, disk=1.0, net=1.0)
+"""The multi-resource policies' default node: the small-scale Tetris recipe's machine (spec §4.3)."""
 ONE_CORE = Resources(cores=1.0)
 """The demand of a slot-based task: one core, nothing else."""
 

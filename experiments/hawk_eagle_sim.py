@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from aviary.experiments.runs import timed_replay
 from aviary.experiments.tables import num
 
 HERE = Path(__file__).resolve().parent
@@ -40,17 +40,8 @@ PCT = ("p50", "p90", "p99")
 
 def run_one(policy: str, nodes: int, out: Path, extra: list[str]) -> dict[str, Any]:
     """One simulated replay; returns its summary (and keeps it in ``out``)."""
-    from aviary.launch.cli import build_parser
-    from aviary.launch.replay import run_replay, setup_replay
-
-    flags = ["replay", "--runtime", "sim", "--policy", policy, "--nodes", str(nodes)]
-    flags += ["--schedulers", "10", "--keep-arrivals", "--seed", "0", "--quiet", "--out", str(out), *extra]
-    args = build_parser().parse_args(flags)
-    started = time.perf_counter()
-    summary = run_replay(setup_replay(args), quiet=True)
-    summary["extra"]["sim_wall_seconds"] = round(time.perf_counter() - started, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    flags = ["--runtime", "sim", "--policy", policy, "--nodes", str(nodes)]
+    return timed_replay([*flags, "--schedulers", "10", "--keep-arrivals", "--seed", "0", *extra], out)
 
 
 def load(policy: str, nodes: int) -> dict[str, Any] | None:

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.tables import num
+from aviary.experiments.runs import timed_replay
+from aviary.experiments.tables import num, ratio
+from aviary.launch.compare import FactorStats, load_comparison
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -58,37 +59,23 @@ def variant(policy: str) -> list[str]:
 
 
 def run_one(workload: str, load: str, policy: str, jobs: int, nodes: int, force: bool) -> dict[str, Any]:
-    from aviary.launch.cli import build_parser
-    from aviary.launch.replay import run_replay, setup_replay
-
     out = OUT / f"{workload}-{load}-{policy}"
     if (out / "summary.json").exists() and (out / "jobs.csv").exists() and not force:
         return json.loads((out / "summary.json").read_text())
-    flags = ["replay", "--runtime", "sim", "--workload", workload, *variant(policy),
-             "--nodes", str(nodes), *arrivals(load), "--jobs", str(jobs), "--seed", "0",
-             "--quiet", "--out", str(out)]  # fmt: skip
-    args = build_parser().parse_args(flags)
-    started = time.perf_counter()
-    summary = run_replay(setup_replay(args), quiet=True)
-    summary["extra"]["sim_wall_seconds"] = round(time.perf_counter() - started, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    flags = ["--runtime", "sim", "--workload", workload, *variant(policy), "--nodes", str(nodes),
+             *arrivals(load), "--jobs", str(jobs), "--seed", "0"]  # fmt: skip
+    return timed_replay(flags, out)
 
 
-def factors(workload: str, load: str, policy: str) -> dict[str, float]:
-    """Per-job factor of improvement over the baseline (baseline JCT / policy JCT): p10, p50, p90."""
-    from aviary.common.results import percentile, read_jobs
-
-    base = {r.job_id: r.jct for r in read_jobs(OUT / f"{workload}-{load}-{BASELINE}")}
-    mine = {r.job_id: r.jct for r in read_jobs(OUT / f"{workload}-{load}-{policy}")}
-    xs = sorted(b / m for j, b in base.items() if b and (m := mine.get(j)))
-    return {q: percentile(xs, p) for q, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))} if xs else {}
+def factors(workload: str, load: str, policy: str) -> FactorStats:
+    """The per-job factors of improvement over the baseline, as ``aviary compare`` reports them."""
+    comp = load_comparison([OUT / f"{workload}-{load}-{BASELINE}", OUT / f"{workload}-{load}-{policy}"])
+    return comp.foi[comp.labels[1]]
 
 
 def rel(s: dict[str, Any], base: dict[str, Any] | None, key: str) -> str:
-    if base is None or not base.get(key) or s.get(key) is None:
-        return "n/a"
-    return f"{s[key] / base[key]:.2f}"
+    r = None if base is None else ratio(s.get(key), base.get(key))
+    return "n/a" if r is None else f"{r:.2f}"
 
 
 def report(cells: dict[tuple[str, str, str], dict[str, Any]], jobs: int, nodes: int) -> str:
@@ -118,13 +105,16 @@ def report(cells: dict[tuple[str, str, str], dict[str, Any]], jobs: int, nodes: 
                 continue
             util = s.get("resource_utilization", {})
             fair = s.get("fairness", {})
-            foi = factors(workload, load, policy) if policy != BASELINE else {}
+            foi = factors(workload, load, policy) if policy != BASELINE else None
+            shown = (
+                " / ".join(f"{foi.get(q):.2f}" for q in ("p10", "p50", "p90")) if foi and foi.count else "—"
+            )
 
             lines.append(
                 f"| {policy} | {s['finished']}/{s['jobs']} | {num(s.get('makespan'))} "
                 f"| {rel(s, base, 'makespan')} | {num(s.get('mean_jct'), 1)} | {rel(s, base, 'mean_jct')} "
                 f"| {num(s['jct']['all'].get('p50'), 1)} "
-                f"| {' / '.join(f'{foi[q]:.2f}' for q in ('p10', 'p50', 'p90')) if foi else '—'} "
+                f"| {shown} "
                 f"| {fair.get('mean', 0):.2f} [{fair.get('min', 0):.2f}, {fair.get('max', 0):.2f}] "
                 f"| {' / '.join(f'{100 * util.get(r, 0):.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "
                 f"| {s['extra'].get('sim_wall_seconds', 'n/a')} |"

@@ -11,8 +11,9 @@ from typing import Any, NoReturn
 from ..common.cluster import ClusterError
 from ..common.dags import GOOGLE_TRACE
 from ..common.params import Param
-from ..common.resources import Resources
+from ..common.resources import DEFAULT_MACHINE, Resources
 from .registry import POLICIES
+from .spec import CHOICES
 
 BUNDLED_TRACE = GOOGLE_TRACE
 
@@ -123,7 +124,9 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
                 "--capacity",
                 type=_capacity,
                 default=None,
-                help="every node's capacity cores,mem(GB),disk,net (default 16,64,1,1)",
+                help="every node's capacity cores,mem(GB),disk,net (default "
+                + ",".join(f"{x:g}" for x in DEFAULT_MACHINE)
+                + ")",
             )
     seen: set[str] = set()
     for pol in POLICIES.values():
@@ -154,7 +157,7 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     p.add_argument(
         "--executor",
         default="timer",
-        choices=["timer", "process", "docker"],
+        choices=CHOICES["executor"],
         help="what a task is: a timer in the node monitor, a real child process, or a container",
     )
     p.add_argument(
@@ -215,24 +218,24 @@ def build_parser() -> Parser:
         default=BUNDLED_TRACE,
         help="trace file (default: the bundled 10,000-job Google sample, or the --workload's bundled file)",
     )
-    rp.add_argument("--runtime", choices=["real", "sim"], default="real")
+    rp.add_argument("--runtime", choices=CHOICES["runtime"], default="real")
     rp.add_argument(
         "--workload",
-        choices=["google", "alibaba", "tpch"],
+        choices=CHOICES["workload"],
         default="google",
         help="jobs to replay: Google trace jobs (flat; the trace argument), Alibaba DAG jobs or TPC-H query "
         "DAGs (bundled, or the trace argument in their format); alibaba and tpch need a DAG policy",
     )
     rp.add_argument(
         "--demands",
-        choices=["synth", "alibaba-plan"],
+        choices=CHOICES["demands"],
         default="synth",
         help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), or Alibaba's own "
         "plan_cpu/plan_mem (alibaba-plan, near-uniform)",
     )
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
-    rp.add_argument("--sample", choices=["consecutive", "random"], default="consecutive")
+    rp.add_argument("--sample", choices=CHOICES["sample"], default="consecutive")
     rp.add_argument(
         "--start",
         type=int,

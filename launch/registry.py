@@ -6,7 +6,7 @@ A new policy is one module plus one entry here (DESIGN §2).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..central.cs import SlotFair
@@ -20,7 +20,7 @@ from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
 from ..common.params import Param, unknown
-from ..common.resources import Resources
+from ..common.resources import DEFAULT_MACHINE, Resources
 from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
@@ -176,7 +176,7 @@ PACKING_POLICIES = (
         "sjf",
         "shortest remaining critical path first, strictly; critical path first within a job",
         lambda v: ShortestJobFirst(v["intra_order"]),
-        (Param("intra_order", "cp", INTRA_ORDER.help, choices=("bfs", "cp")),),
+        (replace(INTRA_ORDER, default="cp"),),
     ),
     _packing_policy(
         "tetris",
@@ -187,9 +187,6 @@ PACKING_POLICIES = (
         TETRIS_PARAMS,
     ),
 )
-
-DEFAULT_MACHINE = Resources(cores=16.0, mem=64.0, disk=1.0, net=1.0)
-"""The multi-resource policies' default node: the small-scale Tetris recipe's machine (spec §4.3)."""
 
 
 def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:

@@ -71,17 +71,14 @@ def policy_values(spec: ReplaySpec) -> dict[str, Any]:
     return resolve(policy.declared, spec.given(), time_scale=time_scale(spec))
 
 
-def policy_params(spec: ReplaySpec) -> dict[str, Any]:
-    """The ``[cluster.params]`` of the spec's testbed: the time scale, then the policy's declared
-    parameters (:func:`policy_values`) that are cluster parameters."""
-    held = {p.name for p in get_policy(spec.policy).declared if p.cluster}
-    values = policy_values(spec)
-    return {"time_scale": time_scale(spec), **{k: v for k, v in values.items() if k in held}}
-
-
 def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Cluster:
-    """The cluster the spec describes (free local ports are looked for only for a real run)."""
-    partition = policy_values(spec).get("short_partition")
+    """The cluster the spec describes (free local ports are looked for only for a real run). Its
+    ``[cluster.params]``: the time scale, then the policy's declared parameters that are cluster
+    parameters (:func:`policy_values`; the short partition shapes the nodes instead)."""
+    values = policy_values(spec)
+    held = {p.name for p in get_policy(spec.policy).declared if p.cluster}
+    params = {"time_scale": time_scale(spec), **{k: v for k, v in values.items() if k in held}}
+    partition = values.get("short_partition")
     return policy_cluster(
         spec.policy,
         nodes=spec.nodes,
@@ -89,7 +86,7 @@ def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Clus
         schedulers=spec.schedulers,
         executor=spec.executor,
         seed=spec.seed,
-        params=policy_params(spec),
+        params=params,
         short_partition=None if partition is None else partition / 100,
         bind_ports=spec.runtime == "real" if bind_ports is None else bind_ports,
         capacity=spec.capacity,
@@ -312,7 +309,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
     dag: dict[str, Any] = {}
     if policy.dag:
         dag = {
-            "task_log": [TaskRecord(e[0], e[2], e[3], Resources.of(e[4])) for e in log],
+            "task_log": [TaskRecord(e[0], e[2], e[3], Resources(*e[4])) for e in log],
             "capacity_total": vector_sum(n.resources for n in cluster.nodes),
             "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
         }

@@ -1,0 +1,22 @@
+"""What the simulation sweeps share: one replay run in this process, timed."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
+    """``aviary replay FLAGS --out OUT --quiet`` in this process; its summary, whose ``extra`` gains the
+    wall time the run took (``sim_wall_seconds``), written back to ``OUT/summary.json``."""
+    from aviary.launch.cli import build_parser
+    from aviary.launch.replay import run_replay, setup_replay
+
+    args = build_parser().parse_args(["replay", *flags, "--quiet", "--out", str(out)])
+    started = time.perf_counter()
+    summary = run_replay(setup_replay(args), quiet=True)
+    summary["extra"]["sim_wall_seconds"] = round(time.perf_counter() - started, 1)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
