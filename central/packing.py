@@ -110,6 +110,8 @@ class PlacementPolicy:
 
     cycle: float | None = None
     """Seconds between :meth:`plan` calls; ``None``: match on events with :meth:`pick`."""
+    now = 0.0
+    """The time of the event being handled (set by :class:`PackingCore` before it asks)."""
 
     def __init__(self, intra: str = "bfs") -> None:
         if intra not in INTRA_KEYS:
@@ -239,6 +241,7 @@ class PackingCore(Core):
         return [SetTimer(CYCLE, self.policy.cycle)] if self.policy.cycle is not None else []
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        self.policy.now = now
         kind = type(msg)
         if kind is TaskFinished:
             placed = self.state.placed.get((msg.job_id, msg.task_index))
@@ -256,6 +259,7 @@ class PackingCore(Core):
     def on_timer(self, now: float, key: Any) -> list[Effect]:
         if key != CYCLE or self.policy.cycle is None:
             return []
+        self.policy.now = now
         self.state.fresh.clear()
         effects: list[Effect] = []
         for job, stage, node in self.policy.plan(now):

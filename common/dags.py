@@ -1,6 +1,6 @@
 """DAG workloads with multi-resource demands (DESIGN §4, §9; spec §4.3, §6).
 
-Three sources, each turned into a scaled replay of :class:`~aviary.common.model.JobSpec` DAGs by
+Four sources, each turned into a scaled replay of :class:`~aviary.common.model.JobSpec` DAGs by
 :func:`build_dag_workload`:
 
 - ``"alibaba"``: 6,535 real DAG jobs of the Alibaba v2018 trace, one CSV row per stage
@@ -8,6 +8,9 @@ Three sources, each turned into a scaled replay of :class:`~aviary.common.model.
 - ``"tpch"``: the 22 TPC-H queries as Spark stage DAGs with measured per-stage task counts and mean task
   runtimes (``experiments/traces/tpch_dags.json``, :func:`read_tpch`); every job is a seeded uniformly
   random query;
+- ``"tpcds"``: TPC-DS-like DAGs drawn by :func:`aviary.common.dag_shapes.tpcds_like_jobs` to match the
+  structure Carbyne §2.2 Tables 1/2 report for TPC-DS (spec §6.3: no TPC-DS profiles are public); every
+  job is a seeded draw;
 - ``"google"``: the flat jobs of the Google sample (:func:`~aviary.common.trace.read_trace`), one stage
   each, keeping their per-task durations.
 
@@ -18,7 +21,7 @@ parents always come before their children, as :class:`~aviary.common.model.Stage
 :func:`build_dag_workload` follows :func:`aviary.common.workload.build_workload` step by step:
 
 1. **Sample** K jobs (``"consecutive"`` or ``"random"``, as in ``workload.py``); for TPC-H, K seeded
-   uniform draws from the 22 queries.
+   uniform draws from the 22 queries; for TPC-DS, K seeded draws from the generator.
 2. **Classify** by the job's trace mean task duration (trace seconds, before scaling) against ``cutoff``.
 3. **Merge tasks** per stage: a stage of ``n`` tasks keeps ``m = task_count(n, task_scale)``. A stage with
    per-task durations (Google) merges them with :func:`~aviary.common.workload.merge_tasks`; a stage with
@@ -112,9 +115,9 @@ DEMAND_MAX = Resources(cores=6.0, mem=17.0, disk=1.0, net=1.0)
 MIN_TASK_SECONDS = 1e-3
 """A zero mean task duration in a DAG trace is read as this (trace seconds)."""
 
-DagKind = Literal["alibaba", "tpch", "google"]
+DagKind = Literal["alibaba", "tpch", "tpcds", "google"]
 DemandMode = Literal["synth", "alibaba-plan"]
-_KINDS = ("alibaba", "tpch", "google")
+_KINDS = ("alibaba", "tpch", "tpcds", "google")
 _DEMAND_MODES = ("synth", "alibaba-plan")
 
 
@@ -596,11 +599,12 @@ def build_dag_workload(
     """A scaled replay of DAG jobs with per-stage demands (steps in the module docstring).
 
     ``trace``: the jobs to draw from (``None``: the bundled file of ``kind``; ``"google"`` also takes
-    :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"`` the mapping :func:`read_tpch` returns).
-    ``jobs=None`` takes every job (from ``start``), except for ``"tpch"``, which needs ``jobs``;
-    ``sample``/``start`` do not apply to ``"tpch"``. Exactly one of ``load`` (Poisson, with
-    ``capacity_total`` = the cluster's summed capacity), ``keep_arrivals`` and ``batch`` (every job at
-    time 0: a backlog, the setting of makespan comparisons) must be chosen.
+    :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"`` the mapping :func:`read_tpch` returns;
+    ``"tpcds"`` takes none: its jobs are drawn). ``jobs=None`` takes every job (from ``start``), except
+    for ``"tpch"`` and ``"tpcds"``, which need ``jobs``; ``sample``/``start`` do not apply to them.
+    Exactly one of ``load`` (Poisson, with ``capacity_total`` = the cluster's summed capacity),
+    ``keep_arrivals`` and ``batch`` (every job at time 0: a backlog, the setting of makespan comparisons)
+    must be chosen.
     Raises :class:`~aviary.common.workload.WorkloadError` on impossible parameters.
     """
     if kind not in _KINDS:
@@ -624,16 +628,25 @@ def build_dag_workload(
 
     root = random.Random(seed)
     sample_rng, arrival_rng, demand_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
-    pool = _pool(kind, trace)
-    if kind == "tpch":
+    if kind in ("tpch", "tpcds"):
+        what = "a random query" if kind == "tpch" else "a generated DAG"
         if jobs is None or jobs < 1:
-            raise WorkloadError(f"kind 'tpch' needs jobs >= 1 (each job is a random query), got {jobs}")
+            raise WorkloadError(f"kind {kind!r} needs jobs >= 1 (each job is {what}), got {jobs}")
         if start is not None or sample != "consecutive":
-            raise WorkloadError("sample and start do not apply to kind 'tpch' (each job is a random query)")
+            raise WorkloadError(f"sample and start do not apply to kind {kind!r} (each job is {what})")
+    if kind == "tpcds":
+        from .dag_shapes import tpcds_like_jobs  # dag_shapes builds on this module
+
+        if trace is not None:
+            raise WorkloadError("kind 'tpcds' takes no trace (its jobs are drawn by the generator)")
+        chosen = tpcds_like_jobs(sample_rng, cast(int, jobs))
+    elif kind == "tpch":
+        pool = _pool(kind, trace)
         if not pool:
             raise WorkloadError("the trace has no queries")
-        chosen = [sample_rng.choice(pool) for _ in range(jobs)]
+        chosen = [sample_rng.choice(pool) for _ in range(cast(int, jobs))]
     else:
+        pool = _pool(kind, trace)
         # _sample only indexes and slices its sequence, so it samples DagTraceJob lists as well.
         chosen = cast(list[DagTraceJob], _sample(cast(list[TraceJob], pool), jobs, sample, start, sample_rng))
     if keep_arrivals:

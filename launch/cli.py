@@ -224,7 +224,8 @@ def build_parser() -> Parser:
         choices=CHOICES["workload"],
         default="google",
         help="jobs to replay: Google trace jobs (flat; the trace argument), Alibaba DAG jobs or TPC-H query "
-        "DAGs (bundled, or the trace argument in their format); alibaba and tpch need a DAG policy",
+        "DAGs (bundled, or the trace argument in their format), or TPC-DS-like DAGs generated to match "
+        "Carbyne's Table 1 (no trace; --jobs, default 200); alibaba, tpch and tpcds need a DAG policy",
     )
     rp.add_argument(
         "--demands",

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..central.carbyne import LEFTOVER_ORDERS, Carbyne
 from ..central.cs import SlotFair
 from ..central.drf import Drf
 from ..central.fifo import CentralFifoCore
@@ -124,6 +125,41 @@ TETRIS_PARAMS = (
         choices=("dot", "cosine"),
     ),
 )
+CARBYNE_PARAMS = (
+    Param(
+        "altruism",
+        1.0,
+        "Carbyne: probability that a job yields what it need not use now at a scheduling event "
+        "(0: DRF with the leftover handed out SRTF-first)",
+        low=0.0,
+        high=1.0,
+    ),
+    Param(
+        "granule",
+        1.0,
+        "Carbyne: a task must start now when its latest start to keep the job's completion time is "
+        "within this many trace seconds (divided by the time scale)",
+        unit="trace s",
+        scales=True,
+        low=0.0,
+    ),
+    Param(
+        "share_period",
+        1.0,
+        "Carbyne: trace seconds between DRF share recomputations besides job arrivals and completions "
+        "(0: every event; divided by the time scale)",
+        unit="trace s",
+        scales=True,
+        low=0.0,
+    ),
+    Param(
+        "leftover",
+        "srtf-first",
+        "Carbyne: leftover resources to the shortest remaining work first (srtf-first) or to Tetris "
+        "packing (pack-first)",
+        choices=LEFTOVER_ORDERS,
+    ),
+)
 
 
 def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:
@@ -185,6 +221,18 @@ PACKING_POLICIES = (
             fair_fraction=v["fair_fraction"], srtf_weight=v["srtf_weight"], alignment=v["alignment"]
         ),
         TETRIS_PARAMS,
+    ),
+    _packing_policy(
+        "carbyne",
+        "Carbyne: DRF shares, each job starts only what keeps its completion time, the rest SRTF then packed",
+        lambda v: Carbyne(
+            altruism=v["altruism"],
+            granule=v["granule"],
+            period=v["share_period"],
+            leftover=v["leftover"],
+            intra=v["intra_order"],
+        ),
+        (INTRA_ORDER, *CARBYNE_PARAMS),
     ),
 )
 

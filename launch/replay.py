@@ -51,9 +51,10 @@ class ReplaySetup:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0}
+REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0}
 """Default time scale of a real replay per workload: Google tasks run minutes (seconds become ms),
-Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s."""
+Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s, the generated
+TPC-DS-like stages' mean task durations are p50 8 s, p95 41 s (:mod:`aviary.common.dag_shapes`)."""
 
 
 def time_scale(spec: ReplaySpec) -> float:
@@ -193,17 +194,21 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
     if spec.misestimate:
         raise UsageError("--misestimate: not yet applied to DAG workloads")
     explicit = spec.trace != GOOGLE_TRACE
+    if kind == "tpcds" and explicit:
+        raise UsageError(f"--workload tpcds takes no trace file (its jobs are generated), got {spec.trace}")
     if kind == "google":
         trace: Any = read_trace(spec.trace)
     elif kind == "alibaba":
         trace = read_alibaba(spec.trace) if explicit else None
-    else:
+    elif kind == "tpch":
         trace = read_tpch(spec.trace) if explicit else None
+    else:
+        trace = None
     capacity = vector_sum(n.resources for n in cluster.nodes)
     jobs = build_dag_workload(
         kind,  # type: ignore[arg-type]
         trace,
-        jobs=spec.jobs if spec.jobs is not None or kind != "tpch" else DEFAULT_TPCH_JOBS,
+        jobs=spec.jobs if spec.jobs is not None or kind not in ("tpch", "tpcds") else DEFAULT_TPCH_JOBS,
         sample=spec.sample,
         start=spec.start,
         seed=spec.seed,
@@ -229,7 +234,8 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
 
 
 DEFAULT_TPCH_JOBS = 200
-"""Jobs of a TPC-H replay without ``--jobs`` (each a random query of the 22)."""
+"""Jobs of a TPC-H (each a random query of the 22) or TPC-DS (each a generated DAG) replay without
+``--jobs``."""
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:

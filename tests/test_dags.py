@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aviary.common.dag_shapes import tpcds_like_jobs
 from aviary.common.dags import (
     ALIBABA_CSV,
     DEFAULT_MACHINE,
@@ -313,7 +314,7 @@ def test_keep_arrivals_scales_the_trace_submit_times(alibaba, tpch):
         ({"keep_arrivals": True}, "one arrival process"),
         ({"load": None}, "one arrival process"),
         ({"capacity_total": None}, "capacity_total"),
-        ({"kind": "tpcds"}, "kind"),
+        ({"kind": "bigbench"}, "kind"),
         ({"demands": "uniform"}, "demands"),
         ({"time_scale": 0}, "time_scale"),
         ({"task_scale": -1}, "task_scale"),
@@ -341,3 +342,79 @@ def test_batch_arrivals_put_every_job_at_time_zero():
     assert [s.submit for s in specs] == [0.0] * 20
     with pytest.raises(WorkloadError, match="one arrival process"):
         build_dag_workload("tpch", jobs=5, batch=True, load=0.5, capacity_total=DEFAULT_MACHINE)
+
+
+# --- TPC-DS-like (aviary.common.dag_shapes) -----------------------------------------------------------
+
+
+def test_tpcds_workload_builds_and_passes_the_check():
+    specs = build_dag_workload("tpcds", jobs=50, load=0.8, capacity_total=CLUSTER, seed=2)
+    check_dag_workload(specs)
+    assert [s.job_id for s in specs] == list(range(50)) and specs[0].submit == 0.0 < specs[-1].submit
+    # Every job is a draw of the generator on the sampling stream (the first of the seed's three),
+    # its stage task-seconds kept at task_scale 1; the stream does not depend on the load.
+    drawn = tpcds_like_jobs(random.Random(random.Random(2).getrandbits(64)), 50)
+    for spec, tj in zip(specs, drawn, strict=True):
+        assert spec.line == tj.line and [s.parents for s in spec.stages] == [s.parents for s in tj.stages]
+        assert [s.tasks for s in spec.stages] == [s.tasks for s in tj.stages]
+        assert math.fsum(spec.durations) == pytest.approx(tj.task_seconds, rel=1e-12)
+    other = build_dag_workload("tpcds", jobs=50, load=0.4, capacity_total=CLUSTER, seed=2)
+    assert [(s.durations, s.stages) for s in other] == [(s.durations, s.stages) for s in specs]
+    assert other[-1].submit == pytest.approx(2 * specs[-1].submit)  # same draws, twice the gaps
+    assert [s.submit for s in build_dag_workload("tpcds", jobs=5, batch=True)] == [0.0] * 5
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"jobs": None}, "kind 'tpcds' needs jobs >= 1"),
+        ({"jobs": 0}, "kind 'tpcds' needs jobs >= 1"),
+        ({"start": 3}, "do not apply to kind 'tpcds'"),
+        ({"sample": "random"}, "do not apply to kind 'tpcds'"),
+        ({"trace": []}, "takes no trace"),
+        ({"kind": "bigbench"}, "kind must be one of alibaba, tpch, tpcds, google"),
+    ],
+)
+def test_bad_tpcds_parameters_raise_one_line(kw, match):
+    args = {"kind": "tpcds", "trace": None, "jobs": 10, "batch": True} | kw
+    with pytest.raises(WorkloadError, match=match) as info:
+        build_dag_workload(**args)
+    assert "\n" not in str(info.value)
+
+
+def test_tpcds_replays_on_the_simulator_through_the_cli(tmp_path, capsys):
+    from aviary.launch.cli import main
+    from aviary.launch.replay import DEFAULT_TPCH_JOBS, setup_replay, time_scale
+    from aviary.launch.spec import ReplaySpec
+
+    base = [
+        "replay",
+        "--runtime",
+        "sim",
+        "--workload",
+        "tpcds",
+        "--policy",
+        "drf",
+        "--nodes",
+        "10",
+        "--quiet",
+    ]
+    for name in ("a", "b"):
+        assert main([*base, "--jobs", "20", "--out", str(tmp_path / name)]) == 0
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["finished"] == summary["jobs"] == 20 and summary["unfinished"] == []
+    assert summary["counters"]["tasks_finished"] == summary["tasks"]
+    assert summary["extra"]["workload"] == "tpcds" and summary["extra"]["load"] == 0.8
+    assert (tmp_path / "a" / "jobs.csv").read_bytes() == (tmp_path / "b" / "jobs.csv").read_bytes()
+    # No --jobs: as many as a TPC-H replay; on real processes, seconds become 0.1 s.
+    spec = ReplaySpec(policy="drf", workload="tpcds", runtime="sim", batch=True)
+    assert len(setup_replay(spec).jobs) == DEFAULT_TPCH_JOBS
+    assert time_scale(ReplaySpec(policy="drf", workload="tpcds")) == 10.0
+    # A trace file, or a slot-based policy: one line, status 2.
+    trace = tmp_path / "some.tr"
+    trace.write_text("0 1 1.0 1.0\n")
+    capsys.readouterr()
+    assert main([*base, "--jobs", "5", str(trace), "--out", str(tmp_path / "c")]) == 2
+    assert main(["replay", "--runtime", "sim", "--workload", "tpcds", "--policy", "sparrow", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "takes no trace file" in err[0] and "does not schedule DAG jobs" in err[1], err

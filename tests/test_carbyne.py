@@ -1,0 +1,236 @@
+"""Carbyne's core without sockets: DRF water-filling, the fluid packer, the paper's Figure 2, the plan's
+bound, and altruism off = DRF shares + SRTF leftover."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+
+import pytest
+from test_packing import placements, random_dag_jobs, simulate, submit
+
+from aviary.central.carbyne import Carbyne, PackItem, fluid_pack, latest_starts, water_fill
+from aviary.central.packing import PackingCore, room
+from aviary.common.messages import PlaceTask, TaskFinished
+from aviary.common.resources import Resources
+
+# --- DRF -----------------------------------------------------------------------------------------------
+
+
+def test_water_fill_on_the_drf_paper_example():
+    # Ghodsi et al. §4: 9 CPUs, 18 GB; A's tasks <1 CPU, 4 GB>, B's <3 CPU, 1 GB>: dominant shares 2/3.
+    total = Resources(9, 18)
+    a, b = Resources(1, 4).over(total), Resources(3, 1).over(total)
+    assert water_fill([a, b], [10.0, 10.0]) == pytest.approx([2 / 3, 2 / 3])
+
+
+def test_water_fill_stops_a_capped_job_and_gives_the_rest_to_the_others():
+    one = Resources(0.1)
+    # Three jobs on one resource: one can use 0.1 at most; the other two split the remaining 0.9.
+    assert water_fill([one, one, one], [0.1, 5.0, 5.0]) == pytest.approx([0.1, 0.45, 0.45])
+    # A job that wants nothing gets nothing, and the shares never exceed the resource.
+    shares = water_fill([one, Resources(0.0), Resources(0.2, 0.3)], [1.0, 0.0, 1.0])
+    assert shares[1] == 0.0
+    assert shares[0] + shares[2] * (0.2 / 0.3) <= 1 + 1e-9
+
+
+# --- the fluid packer ----------------------------------------------------------------------------------
+
+
+def test_fluid_pack_respects_dependencies_and_the_pool():
+    # A diamond in a pool of 1.0: s0 (2 x 0.5, 1 s) -> s1 (1 x 1.0, 2 s), s2 (2 x 0.5, 1 s) -> s3 (0.1, 1 s)
+    items = [
+        PackItem(0, 2, 1.0, Resources(0.5), ()),
+        PackItem(1, 1, 2.0, Resources(1.0), (0,)),
+        PackItem(2, 2, 1.0, Resources(0.5), (0,)),
+        PackItem(3, 1, 1.0, Resources(0.1), (1, 2)),
+    ]
+    makespan, starts = fluid_pack(items, Resources(1.0), Resources(1.0))
+    # At 1 s s1 (alignment 1.0) goes before s2 (0.5) and fills the pool until 3 s; s2 runs 3-4; s3 4-5.
+    assert starts == {0: [0.0, 0.0], 1: [1.0], 2: [3.0, 3.0], 3: [4.0]}
+    assert makespan == 5.0
+
+
+def test_fluid_pack_counts_pinned_running_tasks_and_runs_a_too_big_task_alone():
+    items = [PackItem(0, 1, 1.0, Resources(2.0), (), pinned=[0.5]), PackItem(1, 1, 1.0, Resources(0.5), (0,))]
+    makespan, starts = fluid_pack(items, Resources(1.0), Resources(1.0))
+    assert starts == {0: [0.5], 1: [1.5]}  # waits for the pinned task, then runs alone though too big
+    assert makespan == 2.5
+
+
+def check_schedule(items, begin, capacity):
+    """Every task starts after all tasks of its preds ended, and the pool is never over-used."""
+    by_key = {it.key: it for it in items}
+    ends = {k: max((t + by_key[k].duration for t in ts), default=0.0) for k, ts in begin.items()}
+    for it in items:
+        for t in begin[it.key]:
+            assert all(t >= ends[p] - 1e-9 for p in it.preds if p in begin)
+    points = sorted({t for ts in begin.values() for t in ts})
+    for t in points:
+        load = Resources()
+        for k, ts in begin.items():
+            for s in ts:
+                if s <= t < s + by_key[k].duration:
+                    load = load.plus(by_key[k].demand)
+        assert load.fits_in(capacity.plus(Resources(1e-6, 1e-6))), (t, load)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_altruistic_plan_is_feasible_and_never_finishes_after_t_k(seed):
+    """Theorem 3.1's premise, on random DAGs: starting every task at its latest start is a schedule that
+    respects the DAG and the share and still ends by T_k (the forward packing's makespan)."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(rng.randint(1, 7)):
+        parents = tuple(sorted(rng.sample(range(i), k=min(i, rng.randint(0, 2)))))
+        demand = Resources(rng.uniform(0.05, 0.6), rng.uniform(0.05, 0.6))
+        items.append(PackItem(i, rng.randint(1, 6), rng.choice([0.5, 1.0, 1.5, 3.0]), demand, parents))
+    share = Resources(rng.uniform(0.6, 1.5), rng.uniform(0.6, 1.5))
+    t_k, latest = latest_starts(items, share, Resources(), Resources(1.0, 1.0))
+    assert math.isfinite(t_k)
+    check_schedule(items, latest, share)
+    ends = [t + it.duration for it in items for t in latest[it.key]]
+    assert max(ends) <= t_k + 1e-9
+    assert all(len(latest[it.key]) == it.count for it in items)
+
+
+# --- Figure 2 ------------------------------------------------------------------------------------------
+
+# The paper's Figure 2 (its legend is an image; reconstructed from the text of §2.2 and §3.3.3, which it
+# reproduces exactly): one bottleneck resource of 1 unit; J1 = S0 (2 tasks x 0.04, 1 time unit), S1
+# (3 x 0.21, 1) and the barrier S2 (1 x 0.21, 0.1) after both; J2 = one stage of 2 tasks x 0.29, 1 unit.
+FIG2_J1 = [(2, 1.0, (0.04,), ()), (3, 1.0, (0.21,), ()), (1, 0.1, (0.21,), (0, 1))]
+FIG2_J2 = [(2, 1.0, (0.29,), ())]
+
+
+def drive(policy, jobs):
+    """Admit ``jobs`` together at 0 (as in the figure), then run placements to the end; finish times."""
+    core = PackingCore("c", [("n", Resources(1.0), {})], policy)
+    for job_id, stages in jobs:
+        assert core.state.submit(0.0, "fe", submit(job_id, stages)) is None
+    events: list[tuple[float, int, int]] = []
+
+    def run(now, effects):
+        for e in effects:
+            if isinstance(getattr(e, "msg", None), PlaceTask):
+                heapq.heappush(events, (now + e.msg.duration, e.msg.job_id, e.msg.task_index))
+
+    run(0.0, core._match(0.0, []))
+    done: dict[int, float] = {}
+    while events:
+        t, j, i = heapq.heappop(events)
+        done[j] = t
+        run(t, core.on_message(t, "n", TaskFinished(j, i, True)))
+    return core, done
+
+
+def test_figure_2_shares_donations_and_completion_times():
+    policy = Carbyne(granule=0.0)
+    core = PackingCore("c", [("n", Resources(1.0), {})], policy)
+    for job_id, stages in ((1, FIG2_J1), (2, FIG2_J2)):
+        core.state.submit(0.0, "fe", submit(job_id, stages))
+    policy.refresh()
+    assert policy.alloc[1].cores == pytest.approx(0.5) and policy.alloc[2].cores == pytest.approx(0.5)
+    jobs = core.state.jobs
+    must = {(s.job_id, s.index): sum(1 for t in latest if t <= 0) for s, latest in policy.latest.items()}
+    # "CARBYNE can postpone both tasks from S0 and one task from S1 ... donating 0.29 units (0.08 for S0's
+    # tasks and 0.21 for S1's task). Similarly, job J2 donates 0.21 units" (§3.3.3): J1 must start only
+    # one S1 task of the two its share holds, J2 one of its tasks.
+    assert must == {(1, 0): 0, (1, 1): 1, (2, 0): 1}
+    donated = sum(
+        policy.alloc[j].cores
+        - sum(jobs[j].stages[i].demand.cores * n for (jj, i), n in must.items() if jj == j)
+        for j in (1, 2)
+    )
+    assert donated == pytest.approx(0.5)
+    # Fig. 2b: each job in its share alone (fairness across jobs, packing within) -> 2.1 and 2.0, avg 2.05.
+    t1, _ = fluid_pack(
+        [PackItem(i, t, e, Resources(*d), p) for i, (t, e, d, p) in enumerate(FIG2_J1)],
+        Resources(0.5),
+        Resources(1),
+    )
+    t2, _ = fluid_pack([PackItem(0, 2, 1.0, Resources(0.29), ())], Resources(0.5), Resources(1))
+    assert (t1 + t2) / 2 == pytest.approx(2.05)
+    # Fig. 2c: with altruism J2 ends at 1 and J1 still at its T_1 = 2.1: average 1.55.
+    _, done = drive(Carbyne(granule=0.0), [(1, FIG2_J1), (2, FIG2_J2)])
+    assert done[1] == pytest.approx(t1) and done[2] == pytest.approx(1.0)
+    assert (done[1] + done[2]) / 2 == pytest.approx(1.55)
+
+
+# --- altruism off = DRF shares + SRTF leftover -----------------------------------------------------------
+
+
+class DrfLeftover(Carbyne):
+    """The baseline by its plain definition: shares by water-filling recomputed at every pick; a job's
+    next task in the intra-job order that fits the node and its share (or it runs nothing) goes first,
+    best alignment first; otherwise the leftover: jobs by least remaining work, best-aligned task."""
+
+    def pick(self, node, jobs):
+        self.inter_job()
+        r0, r1, r2, r3 = room(node.free)
+        r = node.free.over(node.capacity)
+        best = None
+        for job in jobs:
+            within = self.alloc[job.job_id].minus(job.usage)
+            for stage in sorted(job.runnable, key=self.stage_key):
+                d = stage.demand
+                if d.fits_in(Resources(r0, r1, r2, r3)) and (job.running == 0 or d.fits_in(within)):
+                    key = (-d.over(node.capacity).dot(r), job.job_id, stage.index)
+                    if best is None or key < best[0]:
+                        best = (key, job, stage)
+                    break
+        if best is not None:
+            return best[1], best[2]
+        for job in sorted(jobs, key=lambda j: (self.remaining(j), j.job_id)):
+            scored = [
+                (s.demand.over(node.capacity).dot(r), job, s)
+                for s in job.runnable
+                if s.demand.fits_in(node.free)
+            ]
+            if scored:
+                return self.first_best(scored)
+        return None
+
+
+def test_altruism_off_places_exactly_as_drf_shares_plus_srtf_leftover():
+    jobs = random_dag_jobs(11, 30, gap=0.3)
+    nodes = [(f"n{i}", Resources(16, 64, 1, 1), {}) for i in range(3)]
+    ours = simulate(PackingCore("central", nodes, Carbyne(altruism=0.0, period=0.0)), jobs, nodes)
+    reference = simulate(PackingCore("central", nodes, DrfLeftover(altruism=0.0, period=0.0)), jobs, nodes)
+    assert ours == reference
+    assert len(ours) == sum(j.tasks for j in jobs)
+
+
+def test_a_dag_workload_runs_to_completion_under_every_setting():
+    jobs = random_dag_jobs(5, 40)
+    nodes = [(f"n{i}", Resources(16, 64, 1, 1), {}) for i in range(4)]
+    for policy in (Carbyne(), Carbyne(altruism=0.5), Carbyne(leftover="pack-first", period=0.0)):
+        placed = simulate(PackingCore("central", nodes, policy), jobs, nodes)
+        assert len(placed) == sum(j.tasks for j in jobs)
+
+
+def test_altruism_holds_back_tasks_off_the_critical_path():
+    # One job, one node of 4 cores: a long chain s0 (1 x 1 core, 10 s) -> s2, beside a short wide stage
+    # s1 (4 x 1 core, 1 s) -> s2. T_k = 10.x; s1's tasks can wait until 9 s, so only s0 must start now;
+    # a greedy job (altruism 0) starts everything that fits.
+    stages = [(1, 10.0, (1,), ()), (4, 1.0, (1,), ()), (1, 1.0, (1,), (0, 1))]
+    for altruism, expected in ((1.0, {0: 1, 1: 0}), (0.0, None)):
+        policy = Carbyne(altruism=altruism, granule=0.5)
+        core = PackingCore("c", [("n", Resources(4), {})], policy)
+        core.state.submit(0.0, "fe", submit(1, stages))
+        policy.refresh()
+        if expected is None:
+            assert policy.greedy == {1}
+        else:
+            due = {s.index: sum(1 for t in latest if t <= 0.5) for s, latest in policy.latest.items()}
+            assert due == expected
+        # Alone, the job still gets the whole node (leftover): work conservation.
+        placed = placements(core._match(0.0, []))
+        assert len(placed) == 4
+
+
+def test_bad_knobs_are_refused():
+    for kwargs in ({"altruism": 1.5}, {"granule": -1}, {"leftover": "fifo"}):
+        with pytest.raises(ValueError):
+            Carbyne(**kwargs)
