@@ -13,151 +13,43 @@ Every run is ``aviary replay --runtime sim --workload W --policy P --nodes 100 -
 in trace seconds. TPC-H jobs are random queries of the 22 (profile 50g_maxCores_50); Alibaba jobs are
 consecutive jobs of the bundled 6,535 from a seeded start. Summaries go to
 ``experiments/results/packing_sim/<workload>-<load>-<policy>/`` (with ``jobs.csv``, for the factors), the
-table to ``experiments/results/packing_sim.md``: makespan, mean and median JCT, Jain's index over 60 s
-windows, per-resource utilization, and the per-job factor of improvement over DRF (DRF's JCT / the
-policy's; above 1 is better).
+table to ``experiments/results/packing_sim.md`` (harness: :mod:`aviary.experiments.dag_sweep`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
-from typing import Any
+import sys
 
-from aviary.experiments.runs import timed_replay
-from aviary.experiments.tables import num, ratio
-from aviary.launch.compare import FactorStats, load_comparison
+from aviary.experiments.dag_sweep import Sweep, main
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-OUT = RESULTS / "packing_sim"
-POLICIES = ("drf", "cs", "sjf", "tetris")
-WORKLOADS = ("tpch", "alibaba")
-LOADS = ("0.8", "1.0", "batch")
-"""Offered loads of Poisson arrivals, and ``batch``: every job at time 0 (a backlog, where makespan
-measures packing rather than the last arrival)."""
-BASELINE = "drf"
 KNOB = (1.0, 0.5, 0.25, 0.1, 0.01)
 """Tetris' fair_fraction values of the ``--knob`` sweep (1: every job considered; 0.01: the one job
 furthest below its fair share)."""
 
-
-def arrivals(load: str) -> list[str]:
-    return ["--batch"] if load == "batch" else ["--load", load]
-
-
-def variant(policy: str) -> list[str]:
-    """``tetris:fair_fraction=0.25`` -> the policy and its parameter flags."""
-    name, _, settings = policy.partition(":")
-    flags = ["--policy", name]
-    for item in filter(None, settings.split(",")):
-        key, value = item.split("=")
-        flags += ["--" + key.replace("_", "-"), value]
-    return flags
-
-
-def run_one(workload: str, load: str, policy: str, jobs: int, nodes: int, force: bool) -> dict[str, Any]:
-    out = OUT / f"{workload}-{load}-{policy}"
-    if (out / "summary.json").exists() and (out / "jobs.csv").exists() and not force:
-        return json.loads((out / "summary.json").read_text())
-    flags = ["--runtime", "sim", "--workload", workload, *variant(policy), "--nodes", str(nodes),
-             *arrivals(load), "--jobs", str(jobs), "--seed", "0"]  # fmt: skip
-    return timed_replay(flags, out)
+SWEEP = Sweep(
+    name="packing_sim",
+    title="Tetris vs DRF vs CS vs SJF on DAG workloads (simulated)",
+    intro=(
+        "`python -m aviary.experiments.packing_sim` — 300 jobs per run, 100 machines of <16 cores, 64 GB, "
+        "1 disk, 1 NIC>, synthesized per-stage demands (spec §6.2), Poisson arrivals at the offered load of "
+        "the dominant resource, seed 0. FoI: per-job factor of improvement over DRF (DRF JCT / policy JCT, "
+        ">1 better). Ratios: policy / DRF (<1 better)."
+    ),
+    workloads=("tpch", "alibaba"),
+    loads=("0.8", "1.0", "batch"),
+    policies=("drf", "cs", "sjf", "tetris"),
+    baseline="drf",
+)
 
 
-def factors(workload: str, load: str, policy: str) -> FactorStats:
-    """The per-job factors of improvement over the baseline, as ``aviary compare`` reports them."""
-    comp = load_comparison([OUT / f"{workload}-{load}-{BASELINE}", OUT / f"{workload}-{load}-{policy}"])
-    return comp.foi[comp.labels[1]]
-
-
-def rel(s: dict[str, Any], base: dict[str, Any] | None, key: str) -> str:
-    r = None if base is None else ratio(s.get(key), base.get(key))
-    return "n/a" if r is None else f"{r:.2f}"
-
-
-def report(cells: dict[tuple[str, str, str], dict[str, Any]], jobs: int, nodes: int) -> str:
-    lines = [
-        "# Tetris vs DRF vs CS vs SJF on DAG workloads (simulated)",
-        "",
-        f"`python -m aviary.experiments.packing_sim` — {jobs} jobs per run, {nodes} machines of "
-        "<16 cores, "
-        "64 GB, 1 disk, 1 NIC>, synthesized per-stage demands (spec §6.2), Poisson arrivals at the offered "
-        "load of the dominant resource, seed 0. FoI: per-job factor of improvement over DRF "
-        "(DRF JCT / policy JCT, >1 better). Ratios: policy / DRF (<1 better).",
-        "",
-    ]
-    policies = list(dict.fromkeys(pol for _, _, pol in cells))
-    for workload, load in sorted({(w, ld) for w, ld, _ in cells}):
-        base = cells.get((workload, load, BASELINE))
-        lines += [
-            f"## {workload}, load {load}",
-            "",
-            "| policy | finished | makespan (s) | / DRF | mean JCT (s) | / DRF | median JCT (s) "
-            "| FoI p10 / p50 / p90 | Jain mean [min, max] | util cores / mem / disk / net | sim wall (s) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for policy in policies:
-            s = cells.get((workload, load, policy))
-            if s is None:
-                continue
-            util = s.get("resource_utilization", {})
-            fair = s.get("fairness", {})
-            foi = factors(workload, load, policy) if policy != BASELINE else None
-            shown = (
-                " / ".join(f"{foi.get(q):.2f}" for q in ("p10", "p50", "p90")) if foi and foi.count else "—"
-            )
-
-            lines.append(
-                f"| {policy} | {s['finished']}/{s['jobs']} | {num(s.get('makespan'))} "
-                f"| {rel(s, base, 'makespan')} | {num(s.get('mean_jct'), 1)} | {rel(s, base, 'mean_jct')} "
-                f"| {num(s['jct']['all'].get('p50'), 1)} "
-                f"| {shown} "
-                f"| {fair.get('mean', 0):.2f} [{fair.get('min', 0):.2f}, {fair.get('max', 0):.2f}] "
-                f"| {' / '.join(f'{100 * util.get(r, 0):.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "
-                f"| {s['extra'].get('sim_wall_seconds', 'n/a')} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
-    p.add_argument("--loads", nargs="+", default=list(LOADS), help="offered loads, or batch")
-    p.add_argument("--policies", nargs="+", default=list(POLICIES))
-    p.add_argument("--jobs", type=int, default=300)
-    p.add_argument("--nodes", type=int, default=100)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
-    p.add_argument(
-        "--knob",
-        action="store_true",
-        help="instead: Tetris' fairness knob swept on TPC-H at load 1.0 (results/packing_knob.md)",
-    )
-    args = p.parse_args(argv)
-    if args.knob:
-        args.workloads, args.loads = ["tpch"], ["1.0"]
-        args.policies = [BASELINE] + [f"tetris:fair_fraction={f}" for f in KNOB]
-    if BASELINE not in args.policies:
-        args.policies.insert(0, BASELINE)
-    grid = [(w, ld, pol) for w in args.workloads for ld in args.loads for pol in args.policies]
-    with ProcessPoolExecutor(args.workers) as pool:
-        futures = {cell: pool.submit(run_one, *cell, args.jobs, args.nodes, args.force) for cell in grid}
-        cells = {}
-        for cell, fut in futures.items():
-            cells[cell] = fut.result()
-            s = cells[cell]
-            print(
-                f"{cell}: makespan {num(s.get('makespan'))}, mean JCT {num(s.get('mean_jct'), 1)}", flush=True
-            )
-    text = report(cells, args.jobs, args.nodes)
-    (RESULTS / ("packing_knob.md" if args.knob else "packing_sim.md")).write_text(text + "\n")
-    print(text)
-    return 0
+def run(argv: list[str]) -> int:
+    if "--knob" in argv:
+        argv = [a for a in argv if a != "--knob"]
+        knobs = [f"tetris:fair_fraction={f}" for f in KNOB]
+        return main(SWEEP, ["--workloads", "tpch", "--loads", "1.0", "--policies", "drf", *knobs, *argv],
+                    report_name="packing_knob")  # fmt: skip
+    return main(SWEEP, argv)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(sys.argv[1:]))

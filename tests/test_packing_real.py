@@ -10,13 +10,17 @@ from aviary.launch.cli import main
 
 pytestmark = pytest.mark.integration
 
-FLAGS = ["--workload", "tpch", "--policy", "tetris", "--nodes", "6", "--jobs", "20", "--time-scale", "100",
+FLAGS = ["--workload", "tpch", "--nodes", "6", "--jobs", "20", "--time-scale", "100",
          "--task-scale", "0.1", "--load", "0.8", "--seed", "0", "--quiet"]  # fmt: skip
 
 
-def test_tetris_on_tpch_dags_finishes_every_job_and_agrees_with_the_simulator(tmp_path, no_leftover_children):
+@pytest.mark.parametrize("policy", ["tetris", "carbyne"])
+def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
+    policy, tmp_path, no_leftover_children
+):
     for runtime in ("real", "sim"):
-        assert main(["replay", *FLAGS, "--runtime", runtime, "--out", str(tmp_path / runtime)]) == 0
+        flags = [*FLAGS, "--policy", policy, "--runtime", runtime, "--out", str(tmp_path / runtime)]
+        assert main(["replay", *flags]) == 0
     real, sim = (json.loads((tmp_path / r / "summary.json").read_text()) for r in ("real", "sim"))
     assert real["finished"] == real["jobs"] == 20 and real["unfinished"] == []
     assert real["tasks"] == sim["tasks"]
