@@ -13,6 +13,7 @@ from ..central.carbyne import LEFTOVER_ORDERS, Carbyne
 from ..central.cs import SlotFair
 from ..central.drf import Drf
 from ..central.fifo import CentralFifoCore
+from ..central.graphene import Graphene
 from ..central.kairos import KairosCentralCore
 from ..central.packing import PackingCore, PlacementPolicy
 from ..central.sjf import ShortestJobFirst
@@ -161,6 +162,37 @@ CARBYNE_PARAMS = (
     ),
 )
 
+GRAPHENE_PARAMS = (
+    Param(
+        "kappa",
+        0.1,
+        "Graphene: unfairness bound; a job whose deficit reaches kappa x the cluster gets the machine "
+        "(0: strict fairness)",
+        low=0.0,
+    ),
+    Param(
+        "eta_weight",
+        1.0,
+        "Graphene: weight of the remaining-work term against packing x priScore (0: none)",
+        low=0.0,
+    ),
+    Param(
+        "virtual_share",
+        0.25,
+        "Graphene: a job's expected share of the cluster, the machines of its offline schedule",
+        low=0.0,
+        open_low=True,
+        high=1.0,
+    ),
+    Param(
+        "pri_score",
+        "remaining",
+        "Graphene: priScore from the offline schedule's order over the job's unplaced tasks (remaining), "
+        "over all its tasks as printed (dag), or none (no offline part)",
+        choices=("remaining", "dag", "none"),
+    ),
+)
+
 
 def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
@@ -233,6 +265,19 @@ PACKING_POLICIES = (
             intra=v["intra_order"],
         ),
         (INTRA_ORDER, *CARBYNE_PARAMS),
+    ),
+    _packing_policy(
+        "graphene",
+        "Graphene: offline DAG schedules with troublesome tasks first, online packing x priority - SRPT, "
+        "deficit counters",
+        lambda v: Graphene(
+            kappa=v["kappa"],
+            m_eta=v["eta_weight"],
+            share=v["virtual_share"],
+            offline=v["pri_score"] != "none",
+            rebase=v["pri_score"] == "remaining",
+        ),
+        GRAPHENE_PARAMS,
     ),
 )
 

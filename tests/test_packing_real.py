@@ -14,7 +14,7 @@ FLAGS = ["--workload", "tpch", "--nodes", "6", "--jobs", "20", "--time-scale", "
          "--task-scale", "0.1", "--load", "0.8", "--seed", "0", "--quiet"]  # fmt: skip
 
 
-@pytest.mark.parametrize("policy", ["tetris", "carbyne"])
+@pytest.mark.parametrize("policy", ["tetris", "carbyne", "graphene"])
 def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     policy, tmp_path, no_leftover_children
 ):
