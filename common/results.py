@@ -4,7 +4,8 @@
 are seconds on the replay clock written as ``%.6f``, and empty for a job that did not start or finish.
 ``summary.json`` holds the job completion time percentiles per class, ``makespan`` and ``mean_jct``,
 utilization, message counts and counters, and, for runs that log their tasks' resource demands,
-per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`). Both
+per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`), and, for
+workloads with SLO jobs, ``slo_attainment`` and ``be_mean_latency`` (:func:`slo_metrics`). Both
 files are written atomically (a temporary file renamed into place), ``jobs.csv`` first, so a folder
 with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give byte-identical files.
 
@@ -45,6 +46,7 @@ __all__ = [
     "percentile",
     "read_jobs",
     "read_summary",
+    "slo_metrics",
     "write_results",
 ]
 
@@ -54,6 +56,12 @@ JOBS_HEADER = ("job_id", "class", "tasks", "submit", "first_start", "finish", "j
 CLASSES = ("short", "long", "all")
 UNFINISHED_LISTED = 100
 """At most this many unfinished job ids are listed in the summary (``unfinished_count`` has them all)."""
+SLO_TYPES = {"accepted": "accepted", "noreserve": "no_reservation"}
+"""The SLO classes of :data:`~aviary.common.model.SLO_CLASSES` that have a deadline to meet, by their
+name in ``slo_attainment``."""
+DEADLINE_SLACK = 1e-6
+"""A job meets its deadline when ``finish - submit <= deadline + DEADLINE_SLACK`` (seconds): the times of
+``jobs.csv`` are rounded to the microsecond."""
 
 
 class ResultsError(ValueError):
@@ -159,6 +167,7 @@ def write_results(
     task_log: Sequence[TaskRecord] | None = None,
     capacity_total: Resources | None = None,
     fairness_window: float | None = None,
+    slo: Mapping[int, tuple[str | None, float | None]] | None = None,
 ) -> dict[str, Any]:
     """Write ``out_dir/jobs.csv`` and ``out_dir/summary.json`` (creating ``out_dir``); return the summary.
 
@@ -177,6 +186,10 @@ def write_results(
     shares per ``fairness_window`` seconds, default 60, see
     :func:`~aviary.common.usage.fairness_over_windows`). For fairness a job is active from its submit to
     its finish; a job that did not finish, to the end of the run (its last task end or job finish).
+
+    ``slo`` maps job ids to their ``(slo class, deadline)`` (``JobSpec.slo``, ``JobSpec.deadline``:
+    seconds after submit); when one of them is an SLO job the summary has :func:`slo_metrics`'
+    ``slo_jobs``, ``slo_attainment`` and ``be_mean_latency``, else none of these keys.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -219,6 +232,7 @@ def write_results(
         "task_seconds": _r(task_seconds),
         "utilization": utilization,
         **usage,
+        **slo_metrics(recs, slo or {}),
         "messages": msgs,
         "counters": dict(sorted((counters or {}).items())),
         "wall_seconds": _r(wall_seconds),
@@ -227,6 +241,41 @@ def write_results(
     _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
     _atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def slo_metrics(
+    records: Sequence[JobRecord], slo: Mapping[int, tuple[str | None, float | None]]
+) -> dict[str, Any]:
+    """TetriSched's metrics (EuroSys'16 §6.3; spec §1.12): ``{}`` unless some job of ``records`` is an SLO
+    job, i.e. its class in ``slo`` (job id -> ``(class, deadline)``) is ``accepted`` or ``noreserve``
+    and it has a deadline (seconds after its submit). Else:
+
+    - ``slo_attainment``: ``all``, ``accepted``, ``no_reservation``: the share of those SLO jobs that
+      finished by their deadline, ``finish - submit <= deadline`` (:data:`DEADLINE_SLACK`), with the
+      replay's measured submit and finish (``jobs.csv``); an unfinished job missed it; None for a class
+      without jobs. ``accepted``: the jobs whose reservation was accepted (the workload's ``slo``, which
+      the TetriSched and Rayon/CS policies read), ``no_reservation`` the others.
+    - ``slo_jobs``: how many SLO jobs each share is over.
+    - ``be_mean_latency``: the mean completion time (``finish - submit``) of the finished best-effort
+      jobs (every other job: class ``be`` or none), None when none finished.
+    """
+    met: dict[str, list[bool]] = {"all": [], "accepted": [], "no_reservation": []}
+    be: list[float] = []
+    for r in records:
+        cls, deadline = slo.get(r.job_id, (None, None))
+        if cls in SLO_TYPES and deadline is not None:
+            ok = r.jct is not None and r.jct <= deadline + DEADLINE_SLACK
+            met["all"].append(ok)
+            met[SLO_TYPES[cls]].append(ok)
+        elif r.jct is not None:
+            be.append(r.jct)
+    if not met["all"]:
+        return {}
+    return {
+        "slo_jobs": {k: len(v) for k, v in met.items()},
+        "slo_attainment": {k: _r(sum(v) / len(v)) if v else None for k, v in met.items()},
+        "be_mean_latency": _r(math.fsum(be) / len(be)) if be else None,
+    }
 
 
 def _usage_summary(

@@ -171,16 +171,28 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
 
 
+def _workload_nodes_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workload",
+        choices=CHOICES["workload"],
+        default="google",
+        help="shape the nodes for this workload of 'aviary replay --connect': gshet gives them --slots "
+        "one-core slots (unless --capacity) and rack/gpu attributes; the others change nothing",
+    )
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="aviary", description="A testbed for datacenter schedulers.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     up = sub.add_parser("up", help="start a local testbed and keep it running until Ctrl-C")
     _testbed_flags(up, nodes=10, schedulers=2)
+    _workload_nodes_flag(up)
     up.add_argument("--dir", type=Path, default=None, help="where to write cluster.toml and logs")
 
     cl = sub.add_parser("cluster", help="write the cluster description of a testbed over several hosts")
     _testbed_flags(cl, nodes=10, schedulers=2)
+    _workload_nodes_flag(cl)
     cl.add_argument(
         "--hosts",
         type=_host_list,
@@ -224,8 +236,11 @@ def build_parser() -> Parser:
         choices=CHOICES["workload"],
         default="google",
         help="jobs to replay: Google trace jobs (flat; the trace argument), Alibaba DAG jobs or TPC-H query "
-        "DAGs (bundled, or the trace argument in their format), or TPC-DS-like DAGs generated to match "
-        "Carbyne's Table 1 (no trace; --jobs, default 200); alibaba, tpch and tpcds need a DAG policy",
+        "DAGs (bundled, or the trace argument in their format), TPC-DS-like DAGs generated to match "
+        "Carbyne's Table 1 (no trace; --jobs, default 200), or TetriSched's GS_HET-like SLO/best-effort "
+        "gang mix (no trace; --jobs, default 200, --load in slot-seconds, default 1, --misestimate; "
+        "nodes of --slots one-core slots in racks of 10, a quarter GPU-labelled); all but google need a "
+        "DAG policy",
     )
     rp.add_argument(
         "--demands",

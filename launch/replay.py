@@ -8,6 +8,7 @@ frontend in this process; ``--runtime sim`` runs every core in this process on v
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..common.cluster import Cluster, ClusterError, load_cluster
 from ..common.dags import GOOGLE_TRACE, DagTraceError, build_dag_workload, read_alibaba, read_tpch
 from ..common.frontend import FrontendCore
+from ..common.gshet import gshet_attributes, gshet_jobs
 from ..common.model import GOOGLE_CUTOFF, JobSpec
 from ..common.params import resolve
 from ..common.resources import Resources, vector_sum
@@ -35,6 +37,8 @@ from .registry import POLICIES, check_params, get_policy, policy_cluster
 from .spec import ReplaySpec, UsageError
 
 DEFAULT_LOAD = 0.8
+GSHET_LOAD = 1.0
+"""The offered load of a GS_HET-like replay without ``--load`` (the recipe's, spec §1.12)."""
 
 
 @dataclass
@@ -51,10 +55,20 @@ class ReplaySetup:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0}
+REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0, "gshet": 10.0}
 """Default time scale of a real replay per workload: Google tasks run minutes (seconds become ms),
 Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s, the generated
-TPC-DS-like stages' mean task durations are p50 8 s, p95 41 s (:mod:`aviary.common.dag_shapes`)."""
+TPC-DS-like stages' mean task durations are p50 8 s, p95 41 s (:mod:`aviary.common.dag_shapes`), the
+GS_HET-like tasks 10-120 s (:mod:`aviary.common.gshet`; 1-12 s at 10, TetriSched's 4 s cycle 0.4 s)."""
+
+DEFAULT_GSHET_JOBS = 200
+"""Jobs of a GS_HET-like replay without ``--jobs``."""
+
+
+def slot_node(slots: int) -> Resources:
+    """A GS_HET node of ``slots`` one-core slots (a task demands one core): the cluster files' slot node,
+    4 GB of memory per slot, one disk, one NIC (:attr:`~aviary.common.cluster.ProcessSpec.resources`)."""
+    return Resources(cores=float(slots), mem=4.0 * slots, disk=1.0, net=1.0)
 
 
 def time_scale(spec: ReplaySpec) -> float:
@@ -80,7 +94,10 @@ def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Clus
     held = {p.name for p in get_policy(spec.policy).declared if p.cluster}
     params = {"time_scale": time_scale(spec), **{k: v for k, v in values.items() if k in held}}
     partition = values.get("short_partition")
-    return policy_cluster(
+    capacity = spec.capacity
+    if spec.workload == "gshet" and capacity is None:
+        capacity = slot_node(spec.slots)
+    cluster = policy_cluster(
         spec.policy,
         nodes=spec.nodes,
         slots=spec.slots,
@@ -90,8 +107,12 @@ def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Clus
         params=params,
         short_partition=None if partition is None else partition / 100,
         bind_ports=spec.runtime == "real" if bind_ports is None else bind_ports,
-        capacity=spec.capacity,
+        capacity=capacity,
     )
+    if spec.workload == "gshet":  # racks of 10 nodes, a quarter of them GPU-labelled
+        for node, attributes in zip(cluster.nodes, gshet_attributes(len(cluster.nodes)), strict=True):
+            node.attributes = {**node.attributes, **attributes}
+    return cluster
 
 
 def scaled_params(cluster: Cluster) -> list[str]:
@@ -129,10 +150,16 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
         cluster = load_cluster(spec.connect)
         check_params(cluster, str(spec.connect))
         scale = connected_time_scale(spec, cluster)
+        if spec.workload == "gshet" and not all("rack" in n.attributes for n in cluster.nodes):
+            raise UsageError(
+                f"--workload gshet: the nodes of {spec.connect} carry no rack attribute "
+                "(start the testbed with 'aviary up --workload gshet')"
+            )
     else:
         cluster = testbed_cluster(spec)
         scale = time_scale(spec)
-    load = None if spec.keep_arrivals or spec.batch else (spec.load or DEFAULT_LOAD)
+    default_load = GSHET_LOAD if spec.workload == "gshet" else DEFAULT_LOAD
+    load = None if spec.keep_arrivals or spec.batch else (spec.load or default_load)
     try:
         jobs = replay_jobs(spec, cluster, scale, load)
     except (TraceError, WorkloadError, DagTraceError) as exc:
@@ -154,6 +181,8 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
         "executor": cluster.executor,
         "params": cluster.params,
     }
+    if spec.workload == "gshet":  # the recipe's mix and sizes (keyword defaults of gshet_jobs)
+        extra["gshet"] = gshet_defaults()
     return ReplaySetup(cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra)
 
 
@@ -163,6 +192,8 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
     ``--load`` is the offered load of the dominant resource."""
     kind = spec.workload
     policy = get_policy(cluster.policy)
+    if kind == "gshet" and policy.dag:
+        return replay_gshet(spec, cluster, scale, load)
     if not policy.dag:
         if spec.batch:
             raise UsageError(
@@ -236,6 +267,42 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
 DEFAULT_TPCH_JOBS = 200
 """Jobs of a TPC-H (each a random query of the 22) or TPC-DS (each a generated DAG) replay without
 ``--jobs``."""
+
+
+def gshet_defaults() -> dict[str, Any]:
+    """The mix, sizes and admission of :func:`~aviary.common.gshet.gshet_jobs` a replay uses (trace
+    seconds), for the summary's ``extra``."""
+    fixed = ("load", "nodes", "slots", "misestimate", "time_scale")
+    params = inspect.signature(gshet_jobs).parameters.items()
+    return {k: p.default for k, p in params if p.default is not inspect.Parameter.empty and k not in fixed}
+
+
+def replay_gshet(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | None) -> list[JobSpec]:
+    """The GS_HET-like jobs (:func:`~aviary.common.gshet.gshet_jobs`, the recipe's mix and sizes) for the
+    cluster: ``--jobs`` (default :data:`DEFAULT_GSHET_JOBS`), ``--seed``, ``--load`` in preferred-runtime
+    slot-seconds of all the nodes' slots (one per core), ``--batch``, ``--misestimate``."""
+    refused = [
+        ("a trace file", spec.trace != GOOGLE_TRACE),
+        ("--keep-arrivals", spec.keep_arrivals),
+        ("--start", spec.start is not None),
+        ("--task-scale", spec.task_scale is not None),
+        ("--demands alibaba-plan", spec.demands != "synth"),
+    ]
+    for what, given in refused:
+        if given:
+            raise UsageError(f"--workload gshet takes no {what} (its jobs are drawn, one slot per task)")
+    slots = [int(n.resources.cores) for n in cluster.nodes]
+    if min(slots) < 1:
+        raise UsageError("--workload gshet: every node needs at least one core (a task's slot)")
+    return gshet_jobs(
+        spec.seed,
+        spec.jobs if spec.jobs is not None else DEFAULT_GSHET_JOBS,
+        load=load,
+        nodes=sum(slots),  # the generator counts only slots (nodes x slots)
+        slots=1,
+        misestimate=spec.misestimate,
+        time_scale=scale,
+    )
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
@@ -320,6 +387,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
         }
     task_seconds = math.fsum(math.fsum(j.durations) for j in jobs)
+    slo = {j.job_id: (j.slo, j.deadline) for j in jobs if j.slo is not None or j.deadline is not None}
     summary = write_results(
         setup.out,
         records,
@@ -332,6 +400,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
         messages=Counter(messages),
         counters=Counter(counters),
         extra={**setup.extra, "problems": problems},
+        slo=slo or None,
         **dag,
     )
     for problem in problems:

@@ -33,7 +33,7 @@ reporting classes, and the scheduling cutoff of the policies that declare it unl
 another."""
 
 Runtime = Literal["real", "sim"]
-Workload = Literal["google", "alibaba", "tpch", "tpcds"]
+Workload = Literal["google", "alibaba", "tpch", "tpcds", "gshet"]
 Sample = Literal["consecutive", "random"]
 Demands = Literal["synth", "alibaba-plan"]
 Executor = Literal["timer", "process", "docker"]
@@ -51,9 +51,11 @@ class ReplaySpec:
     """One replay (or testbed): the defaults are those of ``aviary replay``'s flags.
 
     ``trace``: a Google-format trace (or the ``workload``'s own format; the bundled Google sample by
-    default, the workload's bundled jobs for alibaba and tpch; tpcds takes none, its jobs are drawn).
+    default, the workload's bundled jobs for alibaba and tpch; tpcds and gshet take none, their jobs are
+    drawn; gshet: TetriSched's GS_HET-like mix, :mod:`aviary.common.gshet`, on nodes of ``slots``
+    one-core slots labelled with ``rack`` and ``gpu`` attributes).
     ``time_scale``: ``None`` for the default (1 simulated; on real processes per workload, see
-    ``replay.REAL_TIME_SCALE``). ``load``: offered load of Poisson arrivals (``None``: 0.8) unless
+    ``replay.REAL_TIME_SCALE``). ``load``: offered load of Poisson arrivals (``None``: 0.8; gshet 1.0) unless
     ``keep_arrivals`` or ``batch`` (DAG workloads: every job at time 0). ``cutoff``: short/long cutoff in
     trace seconds (``None``: the Google trace's). ``connect``: the cluster description of a running
     testbed (its own policy and parameters apply). ``params``: the policy's declared parameters."""

@@ -352,3 +352,51 @@ def test_a_run_with_a_task_log_reports_the_busiest_resource_as_its_utilization(t
     )  # fmt: skip
     assert summary["resource_utilization"] == {"cores": 0.5, "mem": 0.25, "disk": 1.0, "net": 0.0}
     assert summary["utilization"] == 1.0
+
+
+def test_slo_metrics_by_hand():
+    from aviary.common.results import DEADLINE_SLACK, slo_metrics
+
+    recs = [
+        JobRecord(0, "short", 2, 0.0, 0.0, 10.0),  # accepted, deadline 10: met exactly
+        JobRecord(1, "short", 2, 5.0, 6.0, 20.0),  # accepted, deadline 12: missed (15)
+        JobRecord(2, "short", 1, 1.0, 2.0, 4.0),  # noreserve, deadline 3 + slack: met
+        JobRecord(3, "short", 1, 2.0),  # noreserve, unfinished: missed
+        JobRecord(4, "long", 3, 0.0, 1.0, 6.0),  # best effort: 6
+        JobRecord(5, "short", 1, 3.0, 3.0, 5.0),  # no class (best effort): 2
+        JobRecord(6, "short", 1, 3.0),  # best effort, unfinished: not in the mean
+    ]
+    slo = {
+        0: ("accepted", 10.0),
+        1: ("accepted", 12.0),
+        2: ("noreserve", 3.0 - DEADLINE_SLACK / 2),
+        3: ("noreserve", 100.0),
+        4: ("be", None),
+        6: ("be", None),
+    }
+    got = slo_metrics(recs, slo)
+    assert got == {
+        "slo_jobs": {"all": 4, "accepted": 2, "no_reservation": 2},
+        "slo_attainment": {"all": 0.5, "accepted": 0.5, "no_reservation": 0.5},
+        "be_mean_latency": 4.0,
+    }
+    # Only accepted jobs: no_reservation is None; no finished best-effort job: None.
+    only = slo_metrics(recs[:2] + recs[6:], {0: ("accepted", 10.0), 1: ("accepted", 20.0)})
+    assert only["slo_attainment"] == {"all": 1.0, "accepted": 1.0, "no_reservation": None}
+    assert only["be_mean_latency"] is None
+    # No SLO job (no class, best effort only, or a class without a deadline): no metrics.
+    assert slo_metrics(recs, {}) == {} == slo_metrics(recs, {4: ("be", None), 0: ("accepted", None)})
+
+
+def test_summary_has_slo_metrics_only_for_workloads_with_slo_jobs(tmp_path):
+    recs = [JobRecord(0, "short", 1, 0.0, 0.0, 5.0), JobRecord(1, "short", 1, 1.0, 1.0, 3.0)]
+    common = {"policy": "p", "runtime": "sim", "nodes": 1, "slots": 1, "wall_seconds": 0.0}
+    plain = write_results(tmp_path / "plain", recs, **common)
+    assert not {"slo_attainment", "slo_jobs", "be_mean_latency"} & set(plain)
+    be_only = write_results(tmp_path / "be", recs, **common, slo={0: ("be", None), 1: ("be", None)})
+    assert be_only == plain
+    summary = write_results(tmp_path / "slo", recs, **common, slo={0: ("noreserve", 4.0), 1: ("be", None)})
+    assert summary["slo_attainment"] == {"all": 0.0, "accepted": None, "no_reservation": 0.0}
+    assert summary["be_mean_latency"] == 2.0 and summary["slo_jobs"]["all"] == 1
+    assert read_summary(tmp_path / "slo") == summary
+    assert (tmp_path / "slo" / "jobs.csv").read_bytes() == (tmp_path / "plain" / "jobs.csv").read_bytes()
