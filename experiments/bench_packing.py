@@ -2,6 +2,7 @@
 workloads (a benchmark, not a test: ratios in one run on a shared machine):
 
     python -m aviary.experiments.bench_packing            # TPC-H at 100 and 1,000 nodes, Alibaba at 100
+    python -m aviary.experiments.bench_packing --graphene-offline   # Graphene offline schedule time per DAG
     python -m aviary.experiments.bench_packing --nodes 100 --policies drf cs sjf tetris
 
 Each cell is one simulated replay at offered load 0.9 (seed 0); the central scheduler's
@@ -61,11 +62,51 @@ def bench(workload: str, policy: str, nodes: int, jobs: int) -> dict[str, Any]:
     }
 
 
+SIZES = ((1, 100), (100, 300), (300, 1000), (1000, 3000), (3000, 10**9))
+"""Task-count buckets of the offline-construction table."""
+
+
+def graphene_offline(nodes: int = 100, jobs: int = 200) -> None:
+    """Graphene's offline schedule construction time per DAG by DAG size: TPC-H and TPC-DS-like jobs as a
+    replay builds them (no task merging), each planned on the virtual space of a ``nodes`` cluster."""
+    from aviary.central.graphene import Graphene
+    from aviary.central.graphene_schedule import DagStage, build_schedule, virtual_machines
+    from aviary.common.dags import build_dag_workload
+    from aviary.common.resources import DEFAULT_MACHINE
+
+    space = virtual_machines([DEFAULT_MACHINE] * nodes, Graphene().share)
+    print(
+        f"| workload | tasks per DAG | DAGs | stages (median) | ms per DAG p50 | p90 | max |  # {nodes} nodes"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for kind in ("tpch", "tpcds"):
+        specs = build_dag_workload(kind, jobs=jobs, batch=True)  # type: ignore[arg-type]
+        timed: list[tuple[int, int, float]] = []
+        for spec in specs:
+            stages = [DagStage(s.tasks, s.estimate, s.demand, s.parents) for s in spec.stages]
+            t = time.perf_counter()
+            build_schedule(stages, space)
+            timed.append((spec.tasks, len(stages), 1e3 * (time.perf_counter() - t)))
+        for lo, hi in SIZES:
+            cell = sorted(ms for n, _, ms in timed if lo <= n < hi)
+            if not cell:
+                continue
+            stages_n = sorted(k for n, k, _ in timed if lo <= n < hi)
+            p50, p90 = (cell[min(len(cell) - 1, int(f * len(cell)))] for f in (0.5, 0.9))
+            size = f"{lo:,}-{hi - 1:,}" if hi < 10**9 else f">= {lo:,}"
+            print(f"| {kind} | {size} | {len(cell)} | {stages_n[len(stages_n) // 2]} | {p50:.1f} "
+                  f"| {p90:.1f} | {cell[-1]:.1f} |", flush=True)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--policies", nargs="+", default=["drf", "tetris"])
+    p.add_argument("--graphene-offline", action="store_true", help="instead: Graphene's offline time per DAG")
+    p.add_argument("--policies", nargs="+", default=["drf", "tetris", "carbyne", "graphene"])
     p.add_argument("--nodes", nargs="+", type=int, help="only the cells of these cluster sizes")
     args = p.parse_args(argv)
+    if args.graphene_offline:
+        graphene_offline()
+        return 0
     print("| workload | nodes | jobs | tasks | policy | central µs / placed task | central share of wall "
           "| events/s | wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
