@@ -66,27 +66,38 @@ INF = float("inf")
 def water_fill(directions: Sequence[Resources], caps: Sequence[float]) -> list[float]:
     """DRF by progressive filling (spec §2.3 step 1): the dominant share of each job, when every job's
     demand grows along its ``direction`` (a per-task demand as a share of the cluster) at the same rate of
-    dominant share, a job stopping at its ``cap`` or when a resource it needs runs out (R = all ones)."""
+    dominant share, a job stopping at its ``cap`` or when a resource it needs runs out (R = all ones).
+
+    The active jobs share one level; each round raises it to the next event (the lowest cap among them,
+    or a resource running out), so the cost is a sort plus a few passes."""
     n = len(directions)
     share = [0.0] * n
     unit = [d.times(1.0 / m) if (m := max(d)) > 0 else ZERO for d in directions]
     active = {k for k in range(n) if caps[k] > 0 and max(directions[k]) > 0}
+    order = sorted(active, key=lambda k: caps[k])
+    rate = [math.fsum(unit[k][r] for k in active) for r in range(4)]
     left = [1.0, 1.0, 1.0, 1.0]
+    level = 0.0
+    at = 0
     while active:
-        rate = [sum(unit[k][r] for k in active) for r in range(4)]
-        step = min(
-            min(caps[k] - share[k] for k in active), *(left[r] / rate[r] for r in range(4) if rate[r] > 0)
-        )
+        while order[at] not in active:
+            at += 1
+        step = min(caps[order[at]] - level, *(left[r] / rate[r] for r in range(4) if rate[r] > EPS))
         step = max(step, 0.0)
-        for k in active:
-            share[k] += step
+        level += step
+        left = [x - step * y for x, y in zip(left, rate, strict=True)]
+        done = set()
+        while at < len(order) and caps[order[at]] <= level + EPS:
+            done.add(order[at])
+            at += 1
         for r in range(4):
-            left[r] -= step * rate[r]
-        active = {
-            k
-            for k in active
-            if share[k] < caps[k] - EPS and all(left[r] > EPS or unit[k][r] == 0 for r in range(4))
-        }
+            if left[r] <= EPS and rate[r] > EPS:
+                done.update(k for k in active if unit[k][r] > 0)
+        for k in done & active:
+            share[k] = min(level, caps[k])
+            active.discard(k)
+            rate = [x - y for x, y in zip(rate, unit[k], strict=True)]
+        at = min(at, len(order) - 1) if active else at
     return share
 
 
@@ -105,12 +116,12 @@ class PackItem:
 def fluid_pack(
     items: Sequence[PackItem], capacity: Resources, norm: Resources
 ) -> tuple[float, dict[int, list[float]]]:
-    """List-schedule ``items`` in one pool of ``capacity`` (Tetris' rule: at each event, start the
-    best-aligned task that fits, ``⟨demand, free⟩`` as shares of ``norm``, one task at a time; a tie goes
-    to the stage being started, else to the lower key); a stage's tasks start once every task of its
-    ``preds`` finished. Returns the makespan (``inf`` when a task can never fit) and each item's start
-    times. A run of starts of one stage is counted at once: its j-th next task still wins while
-    ``a_b - j |s_b|^2 >= a_i - j ⟨s_i, s_b⟩`` for every other fitting stage i (a = alignment, s = share)."""
+    """List-schedule ``items`` in one pool of ``capacity`` (Tetris' rule by stage: at each event, the
+    stage whose task is best aligned with the free room, ``⟨demand, free⟩`` as shares of ``norm``, ties to
+    the lower key, starts as many tasks as fit, then the next best); a stage's tasks start once every task
+    of its ``preds`` finished. Returns the makespan (``inf`` when a task can never fit) and each item's
+    start times. [D] By stage rather than one task at a time (re-scoring after each task): on TPC-DS-like
+    DAGs of thousands of tasks the per-task rule made a plan cost ~80 ms."""
     n = len(items)
     at = {it.key: i for i, it in enumerate(items)}
     succ: list[list[int]] = [[] for _ in items]
@@ -125,7 +136,6 @@ def fluid_pack(
     dem = [[it.demand[r] for r in dims] for it in items]
     share = [[it.demand[r] / norm[r] for r in dims] for it in items]
     scale = [1.0 / norm[r] for r in dims]
-    sq = [sum(x * x for x in s) for s in share]
     left = [it.count for it in items]
     unfinished = [it.count + len(it.pinned) for it in items]
     events: list[tuple[float, int, int]] = []  # (end, item, tasks)
@@ -152,15 +162,11 @@ def fluid_pack(
                     break
                 # Nothing runs and nothing fits: a task larger than the pool runs alone in it.
                 fitting = [(sum(x * y for x, y in zip(share[i], f, strict=True)), i) for i in ready]
-            a_b, b = max(fitting, key=lambda c: (c[0], -c[1]))
+            _, b = max(fitting, key=lambda c: (c[0], -c[1]))
             k = left[b]
             for x, y in zip(dem[b], free, strict=True):
                 if x > 0:
                     k = min(k, math.floor(y / x))
-            for a_i, i in fitting:
-                gain = sq[b] - sum(x * y for x, y in zip(share[i], share[b], strict=True))
-                if i != b and gain > 0:
-                    k = min(k, math.floor((a_b - a_i) / gain) + 1)
             k = max(k, 1)
             used = [u + k * x for u, x in zip(used, dem[b], strict=True)]
             starts[b].extend([now] * k)
