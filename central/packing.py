@@ -135,6 +135,10 @@ class PlacementPolicy:
         """Periodic policies: the placements to make now."""
         return []
 
+    def cycle_log(self) -> list[Any]:
+        """Periodic policies: what each cycle did (:meth:`aviary.common.core.Core.cycle_log`)."""
+        return []
+
     # Notifications from PackingCore (after the change), for policies that keep derived state.
     def on_runnable(self, job: JobState) -> None:
         """``job`` gained runnable stages (a submission, or a stage released by a barrier)."""
@@ -237,6 +241,9 @@ class PackingCore(Core):
     def task_log(self) -> list[Any]:
         return self.state.log  # tuples; the demand a Resources (msgpack sends both as arrays)
 
+    def cycle_log(self) -> list[Any]:
+        return self.policy.cycle_log()
+
     def start(self, now: float) -> list[Effect]:
         return [SetTimer(CYCLE, self.policy.cycle)] if self.policy.cycle is not None else []
 
@@ -262,8 +269,13 @@ class PackingCore(Core):
         self.policy.now = now
         self.state.fresh.clear()
         effects: list[Effect] = []
-        for job, stage, node in self.policy.plan(now):
-            effects.append(self.state.place(now, job, stage, node))
+        placements = self.policy.plan(now)
+        gangs: dict[int, list[NodeState]] = {}  # a gang's tasks start in one plan: they share a slowdown
+        for job, _, node in placements:
+            if job.gang:
+                gangs.setdefault(job.job_id, []).append(node)
+        for job, stage, node in placements:
+            effects.append(self.state.place(now, job, stage, node, gangs.get(job.job_id)))
             self.policy.on_placed(job, stage)
         effects.append(SetTimer(CYCLE, self.policy.cycle))
         return effects

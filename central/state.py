@@ -248,18 +248,30 @@ class CentralState:
         if job.first_start is None:
             job.first_start = now
 
-    def duration(self, job: JobState, index: int, node: NodeState) -> float:
-        """The task's real duration on ``node``: longer when the job's placement preference is unmet."""
+    def duration(
+        self, job: JobState, index: int, node: NodeState, gang: list[NodeState] | None = None
+    ) -> float:
+        """The task's real duration on ``node``: longer when the job's placement preference is unmet by
+        the node, or by the nodes of its whole ``gang`` (an MPI job spread over racks runs slower)."""
         duration = job.durations[index]
         if job.preference is not None:
-            duration *= placement_slowdown(job.preference, job.slowdown, [node.attributes])
+            nodes = gang if gang else [node]
+            duration *= placement_slowdown(job.preference, job.slowdown, [n.attributes for n in nodes])
         return duration
 
-    def place(self, now: float, job: JobState, stage: StageState, node: NodeState) -> Send:
-        """:meth:`assign` the stage's next task to ``node`` and hand it over (``PlaceTask``)."""
+    def place(
+        self,
+        now: float,
+        job: JobState,
+        stage: StageState,
+        node: NodeState,
+        gang: list[NodeState] | None = None,
+    ) -> Send:
+        """:meth:`assign` the stage's next task to ``node`` and hand it over (``PlaceTask``); ``gang``:
+        the nodes of all the tasks the job starts together."""
         index = self.assign(now, job, stage, node)
         self.core.counters["tasks_placed"] += 1
-        duration = self.duration(job, index, node)
+        duration = self.duration(job, index, node, gang)
         return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.demand)))
 
     def dominant_share(self, job: JobState) -> float:

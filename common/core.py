@@ -35,6 +35,11 @@ class Core:
         """A central scheduler's ``[job_id, task_index, start, end, demand]`` per finished task."""
         return []
 
+    def cycle_log(self) -> list[Any]:
+        """A periodic planner's ``[now, pending, launched, columns, rows, solves, solver seconds]`` per
+        cycle (TetriSched's MILP size and solve time)."""
+        return []
+
     def unexpected(self, msg: Any) -> list[Effect]:
         """A well-formed message this role does not handle: count it and carry on."""
         self.counters[f"unexpected.{type(msg).__name__}"] += 1

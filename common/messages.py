@@ -265,12 +265,14 @@ class Stats:
     """A process's counters and its sent-message counts by kind, sent in answer to Shutdown.
 
     Optional ``log``: a central scheduler's record of every finished task, each
-    ``[job_id, task_index, start, end, demand]`` on its own clock (:meth:`Core.task_log`).
+    ``[job_id, task_index, start, end, demand]`` on its own clock (:meth:`Core.task_log`); optional
+    ``cycles``: a periodic planner's record per cycle (:meth:`Core.cycle_log`).
     """
 
     counters: dict
     messages: dict
     log: list[Any] = dataclasses.field(default_factory=list)
+    cycles: list[Any] = dataclasses.field(default_factory=list)
 
 
 @message(24)

@@ -168,6 +168,7 @@ def write_results(
     capacity_total: Resources | None = None,
     fairness_window: float | None = None,
     slo: Mapping[int, tuple[str | None, float | None]] | None = None,
+    cycles: Sequence[Sequence[float]] = (),
 ) -> dict[str, Any]:
     """Write ``out_dir/jobs.csv`` and ``out_dir/summary.json`` (creating ``out_dir``); return the summary.
 
@@ -190,6 +191,9 @@ def write_results(
     ``slo`` maps job ids to their ``(slo class, deadline)`` (``JobSpec.slo``, ``JobSpec.deadline``:
     seconds after submit); when one of them is an SLO job the summary has :func:`slo_metrics`'
     ``slo_jobs``, ``slo_attainment`` and ``be_mean_latency``, else none of these keys.
+
+    ``cycles``: a periodic planner's record per cycle (:meth:`~aviary.common.core.Core.cycle_log`); when
+    given, the summary has ``solver`` (:func:`solver_summary`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -233,6 +237,7 @@ def write_results(
         "utilization": utilization,
         **usage,
         **slo_metrics(recs, slo or {}),
+        **({"solver": solver_summary(cycles)} if cycles else {}),
         "messages": msgs,
         "counters": dict(sorted((counters or {}).items())),
         "wall_seconds": _r(wall_seconds),
@@ -241,6 +246,29 @@ def write_results(
     _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
     _atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def solver_summary(cycles: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Per-cycle solver figures of a periodic planner: how many cycles and solves, and the p50 / p99 /
+    max of the solver's seconds per cycle and of the MILP's columns and rows per cycle (over the
+    cycles that solved something) and of the pending jobs."""
+    solved = [c for c in cycles if c[5] > 0]
+
+    def spread(values: list[float]) -> dict[str, float | None]:
+        xs = sorted(values)
+        if not xs:
+            return {"p50": None, "p99": None, "max": None}
+        return {"p50": _r(percentile(xs, 0.50)), "p99": _r(percentile(xs, 0.99)), "max": _r(xs[-1])}
+
+    return {
+        "cycles": len(cycles),
+        "solves": int(sum(c[5] for c in cycles)),
+        "launched": int(sum(c[2] for c in cycles)),
+        "seconds_per_cycle": spread([c[6] for c in solved]),
+        "columns_per_cycle": spread([c[3] for c in solved]),
+        "rows_per_cycle": spread([c[4] for c in solved]),
+        "pending_per_cycle": spread([c[1] for c in solved]),
+    }
 
 
 def slo_metrics(

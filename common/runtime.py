@@ -77,7 +77,7 @@ class Runtime:
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
         if self.executor is not None:
             counters.update({f"executor.{k}": v for k, v in self.executor.counters.items()})
-        return Stats(counters, dict(self.sent), self.core.task_log())
+        return Stats(counters, dict(self.sent), self.core.task_log(), self.core.cycle_log())
 
     # --- inputs ------------------------------------------------------------------------------------
     def _drain(self) -> None:

@@ -37,6 +37,8 @@ class RealOutcome:
     problems: list[str] = field(default_factory=list)
     task_log: list[list[Any]] = field(default_factory=list)
     """The central scheduler's finished tasks during this replay (:meth:`Core.task_log`)."""
+    cycles: list[list[Any]] = field(default_factory=list)
+    """A periodic planner's cycles during this replay (:meth:`Core.cycle_log`)."""
 
 
 class FrontendSession:
@@ -149,6 +151,10 @@ class FrontendSession:
         """The task logs in the Stats last collected, concatenated (one central scheduler keeps one)."""
         return [entry for stats in self.core.stats.values() for entry in stats.log]
 
+    def cycle_log(self) -> list[list[Any]]:
+        """The cycle logs in the Stats last collected, concatenated."""
+        return [entry for stats in self.core.stats.values() for entry in stats.cycles]
+
 
 async def run_real(
     cluster: Cluster,
@@ -166,10 +172,11 @@ async def run_real(
         await session.registered(register_timeout, progress)
         # Processes of a running testbed count from their start: report this replay's share only.
         base_messages, base_counters = await session.collect(shutdown=False)
-        base_log = session.task_log()
+        base_log, base_cycles = session.task_log(), session.cycle_log()
         wall = await session.replay(stall_timeout=stall_timeout, progress=progress)
         messages, counters = await session.collect(shutdown=shutdown)
         messages.subtract(base_messages)
         counters.subtract(base_counters)
         log = session.task_log()[len(base_log) :]
-        return RealOutcome(session.core, wall, +messages, +counters, session.problems, log)
+        cycles = session.cycle_log()[len(base_cycles) :]
+        return RealOutcome(session.core, wall, +messages, +counters, session.problems, log, cycles)

@@ -16,8 +16,10 @@ from ..central.fifo import CentralFifoCore
 from ..central.graphene import Graphene
 from ..central.kairos import KairosCentralCore
 from ..central.packing import PackingCore, PlacementPolicy
+from ..central.rayon_cs import RayonCS
 from ..central.sjf import ShortestJobFirst
 from ..central.tetris import Tetris
+from ..central.tetrisched import WARM_STARTS, TetriSched
 from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
@@ -193,6 +195,70 @@ GRAPHENE_PARAMS = (
     ),
 )
 
+PLAN_CYCLE = Param(
+    "plan_cycle",
+    4.0,
+    "TetriSched, Rayon/CS: trace seconds between plans (TetriSched's cycle and time quantum; divided by "
+    "the time scale)",
+    unit="trace s",
+    scales=True,
+    low=0.0,
+    open_low=True,
+)
+TETRISCHED_PARAMS = (
+    PLAN_CYCLE,
+    Param(
+        "plan_ahead",
+        96.0,
+        "TetriSched: trace seconds of start options planned ahead (0: start now only; divided by the "
+        "time scale)",
+        unit="trace s",
+        scales=True,
+        low=0.0,
+    ),
+    Param("mip_gap", 0.1, "TetriSched: relative MIP gap at which HiGHS stops (0.1 as the paper)", low=0.0),
+    Param(
+        "solver_nodes",
+        500,
+        "TetriSched: branch-and-bound nodes per solve (0: no cap); a work limit, so runs stay reproducible",
+        low=0,
+    ),
+    Param(
+        "solver_time_limit",
+        0.0,
+        "TetriSched: wall-clock seconds a solve may take (0: none; a safety limit for real runs, "
+        "not reproducible)",
+        unit="s",
+        low=0.0,
+    ),
+    Param(
+        "warm_start",
+        "greedy",
+        "TetriSched: MIP start from the previous plan completed greedily (greedy), the previous plan "
+        "only (previous) or none (off)",
+        choices=WARM_STARTS,
+    ),
+)
+
+
+def _tetrisched(
+    *, nh: bool = False, ng: bool = False, np: bool = False
+) -> Callable[[dict[str, Any]], PlacementPolicy]:
+    def make(v: dict[str, Any]) -> PlacementPolicy:
+        return TetriSched(
+            cycle=v["plan_cycle"],
+            plan_ahead=v["plan_ahead"],
+            gap=v["mip_gap"],
+            max_nodes=int(v["solver_nodes"]),
+            time_limit=v["solver_time_limit"] or None,
+            warm_start=v["warm_start"],
+            nh=nh,
+            ng=ng,
+            np=np,
+        )
+
+    return make
+
 
 def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
@@ -278,6 +344,37 @@ PACKING_POLICIES = (
             rebase=v["pri_score"] == "remaining",
         ),
         GRAPHENE_PARAMS,
+    ),
+    _packing_policy(
+        "tetrisched",
+        "TetriSched: every cycle all pending jobs' STRL compiled to one MILP (HiGHS), plan-ahead, "
+        "only start-now gangs launched",
+        _tetrisched(),
+        TETRISCHED_PARAMS,
+    ),
+    _packing_policy(
+        "tetrisched-nh",
+        "TetriSched without heterogeneity: one equivalence set, every job planned at its slowed duration",
+        _tetrisched(nh=True),
+        TETRISCHED_PARAMS,
+    ),
+    _packing_policy(
+        "tetrisched-ng",
+        "TetriSched greedy: one job at a time from three priority queues (accepted, no reservation, BE)",
+        _tetrisched(ng=True),
+        TETRISCHED_PARAMS,
+    ),
+    _packing_policy(
+        "tetrisched-np",
+        "TetriSched without plan-ahead: start-now options only",
+        _tetrisched(np=True),
+        TETRISCHED_PARAMS,
+    ),
+    _packing_policy(
+        "rayon-cs",
+        "Rayon/CS-like: accepted SLO jobs at their latest-start reservations, the rest one FIFO queue",
+        lambda v: RayonCS(cycle=v["plan_cycle"], quantum=v["plan_cycle"]),
+        (PLAN_CYCLE,),
     ),
 )
 

@@ -365,6 +365,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
             log = [entry for core in outcome.cores.values() for entry in core.task_log()]
+            cycles = [entry for core in outcome.cores.values() for entry in core.cycle_log()]
             setup.extra["events"] = outcome.events
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
@@ -378,6 +379,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             )
             problems = result.problems
             log = result.task_log
+            cycles = result.cycles
     records = job_records(frontend, policy.name)
     dag: dict[str, Any] = {}
     if policy.dag:
@@ -401,6 +403,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
         counters=Counter(counters),
         extra={**setup.extra, "problems": problems},
         slo=slo or None,
+        cycles=cycles,
         **dag,
     )
     for problem in problems:

@@ -595,3 +595,29 @@ def test_a_finish_reported_by_another_node_refills_the_node_that_gained_room():
     assert again == [("a", 1, 2)] and core.counters["task_finished_elsewhere"] == 1
     assert placements(core.on_message(1.0, "stranger", TaskFinished(1, 99))) == []  # unknown: counted
     assert core.counters["unknown_task_finished"] == 1
+
+
+class EveryNodeOnce(PlacementPolicy):
+    """A periodic planner: each task of the first job on its own node, all in one plan (a gang)."""
+
+    cycle = 1.0
+
+    def plan(self, now):
+        for job in self.state.active.values():
+            stage = job.runnable[0]
+            return [(job, stage, node) for node in self.state.nodes[: stage.unplaced]]
+        return []
+
+
+@pytest.mark.parametrize(
+    ("racks", "gang", "expected"),
+    [(("r1", "r1"), True, 2.0), (("r1", "r2"), True, 3.0), (("r1", "r2"), False, 2.0)],
+)
+def test_an_mpi_gang_spread_over_racks_runs_slower_on_every_node(racks, gang, expected):
+    nodes = [(f"n{i}", Resources(1, 1), {"rack": r}) for i, r in enumerate(racks)]
+    core = PackingCore("c", nodes, EveryNodeOnce())
+    msg = submit(1, [(2, 2, (1, 1), ())])
+    msg.preference, msg.slowdown, msg.gang = "rack", 1.5, gang
+    core.on_message(0.0, "fe", msg)
+    out = core.on_timer(1.0, "cycle")
+    assert [e.msg.duration for e in out if isinstance(getattr(e, "msg", None), PlaceTask)] == [expected] * 2
