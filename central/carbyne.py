@@ -25,8 +25,9 @@ Decisions [D] (spec §2.8), each a deviation the paper leaves open:
 
 - A job's DRF demand direction is the count-weighted mean demand of its runnable and running tasks; its
   cap (the most it can use) is their total.
-- The packing model of T_k is one fluid pool A_k (no machines): event-driven list scheduling, one task
-  at a time, the best-aligned fitting runnable task (alignment ⟨demand, A_k - used⟩ normalized by R).
+- The packing model of T_k is one fluid pool A_k (no machines): event-driven list scheduling, the
+  runnable stage best aligned with the free room (⟨demand, A_k - used⟩ normalized by R) starting as many
+  tasks as fit, then the next (by stage rather than re-scoring after every task: :func:`fluid_pack`).
   Running tasks occupy the pool until their estimated end; a task larger than the pool (the share is
   the job's *mean* task direction scaled, so a stage heavy in another resource may not fit it) runs
   alone in it, as DRF gives a job below its share its next task. The reverse packing covers the job's
