@@ -237,6 +237,7 @@ class PackingCore(Core):
         self.policy = policy
         policy.bind(self.state, random.Random(seed))
         self.floor = Floor(self.state.active)
+        self.offloop = frozenset({CYCLE}) if policy.cycle is not None else frozenset()
 
     def task_log(self) -> list[Any]:
         return self.state.log  # tuples; the demand a Resources (msgpack sends both as arrays)

@@ -35,6 +35,11 @@ class Core:
         """A central scheduler's ``[job_id, task_index, start, end, demand]`` per finished task."""
         return []
 
+    offloop: frozenset[Any] = frozenset()
+    """Timer keys whose handler may run long (TetriSched's solve): the real runtime runs it in a worker
+    thread and holds the inputs that arrive meanwhile, so its event loop keeps reading the socket; the
+    simulator calls it like any other."""
+
     def cycle_log(self) -> list[Any]:
         """A periodic planner's ``[now, pending, launched, columns, rows, solves, solver seconds]`` per
         cycle (TetriSched's MILP size and solve time)."""

@@ -39,6 +39,8 @@ class Runtime:
         self.sent: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self._timers: dict[Any, asyncio.TimerHandle] = {}
+        self._held: list[tuple[Any, tuple[Any, ...]]] | None = None
+        """While an off-loop handler runs (:attr:`Core.offloop`): the inputs that arrived, in order."""
         self._stopped: asyncio.Future[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -91,10 +93,15 @@ class Runtime:
             except BadFrame as exc:
                 self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
                 continue
-            kind = type(msg).__name__
-            if kind in CONTROL_KINDS and self._control(sender, msg):
-                continue
-            self._call(self.core.on_message, sender, msg)
+            self._deliver(sender, msg)
+
+    def _deliver(self, sender: str, msg: Any) -> None:
+        if self._held is not None and not isinstance(msg, Hello):  # the core is busy off the loop
+            self._held.append((self._deliver, (sender, msg)))
+            return
+        if type(msg).__name__ in CONTROL_KINDS and self._control(sender, msg):
+            return
+        self._call(self.core.on_message, sender, msg)
 
     def _control(self, sender: str, msg: Any) -> bool:
         if isinstance(msg, Hello):
@@ -110,10 +117,33 @@ class Runtime:
 
     def _fire(self, key: Any) -> None:
         self._timers.pop(key, None)
-        self._call(self.core.on_timer, key)
+        if self._held is not None:
+            self._held.append((self._fire, (key,)))
+        elif key in self.core.offloop:
+            self._held = []
+            assert self.loop is not None
+            future = self.loop.run_in_executor(None, self.core.on_timer, self.now(), key)
+            future.add_done_callback(self._offloaded)
+        else:
+            self._call(self.core.on_timer, key)
+            self._after_outside_drain()
+
+    def _offloaded(self, future: asyncio.Future[list[Any]]) -> None:
+        """An off-loop handler returned: apply its effects, then the inputs held meanwhile, in order (one
+        of them may start another off-loop handler: the rest are held again, still in order)."""
+        held, self._held = self._held or [], None
+        try:
+            self._apply(future.result())
+        except Exception:
+            self._error("core.on_timer", "core raised", exc_info=True)
+        for fn, args in held:
+            fn(*args)
         self._after_outside_drain()
 
     def _task_exit(self, task_id: Any, ok: bool) -> None:
+        if self._held is not None:
+            self._held.append((self._task_exit, (task_id, ok)))
+            return
         self._call(self.core.on_task_exit, task_id, ok)
         self._after_outside_drain()
 
@@ -124,6 +154,9 @@ class Runtime:
 
     def inject(self, fn: Any, *args: Any) -> None:
         """Call a core method (``fn(now, *args) -> effects``) from outside the loop's callbacks."""
+        if self._held is not None:
+            self._held.append((self.inject, (fn, *args)))
+            return
         self._call(fn, *args)
         self._after_outside_drain()
 
