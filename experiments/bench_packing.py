@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--graphene-offline", action="store_true", help="instead: Graphene's offline time per DAG")
     p.add_argument("--policies", nargs="+", default=["drf", "tetris", "carbyne", "graphene"])
     p.add_argument("--nodes", nargs="+", type=int, help="only the cells of these cluster sizes")
+    p.add_argument("--jobs", type=int, help="jobs per cell instead of the cell's own count")
     args = p.parse_args(argv)
     if args.graphene_offline:
         graphene_offline()
@@ -114,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.nodes and nodes not in args.nodes:
             continue
         for policy in args.policies:
-            r = bench(workload, policy, nodes, jobs)
+            n = args.jobs or jobs
+            r = bench(workload, policy, nodes, n)
             share = f"{100 * r['central_share']:.0f} %"
-            cells = [workload, f"{nodes:,}", f"{jobs:,}", f"{r['tasks']:,}", policy]
+            cells = [workload, f"{nodes:,}", f"{n:,}", f"{r['tasks']:,}", policy]
             cells += [f"{r['us_per_task']:,.0f}", share, f"{r['events_per_s']:,.0f}", f"{r['wall']:.1f}"]
             print("| " + " | ".join(cells) + " |", flush=True)
     return 0
