@@ -292,6 +292,14 @@ def build_parser() -> Parser:
         default=None,
         help="multiply each job's estimate by a seeded uniform factor in [LO, HI]",
     )
+    rp.add_argument(
+        "--gshet",
+        metavar="KEY=VALUE,...",
+        default=None,
+        help="--workload gshet: its mix and sizes (default: the recipe of spec 1.12), e.g. "
+        "'slo_share=0.75,gpu_share=0.5,slowdown=1.5,slack=0.5:2,slo_tasks=2:10,slo_duration=20:120,"
+        "be_tasks=1:4,be_duration=10:60,admission=rayon'",
+    )
     rp.add_argument("--net-delay", type=float, default=0.0005, help="simulator network delay (s)")
     rp.add_argument(
         "--stall-timeout",

@@ -182,7 +182,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace) -> ReplaySetup:
         "params": cluster.params,
     }
     if spec.workload == "gshet":  # the recipe's mix and sizes (keyword defaults of gshet_jobs)
-        extra["gshet"] = gshet_defaults()
+        extra["gshet"] = gshet_defaults() | gshet_options(spec.gshet)
     return ReplaySetup(cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra)
 
 
@@ -192,6 +192,8 @@ def replay_jobs(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | 
     ``--load`` is the offered load of the dominant resource."""
     kind = spec.workload
     policy = get_policy(cluster.policy)
+    if spec.gshet is not None and kind != "gshet":
+        raise UsageError(f"--gshet applies to --workload gshet, not {kind}")
     if kind == "gshet" and policy.dag:
         return replay_gshet(spec, cluster, scale, load)
     if not policy.dag:
@@ -269,12 +271,42 @@ DEFAULT_TPCH_JOBS = 200
 ``--jobs``."""
 
 
+GSHET_FIXED = ("load", "nodes", "slots", "misestimate", "time_scale")
+"""Keywords of :func:`~aviary.common.gshet.gshet_jobs` a replay sets from its own flags."""
+
+
 def gshet_defaults() -> dict[str, Any]:
-    """The mix, sizes and admission of :func:`~aviary.common.gshet.gshet_jobs` a replay uses (trace
-    seconds), for the summary's ``extra``."""
-    fixed = ("load", "nodes", "slots", "misestimate", "time_scale")
+    """The mix, sizes and admission of :func:`~aviary.common.gshet.gshet_jobs` a replay uses by default
+    (trace seconds), for the summary's ``extra``."""
     params = inspect.signature(gshet_jobs).parameters.items()
-    return {k: p.default for k, p in params if p.default is not inspect.Parameter.empty and k not in fixed}
+    return {
+        k: p.default for k, p in params if p.default is not inspect.Parameter.empty and k not in GSHET_FIXED
+    }
+
+
+def gshet_options(text: str | None) -> dict[str, Any]:
+    """``--gshet KEY=VALUE,...``: keywords of :func:`~aviary.common.gshet.gshet_jobs` (``LO:HI`` for a
+    range); an unknown key or a bad value is a one-line ``UsageError`` naming it."""
+    defaults = gshet_defaults()
+    out: dict[str, Any] = {}
+    for item in filter(None, (text or "").split(",")):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in defaults:
+            raise UsageError(f"--gshet: field '{key}': not one of {', '.join(defaults)}")
+        default = defaults[key]
+        try:
+            if isinstance(default, tuple):
+                lo, hi = value.split(":")
+                kind = type(default[0])
+                out[key] = (kind(lo), kind(hi))
+            elif isinstance(default, str):
+                out[key] = value
+            else:
+                out[key] = type(default)(value)
+        except ValueError:
+            raise UsageError(f"--gshet: field '{key}': bad value {value!r} (default {default!r})") from None
+    return out
 
 
 def replay_gshet(spec: ReplaySpec, cluster: Cluster, scale: float, load: float | None) -> list[JobSpec]:
@@ -302,6 +334,7 @@ def replay_gshet(spec: ReplaySpec, cluster: Cluster, scale: float, load: float |
         slots=1,
         misestimate=spec.misestimate,
         time_scale=scale,
+        **gshet_options(spec.gshet),
     )
 
 

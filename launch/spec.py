@@ -86,6 +86,8 @@ class ReplaySpec:
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None
+    gshet: str | None = None
+    """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``replay.gshet_options``)."""
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

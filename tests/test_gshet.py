@@ -281,3 +281,19 @@ def test_a_cluster_description_for_gshet_carries_the_attributes(tmp_path, capsys
     assert main([*argv, "--connect", str(plain), "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no rack attribute" in err[0], err
+
+
+def test_the_gshet_flag_sets_the_mix_and_refuses_unknown_keys_in_one_line(tmp_path, capsys):
+    from aviary.launch.cli import main
+
+    flags = ["replay", "--runtime", "sim", "--workload", "gshet", "--policy", "drf", "--jobs", "40",
+             "--nodes", "20", "--quiet"]  # fmt: skip
+    out = tmp_path / "run"
+    assert main([*flags, "--gshet", "slo_share=1,slack=0.2:0.4", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["extra"]["gshet"]["slo_share"] == 1.0 and summary["extra"]["gshet"]["slack"] == [0.2, 0.4]
+    assert summary["slo_jobs"]["all"] == 40  # every job an SLO job
+    for bad, field in (("slak=1", "slak"), ("slack=1", "slack"), ("slo_share=x", "slo_share")):
+        assert main([*flags, "--gshet", bad, "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"field '{field}'" in err[0]
