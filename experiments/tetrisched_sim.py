@@ -13,7 +13,7 @@ Poisson arrivals at offered load 1.0 in preferred-runtime slot-seconds, Rayon-li
 on the misestimated runtime deciding which SLO jobs hold a reservation; TetriSched's cycle = quantum =
 4 s, plan-ahead 96 s, MIP gap 10 %, 500 B&B nodes, greedy warm start (the replay defaults).
 
-Two sweeps:
+Two sweeps and a control:
 
 - (a) **estimate error** X in {-0.5, -0.25, 0, +0.25, +0.5}, one global error (every estimate = true x
   (1 + X), spec §1.13), for ``tetrisched``, ``tetrisched-nh``, ``tetrisched-ng``, ``tetrisched-np`` and
@@ -21,6 +21,11 @@ Two sweeps:
 - (b) **plan-ahead** W in {0, 24, 48, 96, 160} s for ``tetrisched`` at X = 0. W = 96 is cell (a)'s
   ``tetrisched`` at X = 0 and W = 0 is its ``tetrisched-np`` (NP only sets the plan-ahead to 0), so
   both are re-used, not re-run.
+
+- (c) **control**: the five policies at X = 0 with the deadline slack U[0.25, 1.0] instead of the
+  recipe's U[0.5, 2.0] (``--gshet slack=0.25:1``): with slowdown 1.5, the recipe's slack always lets a
+  job run off its preferred nodes and still meet its deadline, which hides what heterogeneity-awareness
+  (NH) is worth.
 
 Seed 0 for the grid; then (unless ``--no-spread``) seed 1 for the X = 0 column, to show run-to-run
 spread. Cells run one at a time in this process (the machine is shared); each stays under
@@ -52,6 +57,9 @@ PLAN_AHEADS = (0.0, 24.0, 48.0, 96.0, 160.0)
 DEFAULT_PLAN_AHEAD = 96.0
 SEED = 0
 SPREAD_SEED = 1
+TIGHT = (0.25, 1.0)
+"""(c) the control: a deadline slack range partly below slowdown - 1 = 0.5, where a job off its preferred
+nodes cannot meet its deadline even when it starts at once."""
 
 
 @dataclass(frozen=True)
@@ -61,21 +69,24 @@ class Cell:
     """The global estimate error X: every estimate is the true runtime x (1 + X)."""
     plan_ahead: float = DEFAULT_PLAN_AHEAD
     seed: int = SEED
+    slack: tuple[float, float] | None = None
+    """The deadline slack range U (deadline = d (1 + U)); ``None``: the recipe's [0.5, 2.0]."""
 
     def canonical(self) -> Cell:
         """The cell that runs the same replay: TetriSched at plan-ahead 0 is TetriSched-NP (NP only sets
         the plan-ahead to 0), and the plan-ahead of the other policies is their own (not a flag)."""
         if self.policy == "tetrisched" and self.plan_ahead == 0:
-            return Cell("tetrisched-np", self.error, DEFAULT_PLAN_AHEAD, self.seed)
+            return Cell("tetrisched-np", self.error, DEFAULT_PLAN_AHEAD, self.seed, self.slack)
         if self.policy != "tetrisched":
-            return Cell(self.policy, self.error, DEFAULT_PLAN_AHEAD, self.seed)
+            return Cell(self.policy, self.error, DEFAULT_PLAN_AHEAD, self.seed, self.slack)
         return self
 
     @property
     def folder(self) -> str:
         c = self.canonical()
         pa = "" if c.plan_ahead == DEFAULT_PLAN_AHEAD else f"-pa{c.plan_ahead:g}"
-        return f"{c.policy}-x{c.error:+.2f}{pa}-s{c.seed}"
+        slack = "" if c.slack is None else f"-slack{c.slack[0]:g}-{c.slack[1]:g}"
+        return f"{c.policy}-x{c.error:+.2f}{pa}-s{c.seed}{slack}"
 
     def flags(self, jobs: int) -> list[str]:
         c = self.canonical()
@@ -85,6 +96,8 @@ class Cell:
                  "--misestimate", factor, factor]  # fmt: skip
         if c.plan_ahead != DEFAULT_PLAN_AHEAD:
             flags += ["--plan-ahead", f"{c.plan_ahead:g}"]
+        if c.slack is not None:
+            flags += ["--gshet", f"slack={c.slack[0]:g}:{c.slack[1]:g}"]
         return flags
 
 
@@ -97,6 +110,7 @@ def grid(spread: bool) -> list[Cell]:
         cells += [Cell(p, x) for p in POLICIES]
     if spread:
         cells += [Cell(p, 0.0, seed=SPREAD_SEED) for p in POLICIES]
+    cells += [Cell(p, 0.0, slack=TIGHT) for p in POLICIES]
     return list(dict.fromkeys(c.canonical() for c in cells))
 
 
@@ -207,6 +221,20 @@ def report(results: dict[Cell, dict[str, Any]], jobs: int) -> str:
             "|---|---|---|---|---|",
         ]
         for p, s1 in spread:
+            s0 = results.get(Cell(p, 0.0).canonical())
+            lat = [num(None if s is None else s.get("be_mean_latency"), 1) for s in (s0, s1)]
+            lines.append(f"| {p} | {slo(s0)} | {slo(s1)} | {lat[0]} | {lat[1]} |")
+    tight = [(p, results.get(Cell(p, 0.0, slack=TIGHT).canonical())) for p in POLICIES]
+    if any(s is not None for _, s in tight):
+        lines += [
+            "",
+            f"## (c) Control: deadline slack U[{TIGHT[0]:g}, {TIGHT[1]:g}] instead of U[0.5, 2], "
+            f"X = 0, seed {SEED}",
+            "",
+            "| policy | SLO met all, recipe | tight slack | BE mean latency (s), recipe | tight slack |",
+            "|---|---|---|---|---|",
+        ]
+        for p, s1 in tight:
             s0 = results.get(Cell(p, 0.0).canonical())
             lat = [num(None if s is None else s.get("be_mean_latency"), 1) for s in (s0, s1)]
             lines.append(f"| {p} | {slo(s0)} | {slo(s1)} | {lat[0]} | {lat[1]} |")
