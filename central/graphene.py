@@ -47,7 +47,7 @@ from collections.abc import Collection
 
 from ..common.resources import Resources
 from .graphene_schedule import DELTA, PRUNE, DagStage, Schedule, build_schedule, virtual_machines
-from .packing import PlacementPolicy, room
+from .packing import PlacementPolicy, RemainingWork, room
 from .state import JobState, NodeState, StageState
 
 CLUSTER = 1.0
@@ -93,8 +93,7 @@ class Graphene(PlacementPolicy):
         self.schedules: dict[int, Schedule] = {}
         self.ranks: dict[int, list[list[int]]] = {}
         self.rebase_cache: dict[int, tuple[int, dict[int, float]]] = {}
-        self.weights: dict[int, list[float]] = {}
-        self.work: dict[int, tuple[int, float]] = {}
+        self.work = RemainingWork()
         self.level = 0.0
         self.base: dict[int, float] = {}
         self.held: dict[int, float] = {}
@@ -192,8 +191,7 @@ class Graphene(PlacementPolicy):
             self.schedules.pop(job.job_id, None)
             self.ranks.pop(job.job_id, None)
             self.rebase_cache.pop(job.job_id, None)
-            self.weights.pop(job.job_id, None)
-            self.work.pop(job.job_id, None)
+            self.work.forget(job.job_id)
             self.base.pop(job.job_id, None)
             self.held.pop(job.job_id, None)
             for shares in self.shares.values():
@@ -203,18 +201,7 @@ class Graphene(PlacementPolicy):
     # --- online part -------------------------------------------------------------------------------
     def srpt(self, job: JobState) -> float:
         """Unplaced estimated task-seconds weighted by the tasks' summed normalized demands."""
-        placed = job.running + job.finished
-        cached = self.work.get(job.job_id)
-        if cached is not None and cached[0] == placed:
-            return cached[1]
-        weights = self.weights.get(job.job_id)
-        if weights is None:
-            state = self.state
-            mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
-            weights = self.weights[job.job_id] = [s.demand.over(mean_machine).total() for s in job.stages]
-        work = math.fsum(s.unplaced * s.estimate * w for s, w in zip(job.stages, weights, strict=True))
-        self.work[job.job_id] = placed, work
-        return work
+        return self.work(self.state, job)
 
     def unfair(self) -> int | None:
         """The counted job with the largest deficit (ties: the earlier job), if it reaches kappa C."""

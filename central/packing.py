@@ -21,6 +21,7 @@ policy hears of every change of a job (:meth:`PlacementPolicy.on_runnable`, ``on
 
 from __future__ import annotations
 
+import math
 import random
 from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -103,6 +104,33 @@ class Floor:
             f = node.free
             if l0 <= f[0] + EPS and l1 <= f[1] + EPS and l2 <= f[2] + EPS and l3 <= f[3] + EPS:
                 yield node
+
+
+class RemainingWork:
+    """Per job, its unplaced estimated task-seconds weighted by each task's summed demand normalized by the
+    mean machine (Tetris' p(j), Graphene's srpt_j, Carbyne's SRTF order), cached until the job places
+    another task; each stage's weight is computed once per job."""
+
+    def __init__(self) -> None:
+        self.weights: dict[int, list[float]] = {}
+        self.work: dict[int, tuple[int, float]] = {}
+
+    def __call__(self, state: CentralState, job: JobState) -> float:
+        placed = job.running + job.finished
+        cached = self.work.get(job.job_id)
+        if cached is not None and cached[0] == placed:
+            return cached[1]
+        weights = self.weights.get(job.job_id)
+        if weights is None:
+            mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
+            weights = self.weights[job.job_id] = [s.demand.over(mean_machine).total() for s in job.stages]
+        work = math.fsum(s.unplaced * s.estimate * w for s, w in zip(job.stages, weights, strict=True))
+        self.work[job.job_id] = placed, work
+        return work
+
+    def forget(self, job_id: int) -> None:
+        self.weights.pop(job_id, None)
+        self.work.pop(job_id, None)
 
 
 class PlacementPolicy:

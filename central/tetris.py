@@ -36,7 +36,7 @@ import math
 from collections.abc import Collection
 
 from ..common.resources import Resources
-from .packing import PlacementPolicy, room
+from .packing import PlacementPolicy, RemainingWork, room
 from .state import JobState, NodeState, StageState
 
 ALIGNMENTS = ("dot", "cosine")
@@ -80,28 +80,15 @@ class Tetris(PlacementPolicy):
         self.srtf_weight = srtf_weight
         self.alignment = alignment
         self.shares: dict[Resources, dict[StageState, Resources]] = {}
-        self.weights: dict[int, list[float]] = {}
-        self.work: dict[int, tuple[int, float]] = {}
+        self.work = RemainingWork()
 
     def remaining(self, job: JobState) -> float:
         """p(j): unplaced estimated task-seconds weighted by the tasks' summed normalized demands."""
-        placed = job.running + job.finished
-        cached = self.work.get(job.job_id)
-        if cached is not None and cached[0] == placed:
-            return cached[1]
-        weights = self.weights.get(job.job_id)
-        if weights is None:
-            state = self.state
-            mean_machine = state.capacity_total.times(1.0 / len(state.nodes))
-            weights = self.weights[job.job_id] = [s.demand.over(mean_machine).total() for s in job.stages]
-        work = math.fsum(s.unplaced * s.estimate * w for s, w in zip(job.stages, weights, strict=True))
-        self.work[job.job_id] = placed, work
-        return work
+        return self.work(self.state, job)
 
     def on_finished(self, job: JobState) -> None:
         if job.finished == job.tasks:  # done: forget its caches
-            self.weights.pop(job.job_id, None)
-            self.work.pop(job.job_id, None)
+            self.work.forget(job.job_id)
             for shares in self.shares.values():
                 for stage in job.stages:
                     shares.pop(stage, None)

@@ -264,8 +264,8 @@ def test_a_dag_workload_runs_to_completion_on_the_simulator():
             policy.schedules
             or policy.ranks
             or policy.rebase_cache
-            or policy.weights
-            or policy.work
+            or policy.work.weights
+            or policy.work.work
             or policy.base
             or policy.held
         )

@@ -305,9 +305,9 @@ def checked(core):
             keys = REFERENCE_KEYS[type(policy)]
             assert policy.queue == sorted((keys(state, j), j) for j in state.active.values())
         if isinstance(policy, Tetris):
-            for job_id, (_, work) in policy.work.items():
+            for job_id, (_, work) in policy.work.work.items():
                 job = state.jobs[job_id]  # forgotten when done
-                if policy.work[job_id][0] == job.running + job.finished:
+                if policy.work.work[job_id][0] == job.running + job.finished:
                     assert work == reference_remaining(state, job)
         return out
 
