@@ -9,7 +9,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_packing import pending, placements, random_dag_jobs, simulate, submit
+from test_packing import check_barriers, pending, placements, random_dag_jobs, simulate, submit
 
 from aviary.central.cs import SlotFair
 from aviary.central.graphene import CLUSTER, Graphene
@@ -27,7 +27,7 @@ from aviary.central.graphene_schedule import (
 )
 from aviary.central.packing import PackingCore
 from aviary.common.messages import TaskFinished
-from aviary.common.model import JobSpec, Stage, stage_offsets
+from aviary.common.model import JobSpec, Stage
 from aviary.common.resources import Resources
 
 
@@ -250,15 +250,7 @@ def test_a_dag_workload_runs_to_completion_on_the_simulator():
         nodes = [(f"n{i}", Resources(16, 64, 1, 1), {}) for i in range(4)]
         central = PackingCore("central", nodes, policy)
         simulate(central, jobs, nodes)
-        times = {(j, i): (start, end) for j, i, start, end, _ in central.state.log}
-        assert len(times) == sum(j.tasks for j in jobs)
-        for job in jobs:
-            offsets = stage_offsets(job.stages)
-            for s, stage in enumerate(job.stages):
-                for p in stage.parents:
-                    parent_end = max(times[job.job_id, offsets[p] + k][1] for k in range(job.stages[p].tasks))
-                    first = min(times[job.job_id, offsets[s] + k][0] for k in range(stage.tasks))
-                    assert first >= parent_end
+        check_barriers(central, jobs)
         # Every per-job cache is forgotten once the job is done.
         assert not (
             policy.schedules

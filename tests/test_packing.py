@@ -211,24 +211,28 @@ def simulate(central, jobs, nodes):
     return placed
 
 
-def test_a_dag_workload_runs_to_completion_on_the_simulator():
+def check_barriers(central, jobs):
+    """Every task ran, and started after every task of its stage's parents ended (the task log)."""
     from aviary.common.model import stage_offsets
 
+    times = {(j, i): (start, end) for j, i, start, end, _ in central.state.log}
+    assert len(times) == sum(j.tasks for j in jobs)
+    for job in jobs:
+        offsets = stage_offsets(job.stages)
+        for s, stage in enumerate(job.stages):
+            for p in stage.parents:
+                parent_end = max(times[job.job_id, offsets[p] + k][1] for k in range(job.stages[p].tasks))
+                first = min(times[job.job_id, offsets[s] + k][0] for k in range(stage.tasks))
+                assert first >= parent_end
+
+
+def test_a_dag_workload_runs_to_completion_on_the_simulator():
     jobs = random_dag_jobs(3, 40)
     for policy in (Drf(), SlotFair(), ShortestJobFirst(), Tetris()):
         nodes = [(f"n{i}", Resources(16, 64, 1, 1), {}) for i in range(4)]
         central = PackingCore("central", nodes, policy)
         simulate(central, jobs, nodes)
-        # Every task started after every task of its stage's parents ended (the central's task log).
-        times = {(j, i): (start, end) for j, i, start, end, _ in central.state.log}
-        assert len(times) == sum(j.tasks for j in jobs)
-        for job in jobs:
-            offsets = stage_offsets(job.stages)
-            for s, stage in enumerate(job.stages):
-                for p in stage.parents:
-                    parent_end = max(times[job.job_id, offsets[p] + k][1] for k in range(job.stages[p].tasks))
-                    first = min(times[job.job_id, offsets[s] + k][0] for k in range(stage.tasks))
-                    assert first >= parent_end
+        check_barriers(central, jobs)
 
 
 # --- the reference: the plain definitions the fast paths (queues, caches, floors) must agree with ------
