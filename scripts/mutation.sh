@@ -28,7 +28,7 @@ mkdir -p "$stage/aviary" "$stage/tests"
 for dir in __init__.py common worker distributed central launch experiments; do
     find "$dir" -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$stage/aviary/" \;
 done
-cp tests/conftest.py tests/test_packing.py "$stage/tests/"
+cp tests/conftest.py tests/test_packing.py tests/test_carbyne.py "$stage/tests/"
 cp pyproject.toml "$stage/"
 
 cd "$stage"
