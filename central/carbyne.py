@@ -423,12 +423,3 @@ class Carbyne(Tetris):
 def moved(old: Resources, new: Resources, tolerance: float) -> bool:
     """Some resource changed by more than ``tolerance`` of the larger of its two amounts."""
     return any(abs(a - b) > tolerance * max(a, b) for a, b in zip(old, new, strict=True))
-
-
-def fitting(demand: Resources, free: Resources, most: int) -> int:
-    """How many tasks of ``demand`` fit in ``free`` (at most ``most``)."""
-    n = most
-    for x, f in zip(demand, free, strict=True):
-        if x > 0:
-            n = min(n, max(math.floor((f + EPS) / x), 0))
-    return n

@@ -235,3 +235,63 @@ def test_bad_knobs_are_refused():
     for kwargs in ({"altruism": 1.5}, {"granule": -1}, {"leftover": "fifo"}):
         with pytest.raises(ValueError):
             Carbyne(**kwargs)
+
+
+def test_must_start_tasks_go_first_most_urgent_then_best_aligned_then_the_leftover():
+    policy = Carbyne(granule=0.0)
+    core = PackingCore("c", [("n", Resources(1.0), {})], policy)
+    for job_id, stages in ((1, FIG2_J1), (2, FIG2_J2)):
+        core.state.submit(0.0, "fe", submit(job_id, stages))
+    policy.refresh()
+    node, jobs = core.state.nodes[0], list(core.state.jobs.values())
+    order = []
+    while (chosen := policy.urgent(node, jobs)) is not None:
+        job, stage = chosen
+        order.append((job.job_id, stage.index))
+        core.state.assign(0.0, job, stage, node)
+        policy.on_placed(job, stage)
+    # Both due at 0: J2's task (0.29 of the node) is better aligned than J1's S1 task (0.21); one each.
+    assert order == [(2, 0), (1, 1)]
+
+
+def test_the_leftover_goes_srtf_first_or_to_tetris_packing():
+    # Job 1: one 5-core task of 2 s (remaining work 10 core-s); job 2: one 1-core task of 5 s (5 core-s).
+    picks = {}
+    for order in ("srtf-first", "pack-first"):
+        policy = Carbyne(leftover=order)
+        core = PackingCore("c", [("n", Resources(10, 10), {})], policy)
+        core.state.submit(0.0, "fe", submit(1, [(1, 2.0, (5, 1), ())]))
+        core.state.submit(0.0, "fe", submit(2, [(1, 5.0, (1, 1), ())]))
+        policy.refresh()
+        policy.latest.clear()  # nothing must start: only the leftover phase decides
+        policy.greedy.clear()
+        job, _ = policy.pick(core.state.nodes[0], list(core.state.jobs.values()))
+        picks[order] = job.job_id
+    # SRTF: the job with less remaining work; Tetris: the better-aligned task outweighs the SRTF term.
+    assert picks == {"srtf-first": 2, "pack-first": 1}
+
+
+def test_a_plan_counts_the_running_tasks_until_their_estimated_end():
+    # s0 (one 1-core task of 10 s) started at 0; at 5 s its job's share is 2 cores. s1 (two 1-core tasks
+    # of 1 s, runnable) and s2 (after both) remain: T_k = 5 (s0) + 1 (s2) = 6; the reverse plan in the
+    # 1 spare core puts s2 last and s1's tasks 1 and 2 s before it: latest starts 3 and 4 s from now.
+    policy = Carbyne()
+    core = PackingCore("c", [("n", Resources(4), {})], policy)
+    core.state.submit(0.0, "fe", submit(1, [(1, 10.0, (1,), ()), (2, 1.0, (1,), ()), (1, 1.0, (1,), (0, 1))]))
+    job = core.state.jobs[1]
+    core.state.assign(0.0, job, job.stages[0], core.state.nodes[0])
+    policy.now = 5.0
+    policy.alloc[1] = Resources(2)
+    assert policy.must_start(job) == {job.stages[1]: [3.0, 4.0]}
+
+
+def test_shares_are_recomputed_when_a_job_arrives_or_ends():
+    policy = Carbyne()
+    core = PackingCore("central", [("n", Resources(4), {})], policy)
+    core.on_message(0.0, "fe", submit(1, [(1, 1.0, (1,), ())]))
+    assert policy.alloc[1].cores == pytest.approx(1)  # alone, capped by what it can use
+    core.on_message(0.0, "fe", submit(2, [(8, 1.0, (1,), ())]))
+    # Job 1 can use one core (its cap); water-filling gives job 2 the other three.
+    assert policy.alloc[1].cores == pytest.approx(1) and policy.alloc[2].cores == pytest.approx(3)
+    core.on_message(0.5, "n", TaskFinished(1, 0, True))  # job 1 ends: job 2 gets the cluster
+    assert set(policy.alloc) == {2} and policy.alloc[2].cores == pytest.approx(4)
