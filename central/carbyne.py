@@ -255,15 +255,14 @@ class Carbyne(Tetris):
         self.taken: dict[StageState, int] = {}
         self.greedy: set[int] = set()
         self.stale: set[int] = set()  # jobs to re-plan
-        self.shares_due = True
-        self.shares_at = -INF
+        self.shares_at = -INF  # when shares were last computed (-inf: due at the next pick)
 
     # --- events -------------------------------------------------------------------------------------
     def on_runnable(self, job: JobState) -> None:
         if job.job_id in self.alloc:
             self.stale.add(job.job_id)
         else:
-            self.shares_due = True
+            self.shares_at = -INF
 
     def on_placed(self, job: JobState, stage: StageState) -> None:
         if stage in self.taken:
@@ -274,7 +273,7 @@ class Carbyne(Tetris):
         if job.finished == job.tasks:
             self.alloc.pop(job.job_id, None)
             self.forget(job)
-            self.shares_due = True
+            self.shares_at = -INF
 
     def forget(self, job: JobState) -> None:
         for stage in job.stages:
@@ -285,13 +284,13 @@ class Carbyne(Tetris):
     # --- Pseudocode 1 ------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Bring shares and plans up to date with the events since the last pick."""
-        if self.shares_due or self.now >= self.shares_at + self.period:
+        if self.now >= self.shares_at + self.period:
             old = self.alloc
             self.inter_job()
             self.stale.update(
                 j for j, a in self.alloc.items() if j not in old or moved(old[j], a, self.tolerance)
             )
-            self.shares_due, self.shares_at = False, self.now
+            self.shares_at = self.now
         jobs = self.state.jobs
         for job_id in sorted(self.stale):
             job = jobs.get(job_id)
@@ -364,7 +363,7 @@ class Carbyne(Tetris):
         r = node.free.over(node.capacity)
         for job in sorted(jobs, key=lambda j: (self.remaining(j), j.job_id)):
             scored = [
-                (s.demand.over(node.capacity).dot(r), job, s)
+                (self.shares(s, node.capacity).dot(r), job, s)
                 for s in job.runnable
                 if (d := s.demand)[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3
             ]
@@ -394,7 +393,7 @@ class Carbyne(Tetris):
                 and d[2] <= r2
                 and d[3] <= r3
             ):
-                key = (latest[i], -d.over(capacity).dot(r), stage.job_id, stage.index)
+                key = (latest[i], -self.shares(stage, capacity).dot(r), stage.job_id, stage.index)
                 if best is None or key < best:
                     best, chosen = key, stage
         for job_id in self.greedy:
@@ -411,7 +410,7 @@ class Carbyne(Tetris):
                     and d[3] <= r3
                     and (job.running == 0 or d.fits_in(within))
                 ):
-                    key = (now, -d.over(capacity).dot(r), job_id, stage.index)
+                    key = (now, -self.shares(stage, capacity).dot(r), job_id, stage.index)
                     if best is None or key < best:
                         best, chosen = key, stage
                     break

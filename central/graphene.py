@@ -47,7 +47,7 @@ from collections.abc import Collection
 
 from ..common.resources import Resources
 from .graphene_schedule import DELTA, PRUNE, DagStage, Schedule, build_schedule, virtual_machines
-from .packing import PlacementPolicy, RemainingWork, room
+from .packing import DemandShares, PlacementPolicy, RemainingWork, room
 from .state import JobState, NodeState, StageState
 
 CLUSTER = 1.0
@@ -98,7 +98,7 @@ class Graphene(PlacementPolicy):
         self.base: dict[int, float] = {}
         self.held: dict[int, float] = {}
         self.heap: list[tuple[float, int]] = []
-        self.shares: dict[Resources, dict[StageState, Resources]] = {}
+        self.shares = DemandShares()
         self._machines: list[Resources] | None = None
 
     # --- offline part ------------------------------------------------------------------------------
@@ -194,9 +194,7 @@ class Graphene(PlacementPolicy):
             self.work.forget(job.job_id)
             self.base.pop(job.job_id, None)
             self.held.pop(job.job_id, None)
-            for shares in self.shares.values():
-                for stage in job.stages:
-                    shares.pop(stage, None)
+            self.shares.forget(job)
 
     # --- online part -------------------------------------------------------------------------------
     def srpt(self, job: JobState) -> float:
@@ -236,13 +234,7 @@ class Graphene(PlacementPolicy):
         """The max perfScore; ties to the earlier job, then BFS order."""
         capacity = node.capacity
         r = node.free.over(capacity)
-        shares = self.shares.setdefault(capacity, {})
-        packed = []
-        for job, stage in fitting:
-            share = shares.get(stage)
-            if share is None:
-                share = shares[stage] = stage.demand.over(capacity)
-            packed.append(share.dot(r) * self.pri(job, stage))
+        packed = [self.shares(stage, capacity).dot(r) * self.pri(job, stage) for job, stage in fitting]
         work = {job.job_id: self.srpt(job) for job, _ in fitting} if self.m_eta > 0 else {}
         mean_p = math.fsum(work.values()) / len(work) if work else 0.0
         eta = self.m_eta * (math.fsum(packed) / len(packed)) / mean_p if mean_p > 0 else 0.0

@@ -48,16 +48,7 @@ def cp_key(stage: StageState) -> tuple[float, int]:
     return -stage.cp, stage.index
 
 
-def bfs_order(job: JobState) -> list[StageState]:
-    return sorted(job.runnable, key=bfs_key)
-
-
-def cp_order(job: JobState) -> list[StageState]:
-    return sorted(job.runnable, key=cp_key)
-
-
 INTRA_KEYS: dict[str, Callable[[StageState], Any]] = {"bfs": bfs_key, "cp": cp_key}
-INTRA_ORDERS: dict[str, Callable[[JobState], list[StageState]]] = {"bfs": bfs_order, "cp": cp_order}
 
 
 def room(free: Resources) -> tuple[float, float, float, float]:
@@ -133,6 +124,26 @@ class RemainingWork:
         self.work.pop(job_id, None)
 
 
+class DemandShares:
+    """Each stage's demand as shares of a node capacity (the alignment scores' input), per distinct
+    capacity, computed once per stage."""
+
+    def __init__(self) -> None:
+        self.by_capacity: dict[Resources, dict[StageState, Resources]] = {}
+
+    def __call__(self, stage: StageState, capacity: Resources) -> Resources:
+        shares = self.by_capacity.setdefault(capacity, {})
+        share = shares.get(stage)
+        if share is None:
+            share = shares[stage] = stage.demand.over(capacity)
+        return share
+
+    def forget(self, job: JobState) -> None:
+        for shares in self.by_capacity.values():
+            for stage in job.stages:
+                shares.pop(stage, None)
+
+
 class PlacementPolicy:
     """A central policy: a few named hooks over the shared state (bound by :meth:`bind`)."""
 
@@ -146,7 +157,6 @@ class PlacementPolicy:
             raise ValueError(f"intra-job order must be one of {', '.join(INTRA_KEYS)}, got {intra!r}")
         self.intra = intra
         self.stage_key = INTRA_KEYS[intra]
-        self.stage_order = INTRA_ORDERS[intra]
         self.state: CentralState
         self.rng = random.Random(0)
 

@@ -25,12 +25,13 @@ Slots as in :mod:`aviary.central.tetrisched` (``slot="core"``: whole free cores;
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from ..common.reservations import CapacityPlan
 from ..common.resources import EPS, Resources
 from .packing import Placement, PlacementPolicy
 from .state import JobState, NodeState, StageState
+from .tetrisched import SLOTS, slot_count
 
 
 @dataclass(slots=True)
@@ -46,43 +47,33 @@ class RayonCS(PlacementPolicy):
 
     def __init__(self, *, cycle: float = 1.0, quantum: float = 1.0, slot: str = "core") -> None:
         super().__init__()
-        if slot not in ("core", "node") or not cycle > 0 or not quantum > 0:
+        if slot not in SLOTS or not cycle > 0 or not quantum > 0:
             raise ValueError(f"rayon_cs: slot must be core or node, cycle and quantum > 0: {slot}, {cycle}")
         self.cycle = cycle
         self.quantum = quantum
         self.slot = slot
-        self.reserved: dict[int, int] = {}  # absolute quantum -> slots booked
+        self.booking: CapacityPlan | None = None  # the reservations' capacity plan (made on first use)
         self.reservations: dict[int, Reservation] = {}
         self.seen: set[int] = set()
-        self._capacity: int | None = None
 
     def slots(self, free: Resources, node: NodeState) -> int:
-        if self.slot == "core":
-            return int(free[0] + EPS) if free[0] > 0 else 0
-        return int(all(f >= c - EPS for f, c in zip(free, node.capacity, strict=True)))
-
-    @property
-    def capacity(self) -> int:
-        if self._capacity is None:
-            self._capacity = sum(self.slots(n.capacity, n) for n in self.state.nodes)
-        return self._capacity
+        return slot_count(free, node.capacity, self.slot)
 
     def admit(self, job: JobState, stage: StageState) -> None:
         """Book the latest start that fits the scalar capacity plan, if any."""
         self.seen.add(job.job_id)
         if job.slo != "accepted" or job.deadline is None:
             return
-        q, k, d = self.quantum, stage.unplaced, stage.estimate
-        first = math.ceil(job.arrival / q - EPS)
-        last = math.floor((job.arrival + job.deadline - d) / q + EPS)
-        length = max(1, math.ceil(d / q - EPS))
-        for s in range(last, first - 1, -1):
-            if all(self.reserved.get(t, 0) + k <= self.capacity for t in range(s, s + length)):
-                for t in range(s, s + length):
-                    self.reserved[t] = self.reserved.get(t, 0) + k
-                self.reservations[job.job_id] = Reservation(s * q, (s + length) * q, k)
-                return
-        self.state.core.counters["rayon_not_reserved"] += 1
+        if self.booking is None:
+            self.booking = CapacityPlan(
+                sum(self.slots(n.capacity, n) for n in self.state.nodes), self.quantum
+            )
+        k = stage.unplaced
+        booked = self.booking.book_latest(job.arrival, job.arrival + job.deadline, stage.estimate, k)
+        if booked is None:
+            self.state.core.counters["rayon_not_reserved"] += 1
+        else:
+            self.reservations[job.job_id] = Reservation(booked[0], booked[1], k)
 
     def plan(self, now: float) -> list[Placement]:
         gangs = [(job, s) for job in self.state.active.values() for s in job.runnable if not s.placed]

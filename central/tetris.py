@@ -36,7 +36,7 @@ import math
 from collections.abc import Collection
 
 from ..common.resources import Resources
-from .packing import PlacementPolicy, RemainingWork, room
+from .packing import DemandShares, PlacementPolicy, RemainingWork, room
 from .state import JobState, NodeState, StageState
 
 ALIGNMENTS = ("dot", "cosine")
@@ -79,7 +79,7 @@ class Tetris(PlacementPolicy):
         self.fair_fraction = fair_fraction
         self.srtf_weight = srtf_weight
         self.alignment = alignment
-        self.shares: dict[Resources, dict[StageState, Resources]] = {}
+        self.shares = DemandShares()
         self.work = RemainingWork()
 
     def remaining(self, job: JobState) -> float:
@@ -89,9 +89,7 @@ class Tetris(PlacementPolicy):
     def on_finished(self, job: JobState) -> None:
         if job.finished == job.tasks:  # done: forget its caches
             self.work.forget(job.job_id)
-            for shares in self.shares.values():
-                for stage in job.stages:
-                    shares.pop(stage, None)
+            self.shares.forget(job)
 
     def considered(self, jobs: Collection[JobState]) -> Collection[JobState]:
         """The fairness knob: of all jobs with runnable tasks, the ceil(phi |J|) furthest below their
@@ -120,12 +118,9 @@ class Tetris(PlacementPolicy):
             return None
         capacity, kind = node.capacity, self.alignment
         r = node.free.over(capacity)
-        shares = self.shares.setdefault(capacity, {})
         options: list[tuple[JobState, StageState, float]] = []
         for job, stage in fitting:
-            share = shares.get(stage)
-            if share is None:
-                share = shares[stage] = stage.demand.over(capacity)
+            share = self.shares(stage, capacity)
             options.append((job, stage, share.dot(r) if kind == "dot" else aligned(share, r, kind)))
         if self.srtf_weight == 0 or len(options) == 1:
             return self.first_best([(a, job, stage) for job, stage, a in options])

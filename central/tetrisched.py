@@ -111,6 +111,14 @@ class CycleRecord:
     status: list[str] = field(default_factory=list)
 
 
+def slot_count(free: Resources, capacity: Resources, slot: str) -> int:
+    """Whole slots in ``free`` on a node of ``capacity`` (spec §1.13: the capacity unit is a slot): its
+    whole free cores (``slot="core"``), or 1 when the node is all free (``"node"``)."""
+    if slot == "core":
+        return int(free[0] + EPS) if free[0] > 0 else 0
+    return int(all(f >= c - EPS for f, c in zip(free, capacity, strict=True)))
+
+
 class TetriSched(PlacementPolicy):
     """TetriSched's cycle planner (module docstring). Parameters (seconds of the replay clock):
 
@@ -206,12 +214,13 @@ class TetriSched(PlacementPolicy):
         by_key = {g.key: g for g in gangs}
         chosen: list[Choice] = []
         supply = Supply(parts, avail)
-        order = [g for g in sorted(gangs, key=self.priority) if g.key in exprs]
+        order = sorted(
+            (g for g in gangs if g.key in exprs), key=self.priority if self.ng else self.seed_order
+        )
         if self.ng:
             for g in order:
                 chosen += self.solve([(g, exprs[g.key])], supply, record, take=True)
         elif order:
-            order.sort(key=self.seed_order)
             chosen = self.solve([(g, exprs[g.key]) for g in order], supply, record)
         self.previous = {c.leaf.tag: c.grants for c in chosen}
         placements = self.launch(now, [c for c in chosen if c.leaf.start == 0], by_key, members)
@@ -322,11 +331,7 @@ class TetriSched(PlacementPolicy):
         return parts, dict(members)
 
     def slots(self, free: Resources, node: NodeState) -> int:
-        """Whole slots in ``free`` on ``node``: cores (``slot="core"``) or 1 if the node is all free."""
-        if self.slot == "core":
-            return int(free[0] + EPS) if free[0] > 0 else 0
-        cap = node.capacity
-        return int(all(f >= c - EPS for f, c in zip(free, cap, strict=True)))
+        return slot_count(free, node.capacity, self.slot)
 
     def horizon(self, exprs: Iterable[Max]) -> int:
         return max((leaf.end for e in exprs for leaf in e.children if isinstance(leaf, NCk)), default=1)

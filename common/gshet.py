@@ -48,7 +48,8 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .model import JobSpec, Stage
-from .resources import EPS, Resources
+from .reservations import CapacityPlan
+from .resources import Resources
 from .workload import WorkloadError
 
 __all__ = [
@@ -126,25 +127,13 @@ def rayon_admission(jobs: Sequence[JobSpec], capacity: int, quantum: float) -> l
     """Whether each SLO job of ``jobs`` (in submit order; others: False) gets a reservation (module
     docstring; spec §1.11 step 1): the latest quantum start in [submit, submit + deadline - estimate]
     where the job's k slots fit ``capacity`` for ceil(estimate / quantum) quanta; booked if found."""
-    reserved: dict[int, int] = {}
-    out: list[bool] = []
-    for job in jobs:
-        if job.slo not in ("accepted", "noreserve") or job.deadline is None:
-            out.append(False)
-            continue
-        k, d = job.tasks, job.estimate
-        first = math.ceil(job.submit / quantum - EPS)
-        last = math.floor((job.submit + job.deadline - d) / quantum + EPS)
-        length = max(1, math.ceil(d / quantum - EPS))
-        booked = False
-        for s in range(last, first - 1, -1):
-            if all(reserved.get(t, 0) + k <= capacity for t in range(s, s + length)):
-                for t in range(s, s + length):
-                    reserved[t] = reserved.get(t, 0) + k
-                booked = True
-                break
-        out.append(booked)
-    return out
+    plan = CapacityPlan(capacity, quantum)
+    return [
+        job.slo in ("accepted", "noreserve")
+        and job.deadline is not None
+        and plan.book_latest(job.submit, job.submit + job.deadline, job.estimate, job.tasks) is not None
+        for job in jobs
+    ]
 
 
 def gshet_jobs(

@@ -95,9 +95,15 @@ class Runtime:
                 continue
             self._deliver(sender, msg)
 
+    def _hold(self, fn: Any, *args: Any) -> bool:
+        """While an off-loop handler runs, keep ``fn(*args)`` for after it (True); else False."""
+        if self._held is None:
+            return False
+        self._held.append((fn, args))
+        return True
+
     def _deliver(self, sender: str, msg: Any) -> None:
-        if self._held is not None and not isinstance(msg, Hello):  # the core is busy off the loop
-            self._held.append((self._deliver, (sender, msg)))
+        if not isinstance(msg, Hello) and self._hold(self._deliver, sender, msg):
             return
         if type(msg).__name__ in CONTROL_KINDS and self._control(sender, msg):
             return
@@ -117,9 +123,9 @@ class Runtime:
 
     def _fire(self, key: Any) -> None:
         self._timers.pop(key, None)
-        if self._held is not None:
-            self._held.append((self._fire, (key,)))
-        elif key in self.core.offloop:
+        if self._hold(self._fire, key):
+            return
+        if key in self.core.offloop:
             self._held = []
             assert self.loop is not None
             future = self.loop.run_in_executor(None, self.core.on_timer, self.now(), key)
@@ -141,8 +147,7 @@ class Runtime:
         self._after_outside_drain()
 
     def _task_exit(self, task_id: Any, ok: bool) -> None:
-        if self._held is not None:
-            self._held.append((self._task_exit, (task_id, ok)))
+        if self._hold(self._task_exit, task_id, ok):
             return
         self._call(self.core.on_task_exit, task_id, ok)
         self._after_outside_drain()
@@ -154,8 +159,7 @@ class Runtime:
 
     def inject(self, fn: Any, *args: Any) -> None:
         """Call a core method (``fn(now, *args) -> effects``) from outside the loop's callbacks."""
-        if self._held is not None:
-            self._held.append((self.inject, (fn, *args)))
+        if self._hold(self.inject, fn, *args):
             return
         self._call(fn, *args)
         self._after_outside_drain()

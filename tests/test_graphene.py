@@ -261,7 +261,7 @@ def test_a_dag_workload_runs_to_completion_on_the_simulator():
             or policy.base
             or policy.held
         )
-        assert all(not shares for shares in policy.shares.values())
+        assert all(not shares for shares in policy.shares.by_capacity.values())
 
 
 def test_priscore_of_a_stage_is_the_best_among_its_unplaced_tasks_and_uniform_without_offline():

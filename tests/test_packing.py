@@ -9,7 +9,7 @@ import pytest
 
 from aviary.central.cs import SlotFair
 from aviary.central.drf import Drf
-from aviary.central.packing import OrderedPolicy, PackingCore, PlacementPolicy, bfs_order, cp_order
+from aviary.central.packing import OrderedPolicy, PackingCore, PlacementPolicy, bfs_key, cp_key
 from aviary.central.sjf import ShortestJobFirst
 from aviary.central.state import job_state
 from aviary.central.tetris import Tetris, aligned, alignment
@@ -98,8 +98,8 @@ def test_critical_paths_and_intra_job_orders_on_a_hand_drawn_dag():
     job = job_state(0.0, "fe", submit(1, stages))
     assert [s.cp for s in job.stages] == [8, 10, 3, 9, 2]
     assert [s.depth for s in job.stages] == [0, 0, 1, 1, 2]
-    assert [s.index for s in bfs_order(job)] == [0, 1]
-    assert [s.index for s in cp_order(job)] == [1, 0]
+    assert [s.index for s in sorted(job.runnable, key=bfs_key)] == [0, 1]
+    assert [s.index for s in sorted(job.runnable, key=cp_key)] == [1, 0]
     assert job.remaining_cp() == 10
 
 
@@ -276,13 +276,13 @@ def reference_pick(policy, node, jobs):
     state, free = policy.state, node.free
     if isinstance(policy, OrderedPolicy):
         for job in sorted(jobs, key=lambda j: REFERENCE_KEYS[type(policy)](state, j)):
-            for stage in policy.stage_order(job):
+            for stage in sorted(job.runnable, key=policy.stage_key):
                 if stage.demand.fits_in(free):
                     return job, stage
         return None
     options = []
     for job in sorted(policy.considered(jobs), key=lambda j: j.job_id):
-        for stage in policy.stage_order(job):
+        for stage in sorted(job.runnable, key=policy.stage_key):
             if stage.demand.fits_in(free):
                 options.append((job, stage, alignment(stage.demand, free, node.capacity, policy.alignment)))
     if not options:
