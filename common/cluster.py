@@ -41,6 +41,12 @@ class ClusterError(ValueError):
     """A bad cluster description; the message is one line naming the file, line and field."""
 
 
+def slot_node(slots: int) -> Resources:
+    """A node of ``slots`` one-core slots as a capacity vector: 4 GB of memory per slot, one disk and one
+    NIC ([D]: cluster files written before capacities, and the slot-based GS_HET-like replays)."""
+    return Resources(cores=float(slots), mem=4.0 * slots, disk=1.0, net=1.0)
+
+
 @dataclass(slots=True)
 class ProcessSpec:
     name: str
@@ -55,11 +61,8 @@ class ProcessSpec:
 
     @property
     def resources(self) -> Resources:
-        """The node's capacity vector; without one, a node of ``slots`` one-core slots with 4 GB of
-        memory per slot and one disk and one NIC ([D], for cluster files written before capacities)."""
-        if self.capacity is not None:
-            return self.capacity
-        return Resources(cores=float(self.slots), mem=4.0 * self.slots, disk=1.0, net=1.0)
+        """The node's capacity vector; without one, :func:`slot_node` of its ``slots``."""
+        return self.capacity if self.capacity is not None else slot_node(self.slots)
 
     @property
     def address(self) -> str:

@@ -20,7 +20,7 @@ import uvloop
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..common.cluster import Cluster, ClusterError, load_cluster
+from ..common.cluster import Cluster, ClusterError, load_cluster, slot_node
 from ..common.dags import GOOGLE_TRACE, DagTraceError, build_dag_workload, read_alibaba, read_tpch
 from ..common.frontend import FrontendCore
 from ..common.gshet import gshet_attributes, gshet_jobs
@@ -63,12 +63,6 @@ GS_HET-like tasks 10-120 s (:mod:`aviary.common.gshet`; 1-12 s at 10, TetriSched
 
 DEFAULT_GSHET_JOBS = 200
 """Jobs of a GS_HET-like replay without ``--jobs``."""
-
-
-def slot_node(slots: int) -> Resources:
-    """A GS_HET node of ``slots`` one-core slots (a task demands one core): the cluster files' slot node,
-    4 GB of memory per slot, one disk, one NIC (:attr:`~aviary.common.cluster.ProcessSpec.resources`)."""
-    return Resources(cores=float(slots), mem=4.0 * slots, disk=1.0, net=1.0)
 
 
 def time_scale(spec: ReplaySpec) -> float:
