@@ -126,6 +126,16 @@ class Solution:
     start_accepted: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Relaxation:
+    """The LP relaxation's optimum: ``bound`` (no integer solution is worth more), column ``values``,
+    HiGHS ``seconds``."""
+
+    bound: float
+    values: list[float]
+    seconds: float
+
+
 @dataclass(slots=True)
 class Model:
     """The MILP of one STRL expression (columns, rows, the objective) and the bookkeeping to read a
@@ -328,7 +338,8 @@ class Model:
         return True
 
     # --- solving -------------------------------------------------------------------------------------
-    def highs(self, settings: SolverSettings) -> highspy.Highs:
+    def highs(self, settings: SolverSettings, relax: bool = False) -> highspy.Highs:
+        """A HiGHS instance holding the model (``relax``: its LP relaxation, no integrality)."""
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", settings.threads)
@@ -356,8 +367,9 @@ class Model:
         lp.a_matrix_.start_ = starts
         lp.a_matrix_.index_ = np.fromiter((j for r in self.row_index for j in r), np.int32, int(starts[-1]))
         lp.a_matrix_.value_ = np.fromiter((v for r in self.row_value for v in r), np.float64, int(starts[-1]))
-        kinds = highspy.HighsVarType
-        lp.integrality_ = [kinds.kInteger if i else kinds.kContinuous for i in self.integer]
+        if not relax:
+            kinds = highspy.HighsVarType
+            lp.integrality_ = [kinds.kInteger if i else kinds.kContinuous for i in self.integer]
         lp.sense_ = highspy.ObjSense.kMaximize
         h.passModel(lp)
         return h
@@ -400,6 +412,49 @@ class Model:
             start=start is not None,
             start_objective=start_objective,
             start_accepted=any(m.rstrip().endswith(": feasible") for m in log),
+        )
+
+    def relax(self, settings: SolverSettings = SolverSettings()) -> Relaxation | None:
+        """Solve the LP relaxation (``None`` if HiGHS finds no optimum), with presolve: the start-offset
+        trouble of :class:`SolverSettings` is a MIP one, and presolve makes these LPs about 5x faster
+        (measured: 0.25 s instead of 1.27 s for 50 gangs on 100 nodes)."""
+        h = self.highs(settings, relax=True)
+        h.setOptionValue("presolve", "on")
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return Relaxation(
+            h.getInfo().objective_function_value, list(h.getSolution().col_value), h.getRunTime()
+        )
+
+    def leaf_weights(self, relaxation: Relaxation) -> dict[int, float]:
+        """Each leaf's share in the LP optimum, by ``id`` of the leaf: its indicator's value (a linear
+        leaf: its granted fraction ``sum_x P_x / k``)."""
+        x = relaxation.values
+        out = {}
+        for lv in self.leaves:
+            grant = sum(x[p] for _, p in lv.parts) / lv.leaf.k
+            out[id(lv.leaf)] = grant if lv.leaf.linear else x[lv.indicator]
+        return out
+
+    def rounded(self, start: Sequence[float], relaxation: Relaxation, gap: float) -> Solution | None:
+        """``start`` as the solution, without branch and bound, if its value is within the relative
+        ``gap`` of the LP bound (the gap as HiGHS measures it, over the incumbent's value): the bound
+        holds for every integer solution, so ``start`` then meets the solver's stopping rule."""
+        objective = evaluate(self.objective, start)
+        within = (relaxation.bound - objective) / max(1.0, abs(objective))
+        if within > gap + 1e-9:
+            return None
+        return Solution(
+            "Rounded LP (within gap)",
+            objective,
+            self.extract(start),
+            list(start),
+            gap=max(0.0, within),
+            seconds=relaxation.seconds,
+            start=True,
+            start_objective=objective,
+            start_accepted=True,
         )
 
     def extract(self, values: Sequence[float]) -> list[Choice]:
@@ -451,6 +506,7 @@ def solve_strl(
 __all__ = [
     "Choice",
     "Model",
+    "Relaxation",
     "Solution",
     "SolverSettings",
     "Supply",

@@ -46,8 +46,9 @@ plan-ahead: start-now options only).
 from __future__ import annotations
 
 import math
+import random
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,13 +56,14 @@ from ..common.resources import EPS, Resources
 from .packing import Placement, PlacementPolicy
 from .state import JobState, NodeState, StageState
 from .strl import Max, NCk, Sum
-from .strl_milp import Choice, Solution, SolverSettings, Supply, compile_strl
+from .strl_milp import Choice, Model, Relaxation, SolverSettings, Supply, compile_strl
 
 ALL = "all"
 SLOTS = ("core", "node")
 LATE_SLO = ("be", "drop")
 BE_DECAY = ("now", "arrival")
 WARM_STARTS = ("greedy", "previous", "off")
+LP_NOISE = 3.0  # [D] standard deviation, in ranks, of the noise on the LP orders' later passes
 SLO_FACTORS = {"accepted": 1000.0, "noreserve": 25.0}
 QUEUES = {"accepted": 0, "noreserve": 1}  # NG's priority queues; everything else is best effort (2)
 
@@ -111,6 +113,11 @@ class CycleRecord:
     status: list[str] = field(default_factory=list)
 
 
+def worth(plan: tuple[dict[Any, dict[Hashable, int]], float]) -> float:
+    """A greedy plan's value (for ``max``)."""
+    return plan[1]
+
+
 def slot_count(free: Resources, capacity: Resources, slot: str) -> int:
     """Whole slots in ``free`` on a node of ``capacity`` (spec §1.13: the capacity unit is a slot): its
     whole free cores (``slot="core"``), or 1 when the node is all free (``"node"``)."""
@@ -130,6 +137,8 @@ class TetriSched(PlacementPolicy):
     ``max_nodes`` branch-and-bound node cap (0: none); ``time_limit`` solver wall-clock limit
     (``None``: none; irreproducible); ``solver_seed``;
     ``warm_start`` "greedy" (last plan completed greedily), "previous" (last plan only) or "off";
+    ``lp_rounds`` greedy passes guided by the LP relaxation (0: no LP relaxation), a start taken without
+    branch and bound when within the gap (:meth:`solve`);
     ``presolve`` HiGHS presolve (off by default: see :class:`SolverSettings`);
     variants ``nh``, ``ng``, ``np``.
     """
@@ -152,6 +161,7 @@ class TetriSched(PlacementPolicy):
         time_limit: float | None = None,
         solver_seed: int = 0,
         warm_start: str = "greedy",
+        lp_rounds: int = 35,
         presolve: bool = False,
         nh: bool = False,
         ng: bool = False,
@@ -166,9 +176,10 @@ class TetriSched(PlacementPolicy):
         ):
             if got not in allowed:
                 raise ValueError(f"tetrisched: {name} must be one of {', '.join(allowed)}, got {got!r}")
-        if not cycle > 0 or not (quantum is None or quantum > 0) or not plan_ahead >= 0:
+        if not cycle > 0 or not (quantum is None or quantum > 0) or not plan_ahead >= 0 or lp_rounds < 0:
             raise ValueError(
-                f"tetrisched: cycle and quantum must be > 0, plan_ahead >= 0: {cycle}, {quantum}"
+                f"tetrisched: cycle and quantum must be > 0, plan_ahead and lp_rounds >= 0: {cycle}, "
+                f"{quantum}, {plan_ahead}, {lp_rounds}"
             )
         self.cycle = cycle
         self.quantum = quantum if quantum is not None else cycle
@@ -181,6 +192,7 @@ class TetriSched(PlacementPolicy):
         self.late_slo = late_slo
         self.settings = SolverSettings(gap, max_nodes or None, time_limit, solver_seed, presolve=presolve)
         self.warm_start = warm_start
+        self.lp_rounds = lp_rounds
         self.nh, self.ng, self.np = nh, ng, np
         self.planned_end: dict[tuple[int, int], float] = {}  # (job, stage) -> estimated end when launched
         self.previous: dict[Any, dict[Hashable, int]] = {}  # last plan: leaf tag -> grants
@@ -384,13 +396,27 @@ class TetriSched(PlacementPolicy):
         self, jobs: list[tuple[Gang, Max]], supply: Supply, record: CycleRecord, take: bool = False
     ) -> list[Choice]:
         """Compile and solve the ``sum`` of the gangs' expressions, warm-started (:meth:`seed`); ``take``:
-        subtract the chosen leaves from ``supply.avail`` (NG: the next gang sees what is left)."""
+        subtract the chosen leaves from ``supply.avail`` (NG: the next gang sees what is left).
+
+        With ``lp_rounds`` (and a greedy warm start) the LP relaxation is solved first: its optimum is
+        an upper bound on every plan's value, and guides more greedy plans (:meth:`seed`); when the
+        best start is within the gap of that bound it is the solution, as branch and bound would only
+        confirm it (HiGHS stops at the same gap); else it is the MIP start."""
         model = compile_strl(Sum(tuple(e for _, e in jobs)), supply)
-        start = None
+        start, sol = None, None
         if self.warm_start != "off":
-            warm = model.start_vector(self.seed(jobs, supply))
+            relaxation = (
+                model.relax(self.settings) if self.lp_rounds and self.warm_start == "greedy" else None
+            )
+            warm = model.start_vector(self.seed(jobs, supply, model, relaxation))
             start = warm[0] if warm else None
-        sol: Solution = model.solve(self.settings, start)
+            if start is not None and relaxation is not None:
+                sol = model.rounded(start, relaxation, self.settings.gap)
+                self.state.core.counters["tetrisched_lp_rounded"] += sol is not None
+            if relaxation is not None and sol is None:
+                record.seconds += relaxation.seconds
+        if sol is None:
+            sol = model.solve(self.settings, start)
         record.solves += 1
         record.cols += model.num_cols
         record.rows += model.num_rows
@@ -412,19 +438,53 @@ class TetriSched(PlacementPolicy):
                         a[t] -= n  # type: ignore[index]
         return sol.chosen
 
-    def seed(self, jobs: list[tuple[Gang, Max]], supply: Supply) -> dict[Any, dict[Hashable, int]]:
+    def seed(
+        self, jobs: list[tuple[Gang, Max]], supply: Supply, model: Model, relaxation: Relaxation | None = None
+    ) -> dict[Any, dict[Hashable, int]]:
         """The MIP start (§3.2.2 "cache solver results to serve as a feasible initial solution"; spec §1.8
         [D]): the most valuable of :meth:`greedy` over the gangs in a few orders, all by class first
         (accepted SLO, SLO without reservation, best effort), then least slack, earliest deadline,
-        arrival. (With ``warm_start="previous"`` the order hardly matters: one pass.)"""
-        orders = [self.slack_order, self.seed_order, self.priority] if self.warm_start == "greedy" else [None]
-        best: tuple[float, dict[Any, dict[Hashable, int]]] = (-math.inf, {})
-        for order in orders:
-            ranked = sorted(jobs, key=lambda gx: order(gx[0])) if order is not None else jobs
-            plan, worth = self.greedy(ranked, supply)
-            if worth > best[0] + EPS:
-                best = (worth, plan)
-        return best[1]
+        arrival. (With ``warm_start="previous"`` the order hardly matters: one pass.)
+
+        With the LP ``relaxation``, LP rounding [D] until a plan is within the gap of its bound, at most
+        ``lp_rounds`` passes: each gang takes its leaves by LP weight (:meth:`Model.leaf_weights`), the
+        gangs in the orders of :meth:`lp_orders`, then in those orders with seeded noise on the ranks
+        (a portfolio: a pass costs milliseconds, and no one order wins on every cycle measured)."""
+        if self.warm_start != "greedy":
+            return self.greedy(jobs, supply)[0]
+        orders = (self.slack_order, self.seed_order, self.priority)
+        best = max((self.greedy(sorted(jobs, key=lambda gx: o(gx[0])), supply) for o in orders), key=worth)
+        if relaxation is None:
+            return best[0]
+        w = model.leaf_weights(relaxation)
+        keys = self.lp_orders(w)
+        rng = random.Random(self.settings.seed)
+        for i in range(self.lp_rounds):
+            if relaxation.bound - best[1] <= self.settings.gap * max(1.0, best[1]):
+                break
+            ranked = sorted(jobs, key=keys[i % len(keys)])
+            if i >= len(keys):
+                rank = {id(g): r + rng.gauss(0.0, LP_NOISE) for r, (g, _) in enumerate(ranked)}
+                ranked.sort(key=lambda gx: rank[id(gx[0])])
+            best = max(best, self.greedy(ranked, supply, w), key=worth)
+        return best[0]
+
+    def lp_orders(self, w: dict[int, float]) -> list[Callable[[tuple[Gang, Max]], Any]]:
+        """Gang orders for LP rounding [D]: by the most valuable LP share of a leaf (weight x value); by
+        the gang's whole LP value; by class, then the gang's LP mass, then least slack; the class orders
+        of :meth:`seed`."""
+
+        def mass(gx: tuple[Gang, Max], valued: bool) -> list[float]:
+            leaves = [leaf for leaf in gx[1].children if isinstance(leaf, NCk)]
+            return [w[id(leaf)] * (leaf.value if valued else 1.0) for leaf in leaves]
+
+        return [
+            lambda gx: -max(mass(gx, True)),
+            lambda gx: -sum(mass(gx, True)),
+            lambda gx: (QUEUES.get(gx[0].slo, 2), -round(sum(mass(gx, False)), 3), self.slack_order(gx[0])),
+            lambda gx: self.slack_order(gx[0]),
+            lambda gx: self.seed_order(gx[0]),
+        ]
 
     def slack_order(self, g: Gang) -> tuple[int, float, float, int, int]:
         """By class, then least slack (deadline minus the shortest option's duration) first."""
@@ -434,25 +494,35 @@ class TetriSched(PlacementPolicy):
         return QUEUES.get(g.slo, 2), slack, g.job.arrival, g.job.job_id, g.stage.index
 
     def greedy(
-        self, jobs: list[tuple[Gang, Max]], supply: Supply
+        self, jobs: list[tuple[Gang, Max]], supply: Supply, weights: dict[int, float] | None = None
     ) -> tuple[dict[Any, dict[Hashable, int]], float]:
         """Gang by gang in the given order: last cycle's choice if it still fits, else (a completion
         [D], ``warm_start="greedy"``) the gang's most valuable, earliest option that fits, its slots
-        taken from the least specialised parts first. Feasible by construction; returns the plan (grants
-        by leaf tag) and its value."""
+        taken from the least specialised parts first; with LP ``weights``, the gang's leaves by weight
+        (then value, start), last cycle's choice not preferred. Feasible by construction; returns the
+        plan (grants by leaf tag) and its value."""
+        w = weights or {}
+
+        def rank(leaf: NCk) -> tuple[float, float, int]:
+            return -w.get(id(leaf), 0.0), -leaf.value, leaf.start
+
         left = {x: list(a) for x, a in supply.avail.items()}
         out: dict[Any, dict[Hashable, int]] = {}
         worth = 0.0
         for _, expr in jobs:
             options = [leaf for leaf in expr.children if isinstance(leaf, NCk)]
-            previous = [(leaf, self.previous[leaf.tag]) for leaf in options if leaf.tag in self.previous]
+            previous = (
+                []
+                if weights
+                else [(leaf, self.previous[leaf.tag]) for leaf in options if leaf.tag in self.previous]
+            )
             for leaf, grants in previous:
                 if self.fits(left, leaf, grants):
                     break
             else:
                 if self.warm_start != "greedy":
                     continue
-                for leaf in sorted(options, key=lambda leaf: (-leaf.value, leaf.start)):
+                for leaf in sorted(options, key=rank):
                     fill = self.fill(left, leaf, supply.parts.get(leaf.set, ()))
                     if fill is not None:
                         grants = fill

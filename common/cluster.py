@@ -25,6 +25,8 @@ Unknown fields are errors, named with their file and line, as are bad values.
 
 from __future__ import annotations
 
+import difflib
+import re
 import socket
 import tomllib
 from dataclasses import dataclass, field
@@ -226,26 +228,122 @@ def write_cluster(cluster: Cluster, path: Path) -> None:
 
 CLUSTER_FIELDS = ("policy", "executor", "seed", "params")
 PROCESS_FIELDS = ("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity")
+TABLES = {"cluster": "[cluster]", "process": "[[process]]"}
+EXECUTORS = ("timer", "process", "docker")
+"""What a task may be (``worker.executors.EXECUTORS``, which the cluster description must not import)."""
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r"""^\s*((?:[\w-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[\w-]+|"[^"]*"|'[^']*'))*)\s*=""")
 
 
-def _known(where: str, table: dict[str, Any], fields: tuple[str, ...]) -> None:
-    unknown = sorted(set(table) - set(fields))
+def _dotted(text: str) -> str:
+    return ".".join(part.strip().strip("\"'") for part in text.split("."))
+
+
+class TomlLines:
+    """Where each table and key of a TOML text is (tomllib names no line for what it parsed, so the
+    checks of its values find theirs here). Tables of an array count from 0; lines from 1."""
+
+    def __init__(self, text: str) -> None:
+        self.tables: dict[tuple[str, int], int] = {}
+        self.keys: dict[tuple[str, int, str], int] = {}
+        counts: dict[str, int] = {}
+        table = ("", 0)
+        for number, line in enumerate(text.splitlines(), 1):
+            if header := _HEADER.match(line):
+                name = _dotted(header.group(2))
+                index = counts[name] = counts.get(name, -1) + 1 if header.group(1) == "[[" else 0
+                table = (name, index)
+                self.tables.setdefault(table, number)
+            elif key := _KEY.match(line):
+                self.keys.setdefault((*table, _dotted(key.group(1))), number)
+
+    @classmethod
+    def of(cls, path: Path | str) -> TomlLines:
+        """The lines of the file at ``path`` (none when it cannot be read)."""
+        try:
+            return cls(Path(path).read_text())
+        except (OSError, UnicodeDecodeError):
+            return cls("")
+
+    def line(self, table: str, key: str | None = None, index: int = 0) -> int | None:
+        """The line of ``key`` in ``table`` (or of the dotted key or inline table of a parent table that
+        holds it), else of the table's header, else None."""
+        if key is not None:
+            parts = table.split(".") if table else []
+            for cut in range(len(parts), -1, -1):
+                parent, rest = ".".join(parts[:cut]), parts[cut:]
+                at = index if cut == len(parts) else 0
+                for name in (".".join([*rest, key]), ".".join(rest)):
+                    if name and (parent, at, name) in self.keys:
+                        return self.keys[parent, at, name]
+        return self.tables.get((table, index))
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A table of a cluster description, to name in an error: ``path:line: label: field 'key': ...``."""
+
+    path: Path | str
+    lines: TomlLines
+    table: str = ""
+    index: int = 0
+    label: str = ""
+
+    def at(self, key: str | None = None) -> str:
+        line = self.lines.line(self.table, key, self.index)
+        place = f"{self.path}:{line}" if line else str(self.path)
+        return f"{place}: {self.label}" if self.label else place
+
+    def error(self, key: str, text: str) -> ClusterError:
+        return ClusterError(f"{self.at(key)}: field '{key}': {text}")
+
+
+def _near(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean '{close[0]}'?" if close else f"known: {', '.join(known)}"
+
+
+def _known(where: Where, table: dict[str, Any], fields: tuple[str, ...]) -> None:
+    unknown = [k for k in table if k not in fields]  # the first in the file
     if unknown:
-        raise ClusterError(f"{where}: unknown field '{unknown[0]}' (known: {', '.join(fields)})")
+        key = unknown[0]
+        raise ClusterError(f"{where.at(key)}: unknown field '{key}' ({_near(key, list(fields))})")
 
 
-def _field(where: str, table: dict[str, Any], key: str, kind: type, default: Any = ...) -> Any:
+def _field(where: Where, table: dict[str, Any], key: str, kind: type, default: Any = ...) -> Any:
     if key not in table:
         if default is ...:
-            raise ClusterError(f"{where}: field '{key}' is missing")
+            raise ClusterError(f"{where.at()}: field '{key}' is missing")
         return default
     value = table[key]
     ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if kind is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not ok:
-        raise ClusterError(f"{where}: field '{key}': expected {kind.__name__}, got {value!r}")
+        raise where.error(key, f"expected {_KINDS.get(kind, kind.__name__)}, got {value!r}")
     return value
+
+
+_KINDS = {int: "a whole number", float: "a number", str: "a string", dict: "a table"}
+
+
+def _top(path: Path, lines: TomlLines, data: dict[str, Any]) -> None:
+    """Only the tables a cluster description has, of the right kinds."""
+    for name, value in data.items():
+        array = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+        shown = f"[[{name}]]" if array else f"[{name}]" if isinstance(value, dict) else ""
+        line = lines.line(name) if shown else lines.line("", name)
+        place = f"{path}:{line}" if line else str(path)
+        if name not in TABLES:
+            if shown:
+                known = [*TABLES.values(), "[cluster.params]"]
+                raise ClusterError(f"{place}: unknown table {shown} ({_near(shown, known)})")
+            raise ClusterError(f"{place}: unknown field '{name}' ({_near(name, list(TABLES))})")
+        if name == "cluster" and not isinstance(value, dict):
+            raise ClusterError(f"{place}: field 'cluster': expected the table [cluster]")
+        if name == "process" and not array:
+            raise ClusterError(f"{place}: {shown or 'process'}: expected [[process]] tables, one per process")
 
 
 def load_cluster(path: Path | str) -> Cluster:
@@ -254,16 +352,16 @@ def load_cluster(path: Path | str) -> Cluster:
         text = path.read_text()
     except OSError as exc:
         raise ClusterError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ClusterError(f"{path}: not a text file") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ClusterError(f"{path}: {exc}") from None
-    header_lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.strip() == "[[process]]"]
-    unknown = sorted(set(data) - {"cluster", "process"})
-    if unknown:
-        raise ClusterError(f"{path}: unknown table or field '{unknown[0]}' (known: cluster, process)")
+    lines = TomlLines(text)
+    _top(path, lines, data)
     top = data.get("cluster", {})
-    where = f"{path}: [cluster]"
+    where = Where(path, lines, "cluster", label="[cluster]")
     _known(where, top, CLUSTER_FIELDS)
     cluster = Cluster(
         processes=[],
@@ -272,17 +370,20 @@ def load_cluster(path: Path | str) -> Cluster:
         seed=_field(where, top, "seed", int, 0),
         params=_field(where, top, "params", dict, {}),
     )
+    if cluster.executor not in EXECUTORS:
+        raise where.error("executor", f"{cluster.executor!r} is not one of {', '.join(EXECUTORS)}")
+    if cluster.seed < 0:
+        raise where.error("seed", f"must be >= 0, got {cluster.seed}")
     seen: set[str] = set()
     places: dict[tuple[str, int], str] = {}
     for i, table in enumerate(data.get("process", [])):
-        line = header_lines[i] if i < len(header_lines) else "?"
-        where = f"{path}:{line}: [[process]] #{i + 1}"
+        where = Where(path, lines, "process", i, f"[[process]] #{i + 1}")
         _known(where, table, PROCESS_FIELDS)
         capacity = _field(where, table, "capacity", dict, None)
         try:
             capacity = None if capacity is None else Resources.of(capacity)
         except ValueError as exc:
-            raise ClusterError(f"{where}: field 'capacity': {exc}") from None
+            raise where.error("capacity", str(exc)) from None
         p = ProcessSpec(
             name=_field(where, table, "name", str),
             role=_field(where, table, "role", str),
@@ -295,23 +396,17 @@ def load_cluster(path: Path | str) -> Cluster:
             capacity=capacity,
         )
         if p.role not in ROLES:
-            raise ClusterError(f"{where}: field 'role': {p.role!r} is not one of {', '.join(ROLES)}")
+            raise where.error("role", f"{p.role!r} is not one of {', '.join(ROLES)}")
         if not 0 < p.port < 65536:
-            raise ClusterError(f"{where}: field 'port': {p.port} is not a TCP port")
+            raise where.error("port", f"{p.port} is not a TCP port (1-65535)")
         if "@" in p.name or p.name in seen:
-            raise ClusterError(
-                f"{where}: field 'name': {p.name!r} is {'repeated' if p.name in seen else 'invalid'}"
-            )
+            raise where.error("name", f"{p.name!r} is {'repeated' if p.name in seen else 'invalid'}")
         if p.role == "node" and p.slots < 1:
-            raise ClusterError(f"{where}: field 'slots': a node needs at least 1 slot, got {p.slots}")
+            raise where.error("slots", f"a node needs at least 1 slot, got {p.slots}")
         if p.partition not in PARTITIONS:
-            raise ClusterError(
-                f"{where}: field 'partition': {p.partition!r} is not one of {', '.join(PARTITIONS)}"
-            )
+            raise where.error("partition", f"{p.partition!r} is not one of {', '.join(PARTITIONS)}")
         if (p.host, p.port) in places:
-            raise ClusterError(
-                f"{where}: field 'port': {p.host}:{p.port} is also {places[p.host, p.port]!r}'s"
-            )
+            raise where.error("port", f"{p.host}:{p.port} is also {places[p.host, p.port]!r}'s")
         seen.add(p.name)
         places[p.host, p.port] = p.name
         cluster.processes.append(p)

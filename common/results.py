@@ -1,11 +1,15 @@
 """Results files of a replay (DESIGN §7): ``jobs.csv`` and ``summary.json``.
 
-``jobs.csv`` has one row per job (``job_id,class,tasks,submit,first_start,finish,jct,policy``); times
-are seconds on the replay clock written as ``%.6f``, and empty for a job that did not start or finish.
-``summary.json`` holds the job completion time percentiles per class, ``makespan`` and ``mean_jct``,
-utilization, message counts and counters, and, for runs that log their tasks' resource demands,
-per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`), and, for
-workloads with SLO jobs, ``slo_attainment`` and ``be_mean_latency`` (:func:`slo_metrics`). Both
+``jobs.csv`` has one row per job (``job_id,class,tasks,submit_replay_s,first_start_replay_s,finish_replay_s,
+jct_replay_s,policy``); times are seconds on the replay clock (trace seconds divided by the replay's time
+scale, ``summary.json``'s ``workload.time_scale``) written as ``%.6f``, and empty for a job that did not
+start or finish. :func:`read_jobs` and :func:`jobs_rows` also read the header written before the units
+were named (:data:`OLD_JOBS_HEADER`).
+``summary.json`` holds the job completion time percentiles per class, ``makespan`` and ``mean_jct``
+(replay seconds), utilization, message counts and counters, and, for runs that log their tasks' resource
+demands, per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`),
+for workloads with SLO jobs ``slo_attainment`` and ``be_mean_latency`` (:func:`slo_metrics`), and, for a
+replay, ``workload``: what was replayed, exactly (:mod:`aviary.launch.provenance`). Both
 files are written atomically (a temporary file renamed into place), ``jobs.csv`` first, so a folder
 with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give byte-identical files.
 
@@ -37,22 +41,38 @@ __all__ = [
     "CLASSES",
     "JOBS_CSV",
     "JOBS_HEADER",
+    "OLD_JOBS_HEADER",
     "SUMMARY_JSON",
     "JobRecord",
     "ResultsError",
     "TaskRecord",
     "format_summary_table",
     "jct_stats",
+    "jobs_rows",
     "percentile",
     "read_jobs",
     "read_summary",
     "slo_metrics",
+    "time_scale_of",
+    "units_note",
     "write_results",
 ]
 
 JOBS_CSV = "jobs.csv"
 SUMMARY_JSON = "summary.json"
-JOBS_HEADER = ("job_id", "class", "tasks", "submit", "first_start", "finish", "jct", "policy")
+JOBS_HEADER = (
+    "job_id",
+    "class",
+    "tasks",
+    "submit_replay_s",
+    "first_start_replay_s",
+    "finish_replay_s",
+    "jct_replay_s",
+    "policy",
+)
+"""``jobs.csv``'s header: the times' unit is seconds of the replay clock."""
+OLD_JOBS_HEADER = ("job_id", "class", "tasks", "submit", "first_start", "finish", "jct", "policy")
+"""The header of ``jobs.csv`` files written before it named the unit (same columns, same unit)."""
 CLASSES = ("short", "long", "all")
 UNFINISHED_LISTED = 100
 """At most this many unfinished job ids are listed in the summary (``unfinished_count`` has them all)."""
@@ -169,6 +189,7 @@ def write_results(
     fairness_window: float | None = None,
     slo: Mapping[int, tuple[str | None, float | None]] | None = None,
     cycles: Sequence[Sequence[float]] = (),
+    workload: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``out_dir/jobs.csv`` and ``out_dir/summary.json`` (creating ``out_dir``); return the summary.
 
@@ -194,6 +215,9 @@ def write_results(
 
     ``cycles``: a periodic planner's record per cycle (:meth:`~aviary.common.core.Core.cycle_log`); when
     given, the summary has ``solver`` (:func:`solver_summary`).
+
+    ``workload``: the record of what was replayed (:func:`aviary.launch.provenance.workload_record`),
+    kept as the summary's ``workload`` (which ``aviary compare`` checks); without one, no such key.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -241,6 +265,7 @@ def write_results(
         "messages": msgs,
         "counters": dict(sorted((counters or {}).items())),
         "wall_seconds": _r(wall_seconds),
+        **({"workload": dict(workload)} if workload is not None else {}),
         "extra": dict(extra or {}),
     }
     _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
@@ -362,8 +387,26 @@ def _opt_float(path: Path, lineno: int, field: str, text: str) -> float | None:
         raise ResultsError(f"{path}:{lineno}: field '{field}': not a number: {text!r}") from None
 
 
+def jobs_rows(path: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The rows of a ``jobs.csv`` file as text, keyed by the short column names of
+    :data:`OLD_JOBS_HEADER` (``submit``, ``first_start``, ``finish``, ``jct``: replay seconds) whichever
+    of the two headers it has: for scripts that read the columns themselves (:func:`read_jobs` checks
+    and converts them). :class:`ResultsError` (one line) for another header or an unreadable file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = csv.reader(io.StringIO(text, newline=""))
+    header = next(rows, None)
+    if header is None or tuple(header) not in (JOBS_HEADER, OLD_JOBS_HEADER):
+        raise ResultsError(f"{path}:1: header: expected {','.join(JOBS_HEADER)}")
+    return [dict(zip(OLD_JOBS_HEADER, row, strict=False)) for row in rows if row]
+
+
 def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
-    """Load ``jobs.csv`` of a results folder as :class:`JobRecord` s (``jct`` is recomputed)."""
+    """Load ``jobs.csv`` of a results folder as :class:`JobRecord` s (``jct`` is recomputed), under its
+    header or the one written before the units were named (:data:`OLD_JOBS_HEADER`); a bad field is
+    named as the file's header names it."""
     path = Path(result_dir) / JOBS_CSV
     try:
         text = path.read_text(encoding="utf-8")
@@ -373,8 +416,9 @@ def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
         raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
     rows = csv.reader(io.StringIO(text, newline=""))
     header = next(rows, None)
-    if header is None or tuple(header) != JOBS_HEADER:
+    if header is None or tuple(header) not in (JOBS_HEADER, OLD_JOBS_HEADER):
         raise ResultsError(f"{path}:1: header: expected {','.join(JOBS_HEADER)}")
+    names = dict(zip(OLD_JOBS_HEADER, header, strict=True))
     records: list[JobRecord] = []
     for lineno, row in enumerate(rows, 2):
         if not row:
@@ -388,17 +432,17 @@ def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
             ints = int(job_id), int(tasks)
         except ValueError:
             raise ResultsError(f"{path}:{lineno}: field 'job_id' or 'tasks': not an integer") from None
-        sub = _opt_float(path, lineno, "submit", submit)
+        sub = _opt_float(path, lineno, names["submit"], submit)
         if sub is None:
-            raise ResultsError(f"{path}:{lineno}: field 'submit': missing")
+            raise ResultsError(f"{path}:{lineno}: field '{names['submit']}': missing")
         records.append(
             JobRecord(
                 job_id=ints[0],
                 cls=cls,
                 tasks=ints[1],
                 submit=sub,
-                first_start=_opt_float(path, lineno, "first_start", first_start),
-                finish=_opt_float(path, lineno, "finish", finish),
+                first_start=_opt_float(path, lineno, names["first_start"], first_start),
+                finish=_opt_float(path, lineno, names["finish"], finish),
                 policy=policy,
             )
         )
@@ -409,14 +453,33 @@ def _cell(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def time_scale_of(summary: Mapping[str, Any]) -> float | None:
+    """The replay's time scale (trace seconds per replay second) from its summary, None if unrecorded."""
+    for where in (summary.get("workload"), summary.get("extra")):
+        if isinstance(where, Mapping) and isinstance(where.get("time_scale"), (int, float)):
+            return float(where["time_scale"])
+    return None
+
+
+def units_note(scale: float | None) -> str:
+    """What a replay second is: ``replay s = trace s / 1,000`` (``= trace s`` at scale 1)."""
+    if scale is None:
+        return "replay s: seconds of the replay clock (time scale not recorded)"
+    if scale == 1:
+        return "replay s = trace s (time scale 1)"
+    return f"replay s = trace s / {scale:,g} (time scale)"
+
+
 def format_summary_table(summary: Mapping[str, Any]) -> Table:
-    """A short rich table of a summary: JCT percentiles (s) per class, with totals in the caption."""
+    """A short rich table of a summary: JCT percentiles (replay seconds) per class, with totals and what
+    a replay second is in the caption."""
     table = Table(
         title=f"{summary.get('policy', '?')} ({summary.get('runtime', '?')}, "
-        f"{summary.get('nodes', '?')} nodes x {summary.get('slots', '?')} slots)"
+        f"{summary.get('nodes', '?')} nodes x {summary.get('slots', '?')} slots): "
+        "job completion time in replay s"
     )
     table.add_column("class")
-    for name in ("jobs", "p50 (s)", "p90 (s)", "p99 (s)", "mean (s)"):
+    for name in ("jobs", "p50", "p90", "p99", "mean"):
         table.add_column(name, justify="right")
     for cls in CLASSES:
         st = summary.get("jct", {}).get(cls) or {}
@@ -428,7 +491,7 @@ def format_summary_table(summary: Mapping[str, Any]) -> Table:
     makespan = summary.get("makespan")
     parts = [
         f"finished {summary.get('finished', '?')}/{summary.get('jobs', '?')}",
-        f"makespan {'n/a' if makespan is None else f'{makespan:.1f} s'}",
+        f"makespan {'n/a' if makespan is None else f'{makespan:.1f} replay s'}",
         f"utilization {'n/a' if util is None else f'{util:.1%}'}",
     ]
     by_res = summary.get("resource_utilization")
@@ -442,12 +505,13 @@ def format_summary_table(summary: Mapping[str, Any]) -> Table:
         else:
             parts.append(
                 f"Jain {fair['mean']:.2f} [{fair['min']:.2f}, {fair['max']:.2f}] "
-                f"over {fair.get('windows')} x {fair.get('window', 0):g} s"
+                f"over {fair.get('windows')} x {fair.get('window', 0):g} replay s"
             )
     parts.append(f"messages/task {'n/a' if per_task is None else f'{per_task:.2f}'}")
     parts += [f"{k} {v}" for k, v in (summary.get("counters") or {}).items()]
     wall = summary.get("wall_seconds")
     if wall is not None:
-        parts.append(f"wall {wall:.1f} s")
+        parts.append(f"wall clock {wall:.1f} s")
+    parts.append(units_note(time_scale_of(summary)))
     table.caption = ", ".join(parts)
     return table

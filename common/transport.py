@@ -17,6 +17,8 @@ High-water marks are off: a message is never dropped for lack of queue space.
 
 from __future__ import annotations
 
+import errno
+import socket
 import time
 from collections import Counter
 from typing import Any
@@ -30,6 +32,41 @@ class UnknownPeer(KeyError):
 
 class AddressInUse(OSError):
     """The process's own address is taken by another process."""
+
+
+def bind_problem(host: str, port: int, patience: float = 2.0) -> str | None:
+    """Why a process could not listen on ``host:port`` (another process holds it, the address is not
+    this machine's), in a few words; None if it could. A launcher asks before it starts processes that
+    would die of it. A port held is tried again for ``patience`` seconds, as :func:`_bind` does (a
+    socket of this process just closed may linger); ZeroMQ sets ``SO_REUSEADDR`` too, so a port in
+    TIME_WAIT is no problem."""
+    deadline = time.monotonic() + patience
+    while (problem := _bind_once(host, port)) == IN_USE and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return problem
+
+
+IN_USE = "another process holds it"
+
+
+def _bind_once(host: str, port: int) -> str | None:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            "0.0.0.0" if host == "*" else host, port, type=socket.SOCK_STREAM
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"unknown address ({getattr(exc, 'strerror', None) or exc})"
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return IN_USE
+            if exc.errno == errno.EADDRNOTAVAIL:
+                return "not an address of this machine"
+            return exc.strerror or str(exc)
+    return None
 
 
 def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:

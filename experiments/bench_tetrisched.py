@@ -1,16 +1,17 @@
-"""TetriSched's solver time per cycle by pending jobs and cluster size, cold vs warm start (a benchmark,
-not a test; the machine is shared: compare the columns of one run):
+"""TetriSched's solver time per cycle by pending jobs and cluster size: cold, greedy start, and the
+default (LP rounding) (a benchmark, not a test; the machine is shared: compare the columns of one run):
 
     python -m aviary.experiments.bench_tetrisched
-    python -m aviary.experiments.bench_tetrisched --pending 20 50 --nodes 80
+    python -m aviary.experiments.bench_tetrisched --pending 50 --nodes 100 --seeds 0 1 2 3 4
 
 A cell: ``pending`` GS_HET-like jobs (``gshet_jobs(seed, pending, load=None)``: every job waiting at
 time 0) on ``nodes`` one-slot nodes in racks of 10, a quarter GPU-labelled (the 256-node cell is the
 paper's RC256 size). Cycle 1 plans at 0 and launches the jobs planned to start now; cycle 2, at 4 s,
-plans the rest. Each cycle is solved from the same state twice: without a MIP start (cold) and with the
-default start (warm: the previous cycle's plan completed greedily; in cycle 1 there is none, so the
-greedy plan alone). Reported: MILP columns and rows, HiGHS
-seconds and the whole cycle's seconds (STRL, build, solve, launch), and whether HiGHS accepted the start.
+plans the rest. Each cycle is solved from the same state three ways: without a MIP start (cold), with
+the greedy start alone (``lp_rounds=0``: the previous cycle's plan completed greedily; in cycle 1 the
+greedy plan alone), and with the defaults (the LP relaxation, LP-guided greedy passes, branch and bound
+only when no plan is within the gap). Reported: MILP columns and rows, HiGHS seconds, the whole cycle's
+seconds (STRL, build, solve, launch) and the objective of each, and how the default solved the cycle.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from typing import Any
 
 from aviary.central.packing import PackingCore
 from aviary.central.tetrisched import TetriSched
@@ -26,48 +28,57 @@ from aviary.common.gshet import gshet_attributes, gshet_jobs
 from aviary.common.resources import Resources
 
 
-def timed(core: PackingCore, now: float) -> dict[str, float]:
+def timed(core: PackingCore, now: float) -> dict[str, Any]:
     started = time.perf_counter()
     core.on_timer(now, "cycle")
     wall = time.perf_counter() - started
     r = core.policy.records[-1]  # type: ignore[attr-defined]
     return {"pending": r.pending, "cols": r.cols, "rows": r.rows, "highs": r.seconds, "cycle": wall,
-            "accepted": r.warm_accepted}  # fmt: skip
+            "objective": r.objective, "status": ", ".join(r.status)}  # fmt: skip
 
 
-def cell(pending: int, nodes: int, seed: int = 0) -> list[tuple[str, dict[str, float], dict[str, float]]]:
-    """Cycle 1 (every job waiting) and cycle 2 (at 4 s, after cycle 1's launches), each solved cold and
-    warm from the same state."""
+def cell(pending: int, nodes: int, seed: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Cycle 1 (every job waiting) and cycle 2 (at 4 s, after cycle 1's launches), each solved cold, from
+    the greedy start and by default, from the same state (the default's launches lead to cycle 2)."""
     specs = [(f"n{i}", Resources(1, 4, 1, 1), a) for i, a in enumerate(gshet_attributes(nodes))]
     core = PackingCore("central", specs, TetriSched(), seed=seed)
     for job in gshet_jobs(seed, pending, load=None, nodes=nodes):
         assert core.state.submit(0.0, "fe", submit_message(job)) is None
     rows = []
     for label, now in (("1", 0.0), ("2", 4.0)):
-        cold = copy.deepcopy(core)
-        cold.policy.warm_start = "off"  # type: ignore[attr-defined]
-        rows.append((label, timed(cold, now), timed(core, now)))
+        runs = []
+        for setting, value in (("warm_start", "off"), ("lp_rounds", 0)):
+            other = copy.deepcopy(core)
+            setattr(other.policy, setting, value)
+            runs.append(timed(other, now))
+        rows.append((label, [*runs, timed(core, now)]))
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pending", nargs="+", type=int, default=[20, 50, 100])
-    p.add_argument("--nodes", nargs="+", type=int, default=[80, 256])
+    p.add_argument("--nodes", nargs="+", type=int, default=[80, 100, 256])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
     args = p.parse_args(argv)
-    print("| nodes | jobs at 0 | cycle | waiting | MILP cols x rows | cold: HiGHS s | cold: cycle s "
-          "| warm: HiGHS s | warm: cycle s | start accepted |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| nodes | jobs at 0 | seed | cycle | waiting | MILP cols x rows | cold: HiGHS s / cycle s "
+          "| greedy start: HiGHS s / cycle s | default: HiGHS s / cycle s "
+          "| objective cold / greedy / default | default solved by |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for nodes in args.nodes:
         for pending in args.pending:
-            for label, cold, warm in cell(pending, nodes):
-                print(
-                    f"| {nodes} | {pending} | {label} | {warm['pending']:.0f} "
-                    f"| {warm['cols']:,.0f} x {warm['rows']:,.0f} "
-                    f"| {cold['highs']:.2f} | {cold['cycle']:.2f} "
-                    f"| {warm['highs']:.2f} | {warm['cycle']:.2f} | {'yes' if warm['accepted'] else 'no'} |",
-                    flush=True,
-                )
+            for seed in args.seeds:
+                for label, runs in cell(pending, nodes, seed):
+                    default = runs[-1]
+                    times = " | ".join(f"{r['highs']:.2f} / {r['cycle']:.2f}" for r in runs)
+                    objectives = " / ".join(f"{r['objective']:,.0f}" for r in runs)
+                    how = "LP rounding" if default["status"].startswith("Rounded") else "branch and bound"
+                    print(
+                        f"| {nodes} | {pending} | {seed} | {label} | {default['pending']:.0f} "
+                        f"| {default['cols']:,.0f} x {default['rows']:,.0f} | {times} | {objectives} "
+                        f"| {how if default['status'] else '-'} |",
+                        flush=True,
+                    )
     return 0
 
 

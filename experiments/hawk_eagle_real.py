@@ -16,13 +16,12 @@ results exist are not repeated without ``--force``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
 from aviary.common.model import GOOGLE_CUTOFF, JobSpec
-from aviary.common.results import percentile
+from aviary.common.results import jobs_rows, percentile
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
 from aviary.experiments.tables import num, ratio
@@ -46,7 +45,7 @@ def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) ->
     flags = [
         "replay", "--runtime", runtime, "--policy", policy, "--nodes", "100", "--schedulers", "10",
         "--jobs", str(args.jobs), "--start", str(args.start), "--time-scale", str(args.time_scale),
-        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", "0", "--out", str(out),
+        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", "0", "--yes", "--out", str(out),
     ]  # fmt: skip
     setup = setup_replay(build_parser().parse_args(flags))
     cutoff = GOOGLE_CUTOFF / args.time_scale
@@ -89,7 +88,7 @@ def seen_as_short(
     path = folder(policy, load, runtime) / "jobs.csv"
     if not path.exists():
         return None
-    jct = {int(r["job_id"]): float(r["jct"]) for r in csv.DictReader(path.open())}
+    jct = {int(r["job_id"]): float(r["jct"]) for r in jobs_rows(path)}
     return pcts([jct[j.job_id] for j in jobs if not j.long and j.estimate < cutoff])
 
 

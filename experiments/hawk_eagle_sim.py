@@ -201,31 +201,41 @@ nodes, 29 % at 25,000) and Eagle is better or equal everywhere, as in the thesis
 
 
 def plot(sizes: list[int], png: Path) -> None:
+    """Figures 2.5 and 3.2: p50/p90/p99 of Hawk over Sparrow and Eagle over Hawk per size, short and
+    long jobs (format of ``png``'s extension; a log axis when a panel's ratios span orders of
+    magnitude; ``n/a`` for a missing ratio, as when a size lacks one of the two runs)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 7))
+    from aviary.launch.compare import ratio_bars, save_figure
+
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
     FigureCanvasAgg(fig)
     pairs = [("hawk", "sparrow", "Hawk / Sparrow (Fig. 2.5)"), ("eagle", "hawk", "Eagle / Hawk (Fig. 3.2)")]
+    first: dict[str, Any] | None = None
     for row, (top, den, title) in enumerate(pairs):
         for col, cls in enumerate(("short", "long")):
             ax = fig.add_subplot(2, 2, 2 * row + col + 1)
-            xs = [n for n in sizes if load(top, n) and load(den, n)]
-            width = 0.25
-            for k, q in enumerate(PCT):
-                ys = [ratio(load(top, n), load(den, n), cls, q) for n in xs]  # type: ignore[arg-type]
-                ax.bar([i + (k - 1) * width for i in range(len(xs))],
-                       [float("nan") if y is None else y for y in ys], width, label=q)  # fmt: skip
-            ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
-            ax.set_xticks(range(len(xs)), [f"{n:,}" for n in xs])
+            runs = [(load(top, n), load(den, n)) for n in sizes]
+            first = first or next((a for a, _ in runs if a), None)
+            series = {q: [ratio(a, b, cls, q) if a and b else None for a, b in runs] for q in PCT}
+            log = ratio_bars(ax, series, [f"{n:,}" for n in sizes])
             ax.set_title(f"{title}: {cls} jobs")
-            ax.set_xlabel("nodes")
-            ax.set_ylim(bottom=0)
-            if row == 0 and col == 0:
-                handles, labels = ax.get_legend_handles_labels()
-                fig.legend(handles, labels, loc="upper center", ncol=3)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(png, dpi=100)
+            ax.set_xlabel("single-slot nodes")
+            ax.set_ylabel(
+                f"{top.capitalize()} JCT / {den.capitalize()} JCT" + (" (log scale)" if log else "")
+            )
+    fig.legend(*fig.axes[0].get_legend_handles_labels(), title="percentile", loc="outside right upper")
+    summary = first or {}
+    extra = summary.get("extra") or {}
+    jobs, scale, seed = summary.get("jobs", "?"), extra.get("time_scale", 1), extra.get("seed", "?")
+    fig.suptitle(
+        "Hawk and Eagle on the simulator, ratios of job completion time (below 1 is better)\n"
+        f"bundled Google sample: {jobs:,} jobs at their own arrival times, time scale {scale:g}, "
+        f"seed {seed}, {extra.get('schedulers', '?')} distributed schedulers",
+        fontsize=11,
+    )
+    save_figure(fig, png)
 
 
 def main(argv: list[str] | None = None) -> int:

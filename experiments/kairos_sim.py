@@ -27,7 +27,6 @@ uses ``sparrow`` instead.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import shutil
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from aviary.common.results import jobs_rows
 from aviary.experiments.hawk_eagle_sim import busy_load
 from aviary.experiments.tables import ratio
 from aviary.launch.cli import BUNDLED_TRACE
@@ -178,11 +178,10 @@ def read_jobs(path: Path) -> dict[int, tuple[str, int, float, float]] | None:
     """job id -> (class, tasks, submit, completion time) from a ``jobs.csv``; None if it is missing."""
     if not path.exists():
         return None
-    with path.open() as f:
-        return {
-            int(r["job_id"]): (r["class"], int(r["tasks"]), float(r["submit"]), float(r["jct"] or "nan"))
-            for r in csv.DictReader(f)
-        }
+    return {  # jobs_rows: the header with units or the one before
+        int(r["job_id"]): (r["class"], int(r["tasks"]), float(r["submit"]), float(r["jct"] or "nan"))
+        for r in jobs_rows(path)
+    }
 
 
 def _pct(xs: list[float], q: float) -> str:
@@ -426,30 +425,39 @@ def kairos_lines(m: dict[str, Any]) -> list[str]:
 
 
 def plot(results: dict[int, dict[str, dict]], baseline: str, png: Path) -> None:
+    """Figure 4.8's bars: Kairos' p50/p90/p99 over the baseline's per size, short and long jobs (format
+    of ``png``'s extension; a log axis when the ratios span orders of magnitude, ``n/a`` when missing)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 4))
+    from aviary.launch.compare import ratio_bars, save_figure
+
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     nodes = list(results)
     for i, cls in enumerate(("short", "long")):
         ax = fig.add_subplot(1, 2, i + 1)
-        width = 0.8 / len(PCTS)
-        for j, p in enumerate(PCTS):
-            hs = [
+        series = {
+            p: [
                 ratio(results[n]["kairos"]["jct"][cls][p], results[n][baseline]["jct"][cls][p]) for n in nodes
             ]
-            xs = [x - 0.4 + width * (j + 0.5) for x in range(len(nodes))]
-            ax.bar(xs, [float("nan") if h is None else h for h in hs], width, label=p)
-        ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
-        ax.set_xticks(range(len(nodes)), [f"{n:,}" for n in nodes])
-        ax.set_xlabel("nodes")
-        ax.set_ylabel(f"Kairos / {baseline}")
+            for p in PCTS
+        }
+        log = ratio_bars(ax, series, [f"{n:,}" for n in nodes])
+        ax.set_xlabel("single-slot nodes")
+        ax.set_ylabel(f"Kairos JCT / {baseline.capitalize()} JCT" + (" (log scale)" if log else ""))
         ax.set_title(f"({'ab'[i]}) {cls} jobs")
-        ax.set_ylim(bottom=0)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(png, format="png", dpi=90)
+    fig.legend(*fig.axes[0].get_legend_handles_labels(), title="percentile", loc="outside right upper")
+    first = next(iter(results.values()))["kairos"]
+    extra = first.get("extra") or {}
+    arrivals = "at their own arrival times" if extra.get("keep_arrivals") else f"at load {extra.get('load')}"
+    fig.suptitle(
+        f"Kairos normalized to {baseline.capitalize()} (below 1 is better; thesis Fig. 4.8), simulated\n"
+        f"bundled Google sample: {first.get('jobs', '?'):,} jobs {arrivals}, time scale "
+        f"{extra.get('time_scale', 1):g}, seed {extra.get('seed', '?')}",
+        fontsize=11,
+    )
+    save_figure(fig, png)
 
 
 DISCUSSION = """## Discussion: where this agrees with the thesis and where it does not

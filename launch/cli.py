@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from ..common.dags import GOOGLE_TRACE
 from ..common.params import Param
 from ..common.resources import DEFAULT_MACHINE, Resources
 from .registry import POLICIES
-from .spec import CHOICES
+from .spec import CHOICES, DEFAULT_MAX_WALL
 
 BUNDLED_TRACE = GOOGLE_TRACE
 
@@ -34,9 +35,56 @@ def _positive_int(text: str) -> int:
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number greater than 0, got {text}")
     return value
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def _wall_time(text: str) -> float:
+    """A wall-clock time: seconds, or a number with s, m or h (``90``, ``90s``, ``2m``, ``1.5h``)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "s")
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or a time such as 90s, 2m, 1h: {text}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a time greater than 0, got {text}")
+    return value
+
+
+def _out_dir(text: str) -> Path:
+    """A folder to write into: absent (it is made) or a folder, not a file."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file, not a folder (name a folder to write into)")
+    if not path.exists() and path.parent.exists() and not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path.parent} is a file, not a folder")
+    return path
+
+
+def _out_file(text: str) -> Path:
+    """A file to write: absent or a file (replaced), in a folder that exists."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a folder, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path.parent} is no folder to write {path.name} into")
+    return path
 
 
 def _host_list(text: str) -> list[str]:
@@ -76,9 +124,13 @@ def _names(policies: list[str]) -> str:
     return ", ".join(out)
 
 
+UNITS = {"trace s": "trace seconds", "s": "seconds", "%": "%"}
+"""How a declared parameter's unit reads in a flag's help."""
+
+
 def default_help(name: str) -> str:
     """The default of the declared parameter ``name`` for the flag's help: its one value, or each value
-    with the policies that have it (the most common last, as ``else``)."""
+    with the policies that have it (the most common last, as ``else``), in the parameter's unit."""
     by_value: dict[str, list[str]] = {}
     for pol in POLICIES.values():
         p = pol.param(name)
@@ -86,6 +138,8 @@ def default_help(name: str) -> str:
             shown = _shown(p.default)
             if p.scales and not p.scales_given:
                 shown += " trace seconds divided by the time scale"
+            elif p.unit:
+                shown += " " + UNITS.get(p.unit, p.unit)
             by_value.setdefault(shown, []).append(pol.name)
     if not by_value:
         return ""
@@ -140,35 +194,60 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
                 type=_param_type(param),
                 choices=param.choices or None,
                 default=None,
-                help=param.help + default_help(param.name),
+                help=(param.help + default_help(param.name)).replace("%", "%%"),  # argparse formats it
             )
 
 
 def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
-    p.add_argument("--policy", default="sparrow", choices=sorted(POLICIES), help="scheduling policy")
-    p.add_argument("--nodes", type=_positive_int, default=nodes, help="node monitors (default %(default)s)")
-    p.add_argument("--slots", type=_positive_int, default=1, help="slots per node (default %(default)s)")
+    from .replay import REAL_TIME_SCALE
+
+    p.add_argument(
+        "--policy",
+        default="sparrow",
+        choices=sorted(POLICIES),
+        metavar="POLICY",
+        help="scheduling policy, one of " + ", ".join(sorted(POLICIES)) + " (default %(default)s)",
+    )
+    p.add_argument(
+        "--nodes", type=_positive_int, default=nodes, help="node monitors, a count (default %(default)s)"
+    )
+    p.add_argument(
+        "--slots",
+        type=_positive_int,
+        default=1,
+        help="task slots per node, a count (default %(default)s; the multi-resource policies: one per core "
+        "of --capacity)",
+    )
     p.add_argument(
         "--schedulers",
         type=_positive_int,
         default=schedulers,
-        help="distributed schedulers (default %(default)s)",
+        help="distributed schedulers, a count, for the policies that have them (default %(default)s)",
     )
     p.add_argument(
         "--executor",
         default="timer",
         choices=CHOICES["executor"],
-        help="what a task is: a timer in the node monitor, a real child process, or a container",
+        help="what a task is: a timer in the node monitor, a real child process, or a container "
+        "(default %(default)s)",
     )
+    real = ", ".join(f"{_shown(v)} for {k}" for k, v in REAL_TIME_SCALE.items())
     p.add_argument(
         "--time-scale",
         type=_positive_float,
         default=None,
-        help="divide trace durations by this; the cutoff and the quantum follow "
-        "(default 1000 on real processes, 1 simulated; a replay --connect takes the testbed's)",
+        help="trace seconds per second of the replay clock: trace durations are divided by this, and the "
+        f"durations given in trace seconds follow (default on real processes {real}; simulated 1; a "
+        "real replay without it picks the one that fits --duration on the simulator's prediction, at "
+        "least that default; a replay --connect takes the testbed's)",
     )
     _declared_flags(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument(
+        "--seed",
+        type=_nonnegative_int,
+        default=0,
+        help="seed of every random choice, a whole number >= 0 (default %(default)s)",
+    )
 
 
 def _workload_nodes_flag(p: argparse.ArgumentParser) -> None:
@@ -177,18 +256,35 @@ def _workload_nodes_flag(p: argparse.ArgumentParser) -> None:
         choices=CHOICES["workload"],
         default="google",
         help="shape the nodes for this workload of 'aviary replay --connect': gshet gives them --slots "
-        "one-core slots (unless --capacity) and rack/gpu attributes; the others change nothing",
+        "one-core slots (unless --capacity) and rack/gpu attributes; the others change nothing "
+        "(default %(default)s)",
     )
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="aviary", description="A testbed for datacenter schedulers.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser = Parser(
+        prog="aviary",
+        description="A testbed for datacenter schedulers.",
+        epilog="'aviary COMMAND --help' lists a command's flags, each with its default and unit.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     up = sub.add_parser("up", help="start a local testbed and keep it running until Ctrl-C")
     _testbed_flags(up, nodes=10, schedulers=2)
     _workload_nodes_flag(up)
-    up.add_argument("--dir", type=Path, default=None, help="where to write cluster.toml and logs")
+    up.add_argument(
+        "--dir",
+        type=_out_dir,
+        default=None,
+        help="folder to write cluster.toml and the logs into (default: a new temporary folder)",
+    )
+    up.add_argument(
+        "--base-port",
+        type=_port,
+        default=None,
+        help="the processes listen on 127.0.0.1 from this port on, one each, the frontend's first "
+        "(default: free ports)",
+    )
 
     cl = sub.add_parser("cluster", help="write the cluster description of a testbed over several hosts")
     _testbed_flags(cl, nodes=10, schedulers=2)
@@ -197,30 +293,46 @@ def build_parser() -> Parser:
         "--hosts",
         type=_host_list,
         required=True,
-        help="comma-separated host addresses; schedulers and nodes go round-robin, central to the first",
+        help="comma-separated host addresses; schedulers and nodes go round-robin, central to the first "
+        "(required, no default)",
     )
     cl.add_argument(
         "--frontend-host", default=None, help="where 'aviary replay --connect' runs (default: the first host)"
     )
     cl.add_argument(
-        "--base-port", type=_port, default=7100, help="each host's first port (default %(default)s)"
+        "--base-port",
+        type=_port,
+        default=7100,
+        help="each host's first TCP port, 1-65535 (default %(default)s)",
     )
     cl.add_argument(
         "--bind",
         default=None,
         help="the interface every process listens on (default: its host address; 0.0.0.0 behind NAT)",
     )
-    cl.add_argument("--out", type=Path, required=True, help="the cluster description to write (TOML)")
+    cl.add_argument(
+        "--out",
+        type=_out_file,
+        required=True,
+        help="the cluster description to write, TOML (required, no default; an existing file is replaced)",
+    )
 
     hs = sub.add_parser("host", help="run this host's processes of a cluster description until Ctrl-C")
-    hs.add_argument("cluster", type=Path, help="cluster description (from 'aviary cluster' or 'aviary up')")
+    hs.add_argument(
+        "cluster", type=Path, help="cluster description (from 'aviary cluster' or 'aviary up'; required)"
+    )
     hs.add_argument(
         "--host",
         action="append",
         default=None,
         help="run the processes of this host address (repeatable; default: this machine's addresses)",
     )
-    hs.add_argument("--dir", type=Path, default=None, help="where to write logs")
+    hs.add_argument(
+        "--dir",
+        type=_out_dir,
+        default=None,
+        help="folder to write the logs into (default: a new temporary folder)",
+    )
 
     rp = sub.add_parser("replay", help="replay a trace sample against a testbed or the simulator")
     rp.add_argument(
@@ -230,7 +342,13 @@ def build_parser() -> Parser:
         default=BUNDLED_TRACE,
         help="trace file (default: the bundled 10,000-job Google sample, or the --workload's bundled file)",
     )
-    rp.add_argument("--runtime", choices=CHOICES["runtime"], default="real")
+    rp.add_argument(
+        "--runtime",
+        choices=CHOICES["runtime"],
+        default="real",
+        help="real processes on loopback (durations in seconds of the replay clock, trace seconds divided "
+        "by --time-scale), or the simulator (virtual time; default %(default)s)",
+    )
     rp.add_argument(
         "--workload",
         choices=CHOICES["workload"],
@@ -240,57 +358,74 @@ def build_parser() -> Parser:
         "Carbyne's Table 1 (no trace; --jobs, default 200), or TetriSched's GS_HET-like SLO/best-effort "
         "gang mix (no trace; --jobs, default 200, --load in slot-seconds, default 1, --misestimate; "
         "nodes of --slots one-core slots in racks of 10, a quarter GPU-labelled); all but google need a "
-        "DAG policy",
+        "DAG policy (default %(default)s)",
     )
     rp.add_argument(
         "--demands",
         choices=CHOICES["demands"],
         default="synth",
         help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), or Alibaba's own "
-        "plan_cpu/plan_mem (alibaba-plan, near-uniform)",
+        "plan_cpu/plan_mem (alibaba-plan, near-uniform; default %(default)s)",
     )
     _testbed_flags(rp, nodes=10, schedulers=2)
-    rp.add_argument("--jobs", type=_positive_int, default=None, help="jobs to sample (default: all)")
-    rp.add_argument("--sample", choices=CHOICES["sample"], default="consecutive")
+    rp.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        help="jobs to sample, a count (default: all of the trace, 300 on real processes; 200 for tpch, "
+        "tpcds and gshet)",
+    )
+    rp.add_argument(
+        "--sample",
+        choices=CHOICES["sample"],
+        default="consecutive",
+        help="which jobs: a run of consecutive ones, or drawn at random (default %(default)s)",
+    )
     rp.add_argument(
         "--start",
-        type=int,
+        type=_nonnegative_int,
         default=None,
-        help="first job of a consecutive sample (default: a seeded random start)",
+        help="first job of a consecutive sample, an index from 0 (default: a seeded random start)",
     )
     rp.add_argument(
         "--task-scale",
         type=_positive_float,
         default=None,
-        help="multiply task counts by this, keeping task-seconds (default real: "
-        "nodes*slots/reference-nodes; sim: 1)",
+        help="multiply task counts by this factor, keeping task-seconds (default real: "
+        "nodes*slots/reference-nodes, raised up to 1 until no merged task outlasts a quarter of the "
+        "sample's arrivals; sim: 1)",
     )
     rp.add_argument(
         "--reference-nodes",
         type=_positive_int,
         default=10000,
-        help="cluster size the trace's job sizes refer to (default %(default)s)",
+        help="cluster size the trace's job sizes refer to, in nodes (default %(default)s)",
     )
     arrivals = rp.add_mutually_exclusive_group()
     arrivals.add_argument(
         "--load",
         type=_positive_float,
         default=None,
-        help="Poisson arrivals at this offered load (fraction of all slots; default 0.8)",
+        help="Poisson arrivals at this offered load, the fraction of all slots busy on average, > 0 "
+        "(above 1 the cluster is overloaded; default 0.8, gshet 1)",
     )
-    arrivals.add_argument("--keep-arrivals", action="store_true", help="keep the trace's own arrival times")
+    arrivals.add_argument(
+        "--keep-arrivals", action="store_true", help="keep the trace's own arrival times (default: off)"
+    )
     arrivals.add_argument(
         "--batch",
         action="store_true",
-        help="DAG policies: every job arrives at time 0 (a backlog: the setting of makespan comparisons)",
+        help="DAG policies: every job arrives at time 0 (a backlog: the setting of makespan comparisons; "
+        "default: off)",
     )
     rp.add_argument(
         "--misestimate",
-        type=float,
+        type=_positive_float,
         nargs=2,
         metavar=("LO", "HI"),
         default=None,
-        help="multiply each job's estimate by a seeded uniform factor in [LO, HI]",
+        help="multiply each job's estimate by a seeded uniform factor in [LO, HI], 0 < LO <= HI "
+        "(default: exact estimates)",
     )
     rp.add_argument(
         "--gshet",
@@ -300,42 +435,142 @@ def build_parser() -> Parser:
         "'slo_share=0.75,gpu_share=0.5,slowdown=1.5,slack=0.5:2,slo_tasks=2:10,slo_duration=20:120,"
         "be_tasks=1:4,be_duration=10:60,admission=rayon'",
     )
-    rp.add_argument("--net-delay", type=float, default=0.0005, help="simulator network delay (s)")
+    rp.add_argument(
+        "--net-delay",
+        type=_nonnegative_float,
+        default=0.0005,
+        help="--runtime sim: one-way network delay of every message, in virtual seconds "
+        "(default %(default)s)",
+    )
     rp.add_argument(
         "--stall-timeout",
         type=_positive_float,
         default=None,
-        help="give up when no job finished for this long (s; default from the workload)",
+        help="give up when no job finished for this long, in seconds of the replay clock (default: 3 times "
+        "the longest task, at least 30)",
+    )
+    rp.add_argument(
+        "--duration",
+        type=_wall_time,
+        default=None,
+        help="real processes: the wall-clock budget of the replay (from the first submission to the last "
+        "finish; starting the testbed adds a few seconds), e.g. 90s, 2m: picks --time-scale on the "
+        "simulator's prediction (default without --time-scale: 1m)",
+    )
+    rp.add_argument(
+        "--max-wall",
+        type=_wall_time,
+        default=DEFAULT_MAX_WALL,
+        help="real processes: refuse (exit 2, saying which --time-scale, --jobs or --task-scale would "
+        "fit) a replay predicted to run longer than this, e.g. 10m (default 5m)",
+    )
+    rp.add_argument(
+        "--yes",
+        action="store_true",
+        help="run a real replay even when predicted to take longer than --max-wall (default: off)",
     )
     rp.add_argument(
         "--connect",
         type=Path,
         default=None,
-        help="use the running testbed of this cluster.toml instead of starting one",
+        help="use the running testbed of this cluster.toml instead of starting one; its policy, nodes and "
+        "parameters apply (default: start one)",
     )
     rp.add_argument(
-        "--out", type=Path, default=None, help="results folder (default results/<policy>-<runtime>)"
+        "--out",
+        type=_out_dir,
+        default=None,
+        help="results folder, made if absent (default results/<policy>-<runtime>)",
     )
-    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
 
-    cp = sub.add_parser("compare", help="percentiles of runs normalized to the first")
+    cp = sub.add_parser("compare", help="percentiles of runs of one workload normalized to the first")
     cp.add_argument("dirs", nargs="+", type=Path, help="result folders; the first is the baseline")
-    cp.add_argument("--png", type=Path, default=None, help="also write a bar chart here")
+    cp.add_argument(
+        "--plot",
+        "--png",
+        dest="plot",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write a figure here, in the format of its extension: .png (300 dpi), .pdf, .svg "
+        "(default: none)",
+    )
+    cp.add_argument(
+        "--force",
+        action="store_true",
+        help="compare runs of different workloads anyway, labelled as such (default: refuse)",
+    )
 
     dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
-    dm.add_argument("--out", type=Path, default=Path("results/demo"))
+    dm.add_argument(
+        "--out", type=_out_dir, default=Path("results/demo"), help="results folder (default %(default)s)"
+    )
 
     bn = sub.add_parser("bench", help="measure the runtime's overhead on this machine")
-    bn.add_argument("--out", type=Path, default=Path("results/bench"))
+    bn.add_argument(
+        "--out", type=_out_dir, default=Path("results/bench"), help="results folder (default %(default)s)"
+    )
     return parser
 
 
+def _commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Parser]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def command_list(parser: argparse.ArgumentParser) -> str:
+    """What bare ``aviary`` prints: each command with its one line."""
+    actions = _commands(parser)._choices_actions
+    width = max(len(a.dest) for a in actions)
+    rows = [f"  {a.dest:<{width}}  {a.help}" for a in actions]
+    head = ["usage: aviary COMMAND [FLAGS]", "", f"{parser.description} Commands:"]
+    return "\n".join([*head, *rows, "", parser.epilog or ""])
+
+
+def given_flags(argv: list[str]) -> set[str]:
+    """The destinations of the flags ``argv`` gives (argparse fills in the defaults of the others)."""
+    parser = build_parser()
+    for p in [parser, *_commands(parser).choices.values()]:
+        for action in p._actions:
+            action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv))) - {"command"}
+
+
+def check_flags(args: argparse.Namespace) -> list[str]:
+    """What one flag's type cannot check: bounds between flags, flags the run would ignore (``given``:
+    the flags the command line gives). Raises a one-line ``UsageError``; returns warnings, one each."""
+    from .replay import UsageError
+
+    if args.command != "replay":
+        return []
+    if args.misestimate is not None and args.misestimate[0] > args.misestimate[1]:
+        lo, hi = map(_shown, args.misestimate)
+        raise UsageError(f"argument --misestimate: LO must be <= HI, got {lo} {hi}")
+    if args.runtime != "sim" and "net_delay" in getattr(args, "given", ()):
+        raise UsageError("argument --net-delay: only for --runtime sim (real processes have the network's)")
+    if args.load is not None and args.load > 1:
+        return [
+            f"--load {_shown(args.load)}: jobs bring {_shown(args.load)} times the work all the slots can "
+            "run (1 keeps every slot busy): the cluster is overloaded, its queues grow the whole replay"
+        ]
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare ``aviary``
+        print(command_list(parser))
+        return 0
     from . import commands
     from .replay import UsageError
 
     try:
+        if args.command == "replay":
+            args.given = given_flags(argv)  # a replay --connect refuses testbed flags given
+        for warning in check_flags(args):
+            print(f"aviary {args.command}: warning: {warning}", file=sys.stderr)
         return commands.COMMANDS[args.command](args)
     except (UsageError, ClusterError) as exc:
         print(f"aviary {args.command}: error: {exc}", file=sys.stderr)

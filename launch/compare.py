@@ -12,33 +12,65 @@ shows p10/p50/p90 and the mean of these factors and how many jobs they cover, th
 log axis. Jobs come from each folder's ``jobs.csv``; a folder without one (summaries committed alone)
 shows ``n/a``, runs with no common finished job say so. Jobs with a JCT of 0 in either run are left out
 (no finite factor).
+
+Only runs of one workload are compared: each summary's ``workload`` record
+(:mod:`aviary.launch.provenance`: trace and its hash, the jobs replayed, scaling, arrivals, load, seed,
+nodes and slots) must match the baseline's, else :class:`CompareError` names the first difference;
+``force=True`` compares anyway and labels the table and the figure with the differences. The policy and
+its parameters may differ. Folders written before the record existed are compared with a warning that
+their workload cannot be checked.
+
+The figure's format follows its file name: ``.png`` (300 dpi), ``.pdf`` or ``.svg``. Its title names
+the baseline and the workload; a log axis is used when the ratios span more than
+:data:`LOG_SPAN` (max / min); a missing ratio is marked ``n/a`` instead of drawn as a bar.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.table import Table
 
-from ..common.results import JOBS_CSV, ResultsError, percentile, read_jobs, read_summary
+from ..common.results import (
+    JOBS_CSV,
+    ResultsError,
+    percentile,
+    read_jobs,
+    read_summary,
+    time_scale_of,
+    units_note,
+)
+from .provenance import describe_workload, workload_differences
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
+    "FIGURE_FORMATS",
     "FOI_STATS",
+    "LOG_SPAN",
     "PERCENTILES",
     "TOTALS",
     "CompareError",
     "Comparison",
     "FactorStats",
     "compare",
+    "comparison_figure",
     "comparison_table",
     "factor_stats",
     "factors_of_improvement",
+    "figure_format",
     "load_comparison",
+    "needs_log_axis",
+    "plain_log_ticks",
     "plot_comparison",
+    "ratio_bars",
+    "save_figure",
 ]
 
 COMPARED_CLASSES = ("short", "long")
@@ -46,6 +78,11 @@ PERCENTILES = ("p50", "p90", "p99")
 TOTALS = ("makespan", "mean_jct")
 """Whole-run figures normalized to the baseline, from the summaries."""
 FOI_STATS = ("p10", "p50", "p90", "mean")
+FIGURE_FORMATS = ("png", "pdf", "svg")
+"""Figure formats by file extension."""
+PNG_DPI = 300
+LOG_SPAN = 30.0
+"""Ratios whose max / min exceeds this are drawn on a log axis."""
 
 
 class CompareError(ResultsError):
@@ -111,6 +148,15 @@ class Comparison:
     """Run label (runs after the first) -> sorted per-job factors of improvement over the baseline."""
     foi: dict[str, FactorStats] = field(default_factory=dict)
     """Run label (runs after the first) -> percentiles of :attr:`factors`."""
+    workloads: list[dict[str, Any] | None] = field(default_factory=list)
+    """Every run's workload record (``summary.json``'s ``workload``), None for a folder without one."""
+    differs: list[tuple[str, str]] = field(default_factory=list)
+    """How the workloads differ (compared anyway, ``force``): what (``seed``) and how (``seed 1 (a) vs
+    2 (b)``), in the order of :data:`~aviary.launch.provenance.CHECKED`; empty if they do not."""
+    warnings: list[str] = field(default_factory=list)
+    """What could not be checked (folders written before the workload record), and interrupted runs."""
+    time_scale: float | None = None
+    """The baseline's time scale (trace seconds per replay second), None if unrecorded."""
 
     @property
     def base(self) -> Values:
@@ -120,6 +166,20 @@ class Comparison:
         """Label of run ``i`` with its policy when the label does not already say it."""
         label, policy = self.labels[i], self.policies[i]
         return label if label == policy else f"{label} ({policy})"
+
+    def workload(self) -> str:
+        """One line naming the baseline's workload (``workload not recorded`` without a record)."""
+        record = self.workloads[0] if self.workloads else None
+        return "workload not recorded" if record is None else describe_workload(record)
+
+    def differs_note(self) -> str:
+        """``workloads differ (compared anyway, --force): <first difference>; also <what else>``, or
+        empty."""
+        if not self.differs:
+            return ""
+        also = list(dict.fromkeys(name for name, _ in self.differs[1:]))
+        more = f"; also {', '.join(also)}" if also else ""
+        return f"workloads differ (compared anyway, --force): {self.differs[0][1]}{more}"
 
 
 def _ratio(other: float | None, base: float | None) -> float | None:
@@ -146,8 +206,31 @@ def _finished_jcts(folder: Path) -> dict[int, float] | None:
     return {r.job_id: jct for r in records if (jct := r.jct) is not None}
 
 
-def load_comparison(dirs: Sequence[Path]) -> Comparison:
-    """Read each folder's ``summary.json`` (and ``jobs.csv``) and compute the ratios to the first one."""
+def check_workloads(
+    records: Sequence[Mapping[str, Any] | None], labels: Sequence[str], *, force: bool = False
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The differences between the runs' workloads and the warnings about folders without a record.
+
+    Raises :class:`CompareError` naming the first difference unless ``force``."""
+    warnings = [
+        f"{label}: no workload record (written before aviary kept one): its workload cannot be checked"
+        for label, r in zip(labels, records, strict=True)
+        if r is None
+    ]
+    kept = [(r, label) for r, label in zip(records, labels, strict=True) if r is not None]
+    differs = (
+        workload_differences([r for r, _ in kept], [label for _, label in kept]) if len(kept) > 1 else []
+    )
+    if differs and not force:
+        raise CompareError(f"runs differ in workload: {differs[0][1]} (--force compares them anyway)")
+    return differs, warnings
+
+
+def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
+    """Read each folder's ``summary.json`` (and ``jobs.csv``) and compute the ratios to the first one.
+
+    Raises :class:`CompareError` when the runs' workloads differ, unless ``force``
+    (:func:`check_workloads`)."""
     if not dirs:
         raise CompareError("nothing to compare: give at least one results folder")
     paths = [Path(d) for d in dirs]
@@ -163,8 +246,22 @@ def load_comparison(dirs: Sequence[Path]) -> Comparison:
     for s in summaries:
         jct = s.get("jct") or {}
         raw.append({c: {q: (jct.get(c) or {}).get(q) for q in PERCENTILES} for c in COMPARED_CLASSES})
+    records = [w if isinstance(w := s.get("workload"), dict) else None for s in summaries]
+    differs, warnings = check_workloads(records, labels, force=force)
+    for label, s in zip(labels, summaries, strict=True):
+        if (s.get("extra") or {}).get("interrupted"):
+            warnings.append(
+                f"{label}: interrupted, only {s.get('finished')} of its {s.get('jobs')} jobs finished"
+            )
     comp = Comparison(
-        dirs=paths, labels=labels, policies=[str(s.get("policy", "?")) for s in summaries], raw=raw
+        dirs=paths,
+        labels=labels,
+        policies=[str(s.get("policy", "?")) for s in summaries],
+        raw=raw,
+        workloads=records,
+        differs=differs,
+        warnings=warnings,
+        time_scale=time_scale_of(summaries[0]),
     )
     for label, values in zip(labels[1:], raw[1:], strict=True):
         comp.ratios[label] = {
@@ -192,15 +289,19 @@ def _cell(x: float | None, fmt: str) -> str:
 
 
 def comparison_table(comp: Comparison) -> Table:
-    """Rich table: one row per class and percentile, the baseline's seconds, then each run's ratio.
+    """Rich table: one row per class and percentile, the baseline's replay seconds, then each run's ratio.
 
     Then the makespan and the mean JCT (same form), and the per-job factors of improvement (each run's
-    p10/p50/p90/mean of baseline JCT / run JCT, and the number of jobs they cover)."""
+    p10/p50/p90/mean of baseline JCT / run JCT, and the number of jobs they cover). The title names the
+    workload, and says so in red when the workloads differ (compared anyway)."""
     base_label = comp.labels[0]
-    table = Table(title=f"Job completion time normalized to {comp.name(0)}")
+    title = f"Job completion time normalized to {comp.name(0)}\n{escape(comp.workload())}"
+    if comp.differs:
+        title += f"\n[bold red]{escape(comp.differs_note())}[/]"
+    table = Table(title=title)
     table.add_column("class")
     table.add_column("pct")
-    table.add_column(f"{base_label} (s)", justify="right")
+    table.add_column(f"{base_label} (replay s)", justify="right")
     for i in range(1, len(comp.labels)):
         table.add_column(f"{comp.name(i)} / base", justify="right")
     for c in COMPARED_CLASSES:
@@ -218,6 +319,9 @@ def comparison_table(comp: Comparison) -> Table:
             cells = [_cell(comp.totals[0][k], ".3f")]
             cells += [_cell(comp.total_ratios[label][k], ".2f") for label in others]
             table.add_row("all", names[k], *cells)
+    caption = [units_note(comp.time_scale)]
+    if others:
+        caption.append("run / base: below 1 is better")
     if comp.foi:
         table.add_section()
         for q in FOI_STATS:
@@ -228,15 +332,89 @@ def comparison_table(comp: Comparison) -> Table:
             "",
             *(str(st.count) if st.count else st.note for st in (comp.foi[label] for label in others)),
         )
-        table.caption = (
-            "run / base: below 1 is better; FoI (factor of improvement) = base JCT / run JCT per job "
-            "finished in both: above 1 is better"
+        caption.append(
+            "FoI (factor of improvement) = base JCT / run JCT per job finished in both: above 1 is better"
         )
+    table.caption = "; ".join(caption)
     return table
 
 
-def plot_comparison(comp: Comparison, png: Path) -> None:
-    """Grouped bar chart of the ratios (one group per class and percentile, one bar per run)."""
+def figure_format(path: Path) -> str:
+    """The figure format of a file name's extension (:data:`FIGURE_FORMATS`); :class:`CompareError`
+    (one line) for another one."""
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in FIGURE_FORMATS:
+        shown = f"'.{ext}'" if ext else "none"
+        raise CompareError(f"{path}: figure format {shown} not supported (name it .png, .pdf or .svg)")
+    return ext
+
+
+def needs_log_axis(values: Iterable[float | None]) -> bool:
+    """Whether the positive values span more than :data:`LOG_SPAN` (max / min)."""
+    xs = [x for x in values if x is not None and x > 0]
+    return bool(xs) and max(xs) / min(xs) > LOG_SPAN
+
+
+def plain_log_ticks(axis: Any) -> None:
+    """Label a log axis' ticks as plain numbers (0.01, 1, 300, and 0.6 between decades when it spans
+    few of them) rather than powers of ten."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+            return f"{x:,.6g}"
+
+    axis.set_major_formatter(Plain())
+    axis.set_minor_formatter(Plain())
+
+
+def ratio_bars(ax: Any, series: Mapping[str, Sequence[float | None]], ticks: Sequence[str]) -> bool:
+    """Grouped bars of ratios to a baseline on ``ax``: one group per tick, one bar per series (label ->
+    one ratio per tick, None when missing), the baseline's 1.0 dashed. A log axis, with the bars drawn
+    from 1.0, when the ratios span more than :data:`LOG_SPAN`; a missing ratio is marked ``n/a`` (a 0 on
+    a log axis ``0``), not drawn as an empty bar. Returns whether the axis is logarithmic."""
+    log = needs_log_axis(h for hs in series.values() for h in hs)
+    width = 0.8 / max(1, len(series))
+    for i, (label, heights) in enumerate(series.items()):
+        xs = [g - 0.4 + width * (i + 0.5) for g in range(len(ticks))]
+        hs = [math.nan if h is None or (log and h <= 0) else h for h in heights]
+        if log:  # up from 1.0 when worse, down when better
+            ax.bar(xs, [h - 1.0 for h in hs], width, bottom=1.0, label=label, color=f"C{i}")
+        else:
+            ax.bar(xs, hs, width, label=label, color=f"C{i}")
+        for x, h in zip(xs, heights, strict=True):
+            if h is None or (log and h <= 0):
+                ax.annotate("n/a" if h is None else "0", (x, 1.0 if log else 0.0), xytext=(0, 3),
+                            textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=8,
+                            color="dimgray")  # fmt: skip
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(ticks)), list(ticks))
+    if log:
+        ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
+    else:  # the baseline's line in view, below the top of the frame
+        top = max([h for hs in series.values() for h in hs if h is not None], default=1.0)
+        ax.set_ylim(0, max(1.1, 1.08 * top))
+    return log
+
+
+def save_figure(fig: Figure, path: Path) -> None:
+    """Write ``fig`` to ``path`` in the format of its extension (:func:`figure_format`; PNG at
+    :data:`PNG_DPI` dpi), cropped to what it draws so that no label is clipped."""
+    fmt = figure_format(path)
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format=fmt, dpi=PNG_DPI if fmt == "png" else "figure", bbox_inches="tight")
+    except OSError as exc:
+        raise CompareError(f"{path}: cannot write the figure: {exc.strerror or exc}") from None
+
+
+def comparison_figure(comp: Comparison) -> Figure:
+    """Grouped bar chart of the ratios (one group per class and percentile, one bar per run; a log axis
+    when they span more than :data:`LOG_SPAN`, ``n/a`` where one is missing), beside the CDF of the
+    per-job factors of improvement when there are some; titled with the baseline and the workload (in
+    red, first, how the workloads differ when they were compared anyway)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -246,23 +424,24 @@ def plot_comparison(comp: Comparison, png: Path) -> None:
     groups = [(c, q) for c in COMPARED_CLASSES for q in PERCENTILES]
     totals = [k for k in TOTALS if any(comp.total_ratios[label][k] is not None for label in others)]
     groups += [("all", k) for k in totals]
+    heights = {
+        label: [comp.total_ratios[label][q] if c == "all" else comp.ratios[label][c][q] for c, q in groups]
+        for label in others
+    }
     with_cdf = any(comp.factors.get(label) for label in others)
     bars_width = max(6.0, 2.0 + 0.5 * len(groups) * len(others))
-    fig = Figure(figsize=(bars_width + (6.0 if with_cdf else 0.0), 4.0))
+    fig = Figure(figsize=(bars_width + (6.0 if with_cdf else 0.0), 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     if with_cdf:
         ax, cdf = fig.subplots(1, 2, width_ratios=[bars_width, 6.0])
     else:
         ax = fig.add_subplot()
-    width = 0.8 / len(others)
-    for i, label in enumerate(others):
-        heights = [comp.total_ratios[label][q] if c == "all" else comp.ratios[label][c][q] for c, q in groups]
-        xs = [g - 0.4 + width * (i + 0.5) for g in range(len(groups))]
-        ax.bar(xs, [math.nan if h is None else h for h in heights], width, label=comp.name(i + 1))
-    ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
-    ax.set_xticks(range(len(groups)), [f"{c}\n{q.replace('_', ' ')}" for c, q in groups])
-    ax.set_ylabel(f"normalized to {comp.name(0)}")
-    ax.set_ylim(bottom=0)
+    log = ratio_bars(
+        ax,
+        {comp.name(i + 1): heights[label] for i, label in enumerate(others)},
+        [f"{c}\n{q.replace('_', ' ')}" for c, q in groups],
+    )
+    ax.set_ylabel(f"run / {comp.name(0)}" + (" (log scale)" if log else "") + ", below 1 is better")
     ax.legend()
     if with_cdf:
         for i, label in enumerate(others):
@@ -272,24 +451,40 @@ def plot_comparison(comp: Comparison, png: Path) -> None:
                 cdf.step([xs[0], *xs], [0.0, *ys], where="post", color=f"C{i}", label=comp.name(i + 1))
         cdf.axvline(1.0, color="black", linestyle="--", linewidth=1)
         cdf.set_xscale("log")
+        plain_log_ticks(cdf.xaxis)
         cdf.set_ylim(0.0, 1.0)
-        cdf.set_xlabel(f"factor of improvement ({comp.name(0)} JCT / run JCT)")
+        cdf.set_xlabel(f"factor of improvement ({comp.name(0)} JCT / run JCT, log scale)")
         cdf.set_ylabel("fraction of jobs")
         cdf.legend()
-    fig.tight_layout()
-    png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, format="png", dpi=100)
+    title = f"Job completion time of each run / {comp.name(0)}'s (below 1 is better)\n{comp.workload()}"
+    if comp.differs:
+        title = f"{comp.differs_note()}\n{title}"
+    fig.suptitle(title, color="firebrick" if comp.differs else "black", fontsize=11)
+    return fig
 
 
-def compare(dirs: Sequence[Path], png: Path | None = None) -> tuple[Table, Comparison]:
-    """Compare results folders (the first is the baseline); optionally write a PNG chart (bars of the
-    ratios, and the CDF of the per-job factors of improvement when there are some).
+def plot_comparison(comp: Comparison, path: Path) -> None:
+    """Write :func:`comparison_figure` to ``path`` (:func:`save_figure`: the format of its extension)."""
+    figure_format(path)
+    save_figure(comparison_figure(comp), path)
+
+
+def compare(
+    dirs: Sequence[Path], plot: Path | None = None, *, force: bool = False, png: Path | None = None
+) -> tuple[Table, Comparison]:
+    """Compare results folders (the first is the baseline); optionally write a figure to ``plot``
+    (``png``: its former name), in the format of its extension (bars of the ratios, and the CDF of the
+    per-job factors of improvement when there are some).
 
     Returns the rich table to print and the plain data behind it. Raises :class:`CompareError` (one
-    line) when a folder has no readable ``summary.json``, or when a chart is asked of a single run.
+    line) when a folder has no readable ``summary.json``, when the workloads differ (unless ``force``),
+    when the figure's extension is not one of :data:`FIGURE_FORMATS`, or when a chart is asked of a
+    single run.
     """
-    comp = load_comparison(dirs)
-    if png is not None:
-        plot_comparison(comp, png)
+    plot = plot if plot is not None else png
+    if plot is not None:
+        figure_format(plot)
+    comp = load_comparison(dirs, force=force)
+    if plot is not None:
+        plot_comparison(comp, plot)
     return comparison_table(comp), comp

@@ -1,7 +1,9 @@
 """A local testbed: every process of a cluster description (but the frontend) as a child process.
 
 Children get SIGTERM if the launcher dies (``PR_SET_PDEATHSIG``), and :meth:`LocalTestbed.stop`
-terminates, then kills, whatever is still alive, so no process outlives the testbed.
+terminates, then kills, whatever is still alive, so no process outlives the testbed. They run in a
+process group of their own, so a Ctrl-C in the terminal reaches only the launcher, which stops them in
+order (an interrupted replay first collects their counters, then shuts them down).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class LocalTestbed:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     preexec_fn=_die_with_parent,
+                    process_group=0,  # the terminal's SIGINT is the launcher's to handle
                 )
 
     def dead(self) -> dict[str, int]:

@@ -3,7 +3,9 @@
 A :class:`FrontendSession` waits until every process of the cluster has registered, lets the
 frontend submit the jobs at their arrival times, shows progress, and gives up with a clear message
 when no job has finished for ``stall_timeout`` seconds (a node monitor died, say), reporting which
-jobs did not finish. At the end it collects every process's counters and message counts.
+jobs did not finish. ``stop()`` (polled every tick) ends the wait early: a replay interrupted by
+SIGINT or SIGTERM keeps what finished. At the end it collects every process's counters and message
+counts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from ..common.model import JobSpec
 from ..common.runtime import Runtime
 from ..common.transport import AddressInUse, Transport
 
-Progress = Callable[[FrontendCore], None]
+Progress = Callable[[FrontendCore, float | None], None]
+"""Called every tick with the frontend and the replay clock (seconds since the first submission; None
+while the processes register)."""
+Stop = Callable[[], str | None]
+"""Polled every tick: a reason to stop now (``"SIGINT"``), or None."""
+
+
+def _never() -> str | None:
+    return None
 
 
 class ReplayError(RuntimeError):
@@ -39,6 +49,8 @@ class RealOutcome:
     """The central scheduler's finished tasks during this replay (:meth:`Core.task_log`)."""
     cycles: list[list[Any]] = field(default_factory=list)
     """A periodic planner's cycles during this replay (:meth:`Core.cycle_log`)."""
+    interrupted: str | None = None
+    """Why the replay stopped before every job finished (``"SIGINT"``, ``"SIGTERM"``), or None."""
 
 
 class FrontendSession:
@@ -89,14 +101,17 @@ class FrontendSession:
                 self.lost.add(name)
                 self.problems.append(f"process {name} exited with code {code}")
 
-    async def registered(self, timeout: float = 60.0, progress: Progress | None = None) -> None:
-        """Wait until every process answered Hello; fail fast if one died first."""
+    async def registered(
+        self, timeout: float = 60.0, progress: Progress | None = None, stop: Stop = _never
+    ) -> None:
+        """Wait until every process answered Hello (or ``stop()`` gives a reason); fail fast if one died
+        first."""
         core = self.core
         deadline = time.monotonic() + timeout
-        while not core.ready:
+        while not core.ready and stop() is None:
             self._check()
             if progress is not None:
-                progress(core)
+                progress(core, None)
             if self.lost & core.waiting:
                 raise ReplayError("a process died before it registered: " + "; ".join(self.problems))
             if time.monotonic() > deadline:
@@ -108,9 +123,15 @@ class FrontendSession:
             await asyncio.sleep(0.01)
 
     async def replay(
-        self, *, stall_timeout: float = 60.0, progress: Progress | None = None, tick: float = 0.1
+        self,
+        *,
+        stall_timeout: float = 60.0,
+        progress: Progress | None = None,
+        tick: float = 0.1,
+        stop: Stop = _never,
     ) -> float:
-        """Wait until every job finished or the replay stalled; returns the wall time it took."""
+        """Wait until every job finished, the replay stalled or ``stop()`` gave a reason (then the jobs
+        left are named in :attr:`problems`); returns the wall time it took."""
         core, runtime = self.core, self.runtime
         start = time.monotonic()
         runtime.inject(core.begin)
@@ -118,7 +139,15 @@ class FrontendSession:
             await asyncio.sleep(tick)
             self._check()
             if progress is not None:
-                progress(core)
+                progress(core, time.monotonic() - start)
+            reason = stop()
+            if reason is not None:
+                left = core.unfinished()
+                self.problems.append(
+                    f"interrupted by {reason} after {time.monotonic() - start:.1f} s: "
+                    f"{len(left)} of {len(core.jobs)} jobs did not finish"
+                )
+                break
             if core.submitted == len(core.jobs) and runtime.now() - core.last_progress > stall_timeout:
                 left = core.unfinished()
                 shown = ", ".join(map(str, left[:20])) + (" ..." if len(left) > 20 else "")
@@ -128,7 +157,7 @@ class FrontendSession:
                 )
                 break
         if progress is not None:
-            progress(core)
+            progress(core, time.monotonic() - start)
         return time.monotonic() - start
 
     async def collect(self, *, shutdown: bool, timeout: float = 10.0) -> tuple[Counter[str], Counter[str]]:
@@ -166,17 +195,26 @@ async def run_real(
     shutdown: bool = True,
     dead: Callable[[], dict[str, int]] = dict,
     progress: Progress | None = None,
+    stop: Stop = _never,
 ) -> RealOutcome:
-    """One whole replay: register, replay, collect."""
+    """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
+    replay ends early: the processes are still asked for their counters (and stopped, with
+    ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far."""
     async with FrontendSession(cluster, jobs, route, dead=dead) as session:
-        await session.registered(register_timeout, progress)
+        await session.registered(register_timeout, progress, stop)
+        if stop() is not None:  # before the first submission: nothing ran
+            session.problems.append(f"interrupted by {stop()} before the replay started")
+            await session.collect(shutdown=shutdown, timeout=2.0)
+            return RealOutcome(session.core, 0.0, Counter(), Counter(), session.problems, interrupted=stop())
         # Processes of a running testbed count from their start: report this replay's share only.
         base_messages, base_counters = await session.collect(shutdown=False)
         base_log, base_cycles = session.task_log(), session.cycle_log()
-        wall = await session.replay(stall_timeout=stall_timeout, progress=progress)
+        wall = await session.replay(stall_timeout=stall_timeout, progress=progress, stop=stop)
         messages, counters = await session.collect(shutdown=shutdown)
         messages.subtract(base_messages)
         counters.subtract(base_counters)
         log = session.task_log()[len(base_log) :]
         cycles = session.cycle_log()[len(base_cycles) :]
-        return RealOutcome(session.core, wall, +messages, +counters, session.problems, log, cycles)
+        outcome = RealOutcome(session.core, wall, +messages, +counters, session.problems, log, cycles)
+        outcome.interrupted = stop()
+        return outcome

@@ -5,6 +5,7 @@ A new policy is one module plus one entry here (DESIGN §2).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,7 +21,7 @@ from ..central.rayon_cs import RayonCS
 from ..central.sjf import ShortestJobFirst
 from ..central.tetris import Tetris
 from ..central.tetrisched import WARM_STARTS, TetriSched
-from ..common.cluster import Cluster, ClusterError, ProcessSpec, local_cluster
+from ..common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, local_cluster
 from ..common.core import Core
 from ..common.frontend import Router, round_robin
 from ..common.params import Param, unknown
@@ -80,7 +81,8 @@ def declared_values(policy: Policy, cluster: Cluster) -> dict[str, Any]:
     return out
 
 
-COMMON_PARAMS = ("time_scale",)
+TIME_SCALE = Param("time_scale", 1.0, "trace seconds per second of the replay clock", low=0.0, open_low=True)
+COMMON_PARAMS = (TIME_SCALE.name,)
 """Parameters every cluster description holds (written by every replay): not a policy's."""
 
 LEGACY_PARAMS = ("probe_ratio",)
@@ -89,19 +91,40 @@ cluster file held ``probe_ratio`` before each policy declared its own parameters
 
 
 def check_params(cluster: Cluster, source: str) -> None:
-    """One line naming ``source`` and the field when ``[cluster.params]`` holds a name the policy does
-    not declare, or a bad value of one it declares."""
-    policy = get_policy(cluster.policy)
+    """One line naming ``source``, the line and the field when the cluster description names no policy
+    of ours, lacks a process its policy needs (or has one it cannot run), or ``[cluster.params]`` holds
+    a name the policy does not declare or a bad value of one it declares."""
+    lines = TomlLines.of(source)
+    top = Where(source, lines, "cluster", label="[cluster]")
+    if cluster.policy not in POLICIES:
+        close = difflib.get_close_matches(cluster.policy, list(POLICIES), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "'aviary replay --help' lists them"
+        raise top.error("policy", f"unknown policy {cluster.policy!r} ({hint})")
+    policy = POLICIES[cluster.policy]
+    for role, builder in (("scheduler", policy.scheduler), ("central", policy.central)):
+        found = [i for i, p in enumerate(cluster.processes) if p.role == role]
+        if builder is not None and not found:
+            raise top.error("policy", f"policy {policy.name!r} needs a process with role {role!r}")
+        if builder is None and found:
+            i = found[0]
+            where = Where(source, lines, "process", i, f"[[process]] #{i + 1}")
+            raise where.error("role", f"policy {policy.name!r} has no {role} (remove the process)")
+    where = Where(source, lines, "cluster.params", label="[cluster.params]")
     held = [p for p in policy.declared if p.cluster]
     bad = unknown(held, cluster.params, (*COMMON_PARAMS, *LEGACY_PARAMS))
     if bad:
-        raise ClusterError(
-            f"{source}: [cluster.params]: field '{bad[0]}': policy {policy.name!r} has no such parameter"
-        )
-    try:
-        declared_values(policy, cluster)
-    except ClusterError as exc:
-        raise ClusterError(f"{source}: {exc}") from None
+        raise where.error(bad[0], f"policy {policy.name!r} has no such parameter")
+    if "time_scale" in cluster.params:
+        try:
+            TIME_SCALE.check(cluster.params["time_scale"])
+        except ValueError as exc:
+            raise where.error("time_scale", str(exc)) from None
+    for p in held if policy.param("probe_ratio") else [*held, PROBE_RATIO]:
+        if cluster.params.get(p.name) is not None:
+            try:
+                p.check(cluster.params[p.name])
+            except ValueError as exc:
+                raise where.error(p.name, str(exc)) from None
 
 
 INTRA_ORDER = Param(
@@ -238,6 +261,13 @@ TETRISCHED_PARAMS = (
         "only (previous) or none (off)",
         choices=WARM_STARTS,
     ),
+    Param(
+        "lp_rounds",
+        35,
+        "TetriSched: greedy passes guided by the LP relaxation, taken without branch and bound when "
+        "within the MIP gap of its bound (0: no LP relaxation, the MIP from the greedy start)",
+        low=0,
+    ),
 )
 
 
@@ -252,6 +282,7 @@ def _tetrisched(
             max_nodes=int(v["solver_nodes"]),
             time_limit=v["solver_time_limit"] or None,
             warm_start=v["warm_start"],
+            lp_rounds=int(v["lp_rounds"]),
             nh=nh,
             ng=ng,
             np=np,

@@ -68,6 +68,13 @@ class SimOutcome:
     """Virtual time at the end (the run starts at 0)."""
     cores: dict[str, Core] = field(default_factory=dict, repr=False)
     """Every process's core by name, in their final state (for inspection)."""
+    stopped: str | None = None
+    """Why the run ended before every job was done: ``"SIGINT"`` (Ctrl-C, with ``interruptible``),
+    ``"wall limit"`` (``wall_limit``); None when it ran to its end."""
+
+
+class _WallLimit(Exception):
+    """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
 
 class _Proc:
@@ -277,10 +284,10 @@ class Simulator:
                         self._executor(proc, e, now)
                         seq = self.seq
         finally:
-            gc.set_threshold(*gc_threshold)
             self.seq = seq
             self.events = events
             self.now = now
+            gc.set_threshold(*gc_threshold)
         if progress is not None and frontend is not None:
             progress(frontend, now)  # the final state, so a progress bar can reach its end
 
@@ -361,18 +368,43 @@ def simulate(
     net_delay: float = 0.0005,
     progress: Progress | None = None,
     progress_every: int = 20_000,
+    wall_limit: float | None = None,
+    interruptible: bool = False,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
-    ``outcome.frontend.unfinished()`` names the jobs that never finished). Deterministic."""
+    ``outcome.frontend.unfinished()`` names the jobs that never finished). Deterministic.
+
+    ``wall_limit``: stop after about this many seconds of real time (checked every ``progress_every``
+    events); ``interruptible``: a ``KeyboardInterrupt`` (Ctrl-C, or a handler that raises it) stops
+    the run too, the frontend keeping the times of the jobs that finished. Either way the outcome says
+    so in ``stopped``."""
     t0 = time.perf_counter()
     policy = get_policy(cluster.policy)
     fspec = cluster.frontend
     frontend = FrontendCore(fspec.name, jobs, policy.route(cluster))
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay)
+    deadline = t0 + (wall_limit or 0.0)
+
+    def bounded(fe: FrontendCore, now: float) -> None:
+        if progress is not None:
+            progress(fe, now)
+        if time.perf_counter() > deadline and not fe.done and sim.pending:
+            raise _WallLimit
+
+    hook = progress if wall_limit is None else bounded
+
+    stopped = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
-    sim.run(frontend=frontend, progress=progress, progress_every=progress_every)
+    try:
+        sim.run(frontend=frontend, progress=hook, progress_every=progress_every)
+    except _WallLimit:
+        stopped = "wall limit"
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        stopped = "SIGINT"
     return SimOutcome(
         frontend=frontend,
         messages=sim.messages(),
@@ -381,4 +413,5 @@ def simulate(
         wall_seconds=time.perf_counter() - t0,
         virtual_seconds=sim.now,
         cores=sim.cores,
+        stopped=stopped,
     )

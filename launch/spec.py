@@ -20,7 +20,10 @@ from ..common.dags import GOOGLE_TRACE
 from ..common.resources import Resources
 from .registry import POLICIES, get_policy
 
-__all__ = ["SHARED", "ReplaySpec", "UsageError"]
+__all__ = ["DEFAULT_MAX_WALL", "SHARED", "ReplaySpec", "UsageError"]
+
+DEFAULT_MAX_WALL = 300.0
+"""A real replay predicted to run longer than this (seconds of wall time) is refused unless ``yes``."""
 
 
 class UsageError(Exception):
@@ -54,8 +57,12 @@ class ReplaySpec:
     default, the workload's bundled jobs for alibaba and tpch; tpcds and gshet take none, their jobs are
     drawn; gshet: TetriSched's GS_HET-like mix, :mod:`aviary.common.gshet`, on nodes of ``slots``
     one-core slots labelled with ``rack`` and ``gpu`` attributes).
-    ``time_scale``: ``None`` for the default (1 simulated; on real processes per workload, see
-    ``replay.REAL_TIME_SCALE``). ``load``: offered load of Poisson arrivals (``None``: 0.8; gshet 1.0) unless
+    ``time_scale``: ``None`` for the default (1 simulated; on real processes the one that fits
+    ``duration``, or the default budget ``replay.DEFAULT_BUDGET``, on the simulator's prediction, at
+    least the workload's ``replay.REAL_TIME_SCALE``). ``jobs``: ``None`` for all (on real processes
+    ``replay.DEFAULT_REAL_JOBS`` of a trace). ``duration``: the wall-clock budget (s) of a real replay,
+    which picks the time scale. ``max_wall``: a real replay predicted to take longer is refused (None:
+    no limit) unless ``yes``. ``load``: offered load of Poisson arrivals (``None``: 0.8; gshet 1.0) unless
     ``keep_arrivals`` or ``batch`` (DAG workloads: every job at time 0). ``cutoff``: short/long cutoff in
     trace seconds (``None``: the Google trace's). ``connect``: the cluster description of a running
     testbed (its own policy and parameters apply). ``params``: the policy's declared parameters."""
@@ -81,6 +88,9 @@ class ReplaySpec:
     misestimate: tuple[float, float] | None = None
     net_delay: float = 0.0005
     stall_timeout: float | None = None
+    duration: float | None = None
+    max_wall: float | None = DEFAULT_MAX_WALL
+    yes: bool = False
     connect: Path | None = None
     out: Path | None = None
     demands: Demands = "synth"
@@ -94,6 +104,10 @@ class ReplaySpec:
         if self.misestimate is not None:
             lo, hi = self.misestimate
             self.misestimate = (lo, hi)
+        for name in ("duration", "max_wall"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise UsageError(f"{name} must be greater than 0 seconds, got {value}")
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")

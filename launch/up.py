@@ -17,9 +17,11 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from ..common.cluster import Cluster, ProcessSpec, free_ports
+from ..common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, free_ports
+from ..common.transport import IN_USE, bind_problem
 from .local import LocalTestbed
-from .real import FrontendSession
+from .real import FrontendSession, ReplayError
+from .spec import UsageError
 
 
 def cluster_table(cluster: Cluster, names: set[str] | None = None) -> Table:
@@ -62,9 +64,43 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
         await session.collect(shutdown=True, timeout=5.0)
 
 
-def run_up(cluster: Cluster, workdir: Path | None, names: list[str] | None = None) -> int:
-    """Run the cluster's processes (or those in ``names``: ``aviary host``) until Ctrl-C or SIGTERM."""
+def check_ports(cluster: Cluster, names: list[str] | None = None, source: str | None = None) -> None:
+    """One line naming the process, its host and port (and the line of ``source``, the cluster file)
+    when one of the processes to start (``names``, default all but the frontend) could not listen on
+    its address: before any process starts, not as a process that dies at its start."""
+    for i, p in enumerate(cluster.processes):
+        if p.role == "frontend" or (names is not None and p.name not in names):
+            continue
+        problem = bind_problem(p.bind or p.host, p.port)
+        if problem is None:
+            continue
+        hint = " (is another testbed running?)" if problem == IN_USE else ""
+        text = f"{p.name}: cannot listen on {p.bind or p.host}:{p.port}: {problem}{hint}"
+        if source is None:
+            raise ClusterError(text)
+        where = Where(source, TomlLines.of(source), "process", i, f"[[process]] #{i + 1}")
+        raise where.error("bind" if p.bind else "port", text)
+
+
+def died_at_start(exc: ReplayError, bed: LocalTestbed) -> str:
+    """One line for a testbed whose processes did not all register: the first dead one's last log line."""
+    dead = sorted(bed.dead().items())
+    if not dead:
+        return str(exc)
+    name, code = dead[0]
+    last = next((line for line in reversed(bed.log_tail(name, 20).splitlines()) if line.strip()), "")
+    more = f" (and {len(dead) - 1} more)" if len(dead) > 1 else ""
+    said = f": {last.strip()}" if last else ""
+    return f"process {name} exited with code {code} at its start{more}{said} (log: {bed.logs / name}.log)"
+
+
+def run_up(
+    cluster: Cluster, workdir: Path | None, names: list[str] | None = None, source: str | None = None
+) -> int:
+    """Run the cluster's processes (or those in ``names``: ``aviary host``, reading the cluster file
+    ``source``) until Ctrl-C or SIGTERM."""
     console = Console()
+    check_ports(cluster, names, source)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="aviary-up-"))
     bed = LocalTestbed(cluster, workdir, names)
     clean = False
@@ -72,6 +108,8 @@ def run_up(cluster: Cluster, workdir: Path | None, names: list[str] | None = Non
         bed.start()
         uvloop.run(_hold(cluster, bed, console))
         clean = bed.wait(5.0)
+    except ReplayError as exc:
+        raise UsageError(died_at_start(exc, bed)) from None
     finally:
         bed.stop()
     console.print("stopped: " + ("every process exited cleanly" if clean else "stragglers were terminated"))

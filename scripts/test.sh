@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# The test command: set up, then the whole default suite (unit, integration on loopback, system).
+# The test command: set up, lint, then the whole default suite (unit, integration on loopback, system),
+# all with the project's environment .venv (scripts/setup.sh); arguments go to pytest.
+# Every step is a command of its own under set -e: a failure of any one (a lint error included) fails
+# the command. scripts/setup-docker.sh may leave a dockerd running: docker/README.md says how to stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/setup-docker.sh # the docker executor's engine and image (never fails: see the script)
-ruff check --quiet . # the code stays ruff clean (two commands: set -e ignores a failure left of &&)
-ruff format --check --quiet .
-# mypy on the library (the package maps to this folder, so it is checked through a link named aviary)
-link=$(mktemp -d)
-ln -s "$PWD" "$link/aviary"
-(cd "$link" && mypy --config-file "$OLDPWD/pyproject.toml" aviary)
-rm -rf "$link"
-python3 -m pytest -q "$@"
+export PATH="$PWD/.venv/bin:$PATH" # python, aviary, ruff, mypy of .venv, for these scripts and the tests
+PYTHON=$PWD/.venv/bin/python bash scripts/setup-docker.sh # the docker engine and image (never fails: see it)
+bash scripts/lint.sh               # ruff check, ruff format --check, mypy
+python -m pytest -q "$@"

@@ -1,10 +1,15 @@
-"""aviary compare: percentiles normalized to the first run, n/a for empty classes, a PNG chart."""
+"""aviary compare: percentiles normalized to the first run, n/a for empty classes, runs of one workload
+only (or labelled as not), a figure in the format of its extension."""
+
+import json
+import struct
 
 import pytest
 from rich.console import Console
 
 from aviary.common.results import JobRecord, write_results
-from aviary.launch.compare import CompareError, compare
+from aviary.launch.cli import main
+from aviary.launch.compare import CompareError, compare, comparison_figure, load_comparison
 
 
 def run(out, policy, jcts_short, jcts_long=()):
@@ -135,4 +140,133 @@ def test_png_has_the_factor_cdf(tmp_path):
     from matplotlib.image import imread
 
     height, width = imread(png).shape[:2]
-    assert width > 1000 and height == 400  # two panels side by side, 100 dpi
+    assert width > 2 * height > 2000  # two panels side by side, at print resolution
+    assert png_dpi(png) == pytest.approx(300, abs=0.5)
+
+
+def png_dpi(path) -> float:
+    """The resolution a PNG's pHYs chunk states (pixels per metre -> per inch)."""
+    data = path.read_bytes()
+    at = data.index(b"pHYs")
+    x, _y, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
+    assert unit == 1  # metres
+    return x * 0.0254
+
+
+def test_the_figure_format_follows_the_extension(tmp_path):
+    base = run(tmp_path / "a", "sparrow", [1.0, 2.0, 3.0], [10.0])
+    other = run(tmp_path / "b", "hawk", [0.5, 1.0, 2.0], [5.0])
+    magic = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-", "svg": b"<?xml"}
+    for ext, start in magic.items():
+        path = tmp_path / f"cmp.{ext.upper() if ext == 'pdf' else ext}"  # the case does not matter
+        compare([base, other], path)
+        assert path.read_bytes().startswith(start), ext
+    assert b"<svg" in (tmp_path / "cmp.svg").read_bytes()[:1000]
+    with pytest.raises(CompareError) as info:
+        compare([base, other], tmp_path / "cmp.jpg")
+    assert (
+        str(info.value)
+        == f"{tmp_path / 'cmp.jpg'}: figure format '.jpg' not supported (name it .png, .pdf or .svg)"
+    )
+    assert not (tmp_path / "cmp.jpg").exists()
+
+
+def test_the_figure_marks_missing_values_and_uses_a_log_axis_for_wide_ratios(tmp_path):
+    base = run(tmp_path / "a", "sparrow", [1.0] * 5, [10.0] * 5)
+    narrow = run(tmp_path / "b", "hawk", [0.5] * 5)  # no long jobs: three ratios missing
+    fig = comparison_figure(load_comparison([base, narrow]))
+    bars = fig.axes[0]
+    assert bars.get_yscale() == "linear"
+    assert [t.get_text() for t in bars.texts] == ["n/a"] * 3  # long p50/p90/p99, not zero-height bars
+    assert fig.get_suptitle() == (  # the baseline; these folders have no workload record
+        "Job completion time of each run / a (sparrow)'s (below 1 is better)\nworkload not recorded"
+    )
+    wide = run(tmp_path / "c", "eagle", [0.01] * 5, [10.0] * 5)  # short 0.01, makespan 1: span 100
+    fig = comparison_figure(load_comparison([base, wide]))
+    assert fig.axes[0].get_yscale() == "log"
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert "1" in ticks and not any("10^" in t for t in ticks)  # plain numbers on the log axis
+
+
+# Runs through the CLI on the simulator: small (20 jobs) and fast.
+SIM = ["replay", "--runtime", "sim", "--jobs", "20", "--start", "6000", "--nodes", "10", "--slots", "2",
+       "--load", "0.8", "--quiet"]  # fmt: skip
+
+
+def replay(tmp_path, name, *flags):
+    out = tmp_path / name
+    assert main([*SIM, *flags, "--out", str(out)]) == 0
+    return out
+
+
+def test_compare_refuses_runs_of_different_workloads_in_one_line(tmp_path, capsys):
+    a = replay(tmp_path, "a", "--seed", "1")
+    b = replay(tmp_path, "b", "--seed", "2")
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--plot", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "aviary compare: error: runs differ in workload: seed 1 (a) vs 2 (b) (--force compares them anyway)\n"
+    )
+    assert not (tmp_path / "x.png").exists()
+    # The first difference is named: another start is another set of trace jobs.
+    c = replay(tmp_path, "c", "--seed", "1", "--start", "7000")
+    capsys.readouterr()
+    assert main(["compare", str(a), str(c)]) == 2
+    assert (
+        "runs differ in workload: trace jobs (indices) 6000-6019 (a) vs 7000-7019 (c)"
+        in capsys.readouterr().err
+    )
+
+
+def test_compare_accepts_other_policies_and_parameters_on_the_same_workload(tmp_path, capsys):
+    a = replay(tmp_path, "a", "--seed", "1")
+    b = replay(tmp_path, "b", "--seed", "1", "--policy", "sparrow", "--probe-ratio", "3")
+    c = replay(tmp_path, "c", "--seed", "1", "--policy", "hawk")
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), str(c)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "workloads differ" not in captured.out
+    assert "google_10k.tr: 20 jobs [6000-6019], load 0.8" in captured.out.replace("\n", " ")
+
+
+def test_compare_with_force_labels_the_table_and_the_figure(tmp_path, capsys):
+    a = replay(tmp_path, "a", "--seed", "1")
+    b = replay(tmp_path, "b", "--seed", "2")
+    capsys.readouterr()
+    fig = tmp_path / "forced.svg"
+    assert main(["compare", str(a), str(b), "--force", "--plot", str(fig)]) == 0
+    captured = capsys.readouterr()
+    note = "workloads differ (compared anyway, --force): seed 1 (a) vs 2 (b); also submit times"
+    assert captured.err == f"aviary compare: warning: {note}\n"
+    assert "workloads differ (compared anyway, --force)" in captured.out
+    assert fig.read_bytes().startswith(b"<?xml")
+    _, comp = compare([a, b], force=True)  # the figure written is this one
+    assert comp.differs[0] == ("seed", "seed 1 (a) vs 2 (b)")
+    title = comparison_figure(comp).get_suptitle()
+    assert title.startswith(note) and "Job completion time of each run / a (sparrow)'s" in title
+
+
+def test_folders_without_a_workload_record_are_compared_with_a_warning(tmp_path, capsys):
+    a = replay(tmp_path, "a", "--seed", "1")
+    b = replay(tmp_path, "b", "--seed", "2")
+    summary = json.loads((b / "summary.json").read_text())
+    del summary["workload"]  # as written before the record existed
+    (b / "summary.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b), "--png", str(tmp_path / "old.png")]) == 0  # --png: the old name
+    err = capsys.readouterr().err
+    assert err == (
+        "aviary compare: warning: b: no workload record (written before aviary kept one): its workload "
+        "cannot be checked\n"
+    )
+    assert (tmp_path / "old.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_an_interrupted_run_is_compared_with_a_warning(tmp_path):
+    base = run(tmp_path / "a", "sparrow", [1.0, 2.0])
+    recs = [JobRecord(0, "short", 1, 0.0, 0.0, 1.0), JobRecord(1, "short", 1, 0.0)]
+    write_results(tmp_path / "b", recs, policy="hawk", runtime="sim", nodes=2, slots=1, wall_seconds=0.1,
+                  extra={"interrupted": True, "interrupted_by": "SIGINT"})  # fmt: skip
+    _, comp = compare([base, tmp_path / "b"])
+    assert "b: interrupted, only 1 of its 2 jobs finished" in comp.warnings

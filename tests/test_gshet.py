@@ -1,6 +1,5 @@
 """The GS_HET-like workload (TetriSched, spec §1.12) and its replay with the SLO metrics."""
 
-import csv
 import itertools
 import json
 import math
@@ -11,7 +10,7 @@ import pytest
 
 from aviary.common.gshet import SLOT, gshet_attributes, gshet_jobs, rayon_admission
 from aviary.common.model import JobSpec, Stage
-from aviary.common.results import DEADLINE_SLACK
+from aviary.common.results import DEADLINE_SLACK, jobs_rows
 from aviary.common.workload import WorkloadError
 
 N = 800
@@ -180,8 +179,7 @@ def test_bad_attribute_parameters_give_one_line(args, match):
 
 
 def read_jobs_csv(path):
-    with open(path, newline="") as f:
-        return {int(r["job_id"]): r for r in csv.DictReader(f)}
+    return {int(r["job_id"]): r for r in jobs_rows(path)}
 
 
 def test_a_sim_replay_through_the_cli_finishes_and_reports_the_slo_metrics(tmp_path):

@@ -8,12 +8,12 @@ thesis' Table 3.2 names must be there, with the same meaning as in the simulator
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import pytest
 
+from aviary.common.results import jobs_rows
 from aviary.launch.cli import main
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ def replay(tmp_path: Path, policy: str, runtime: str) -> tuple[dict, list[dict]]
     out = tmp_path / f"{policy}-{runtime}"
     assert main(["replay", "--runtime", runtime, "--policy", policy, *FLAGS, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    return summary, list(csv.DictReader((out / "jobs.csv").open()))
+    return summary, jobs_rows(out / "jobs.csv")
 
 
 @pytest.mark.parametrize("policy", ["hawk", "eagle", "lwl", "dlwl"])

@@ -8,12 +8,12 @@ every suspension must end in a resume (or in the task's exit, when it raced the 
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import pytest
 
+from aviary.common.results import jobs_rows
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
 from aviary.experiments.kairos_workload import LONG_CUTOFF, table41_jobs, write_trace
@@ -33,7 +33,7 @@ def replay(tmp_path: Path, executor: str, time_scale: int, quantum: float, load:
              "--heartbeat-interval", "0.1", "--seed", "1", "--quiet", "--out", str(out)]  # fmt: skip
     assert main(flags) == 0
     summary = json.loads((out / "summary.json").read_text())
-    rows = list(csv.DictReader((out / "jobs.csv").open()))
+    rows = jobs_rows(out / "jobs.csv")
     return summary, rows
 
 

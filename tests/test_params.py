@@ -125,8 +125,9 @@ def test_replay_connect_to_a_cluster_file_with_an_unknown_parameter_is_one_line(
     write_cluster(cluster, tmp_path / "cluster.toml")
     assert main(["replay", "--connect", str(tmp_path / "cluster.toml"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
+    line = 1 + (tmp_path / "cluster.toml").read_text().splitlines().index("cutof = 1.0")
     assert err == (
-        f"aviary replay: error: {tmp_path / 'cluster.toml'}: [cluster.params]: field 'cutof': "
+        f"aviary replay: error: {tmp_path / 'cluster.toml'}:{line}: [cluster.params]: field 'cutof': "
         "policy 'hawk' has no such parameter"
     )
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 
 import pytest
 
-from aviary.common.results import jct_stats
+from aviary.common.results import jct_stats, jobs_rows
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
 from aviary.launch.cli import BUNDLED_TRACE, main
@@ -23,7 +22,7 @@ def test_real_replay_of_200_google_jobs_finishes_every_job(tmp_path, no_leftover
     out = tmp_path / "run"
     assert main(["replay", *FLAGS, "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    rows = list(csv.DictReader((out / "jobs.csv").open()))
+    rows = jobs_rows(out / "jobs.csv")
 
     assert summary["runtime"] == "real" and summary["policy"] == "sparrow"
     assert summary["jobs"] == summary["finished"] == len(rows) == 200
@@ -31,7 +30,11 @@ def test_real_replay_of_200_google_jobs_finishes_every_job(tmp_path, no_leftover
 
     # Each job's completion time is at least its longest task (the workload is rebuilt independently).
     trace = read_trace(BUNDLED_TRACE)
-    jobs = build_workload(trace, jobs=200, start=6000, time_scale=40000, nodes=10, slots=1, load=0.9, seed=3)
+    factor = summary["extra"]["task_scale"]  # the default 10/10000, raised: no task outlasts the arrivals
+    assert factor == 0.1
+    jobs = build_workload(
+        trace, jobs=200, start=6000, time_scale=40000, task_scale=factor, nodes=10, load=0.9, seed=3
+    )
     longest = {j.job_id: max(j.durations) for j in jobs}
     for row in rows:
         assert float(row["jct"]) >= longest[int(row["job_id"])] - 1e-6, row

@@ -10,10 +10,12 @@ from rich.console import Console
 from aviary.common.resources import ONE_CORE, Resources
 from aviary.common.results import (
     JOBS_HEADER,
+    OLD_JOBS_HEADER,
     JobRecord,
     ResultsError,
     format_summary_table,
     jct_stats,
+    jobs_rows,
     percentile,
     read_jobs,
     read_summary,
@@ -104,10 +106,37 @@ def test_files_round_trip_and_agree(tmp_path):
 def test_csv_format_is_fixed(tmp_path):
     write(tmp_path)
     lines = (tmp_path / "jobs.csv").read_text().splitlines()
-    assert lines[0] == ",".join(JOBS_HEADER) == "job_id,class,tasks,submit,first_start,finish,jct,policy"
+    assert (
+        lines[0]
+        == ",".join(JOBS_HEADER)
+        == (  # the times' unit: seconds of the replay clock
+            "job_id,class,tasks,submit_replay_s,first_start_replay_s,finish_replay_s,jct_replay_s,policy"
+        )
+    )
     assert lines[1] == "0,long,1,0.000000,0.100000,1.000000,1.000000,sparrow"
     assert lines[21] == "20,short,2,10.000000,,,,sparrow"
     assert lines[22] == "21,long,1,10.500000,11.000000,,,sparrow"
+
+
+def test_jobs_csv_written_before_the_units_were_named_still_reads(tmp_path):
+    write(tmp_path / "new")
+    text = (tmp_path / "new" / "jobs.csv").read_text()
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "jobs.csv").write_text(text.replace(",".join(JOBS_HEADER), ",".join(OLD_JOBS_HEADER), 1))
+    assert (
+        (old / "jobs.csv").read_text().startswith("job_id,class,tasks,submit,first_start,finish,jct,policy\n")
+    )
+    assert read_jobs(old) == read_jobs(tmp_path / "new") and len(read_jobs(old)) == 22
+    # Scripts reading the columns themselves get the short names from either header.
+    rows = jobs_rows(old / "jobs.csv")
+    assert rows == jobs_rows(tmp_path / "new" / "jobs.csv") and len(rows) == 22
+    assert rows[0] == {"job_id": "0", "class": "long", "tasks": "1", "submit": "0.000000",
+                       "first_start": "0.100000", "finish": "1.000000", "jct": "1.000000",
+                       "policy": "sparrow"}  # fmt: skip
+    (old / "jobs.csv").write_text("a,b\n")
+    with pytest.raises(ResultsError, match=r"jobs\.csv:1: header"):
+        jobs_rows(old / "jobs.csv")
 
 
 def test_identical_inputs_give_identical_bytes_and_no_temp_files(tmp_path):
@@ -154,7 +183,10 @@ def test_missing_or_bad_files_give_one_line(tmp_path):
     with pytest.raises(ResultsError, match=r"summary\.json:1: not valid JSON"):
         read_summary(tmp_path)
     (tmp_path / "jobs.csv").write_text(",".join(JOBS_HEADER) + "\n0,short,1,zero,,,,x\n")
-    with pytest.raises(ResultsError, match=r"jobs\.csv:2: field 'submit': not a number"):
+    with pytest.raises(ResultsError, match=r"jobs\.csv:2: field 'submit_replay_s': not a number"):
+        read_jobs(tmp_path)
+    (tmp_path / "jobs.csv").write_text(",".join(OLD_JOBS_HEADER) + "\n0,short,1,,,,,x\n")
+    with pytest.raises(ResultsError, match=r"jobs\.csv:2: field 'submit': missing"):
         read_jobs(tmp_path)
     (tmp_path / "jobs.csv").write_text("a,b\n")
     with pytest.raises(ResultsError, match=r"jobs\.csv:1: header"):
@@ -169,6 +201,19 @@ def test_summary_table_renders(tmp_path):
     assert "sparrow (sim, 4 nodes x 2 slots)" in text
     assert "short" in text and "long" in text and "n/a" in text  # no long jobs
     assert "messages/task" in text and "steals 2" in text
+
+    # Units: the times are replay seconds, and the caption says what one is in trace seconds.
+    def words(summary) -> str:
+        console = Console(record=True, width=140)
+        console.print(format_summary_table(summary))
+        return " ".join(console.export_text().split())  # the caption wraps
+
+    text = words(summary)
+    assert "job completion time in replay s" in text and "makespan 14.0 replay s" in text
+    assert "wall clock 1.2 s" in text and "time scale not recorded" in text  # extra has no time_scale
+    for scale, note in ((1000.0, "replay s = trace s / 1,000 (time scale)"), (1.0, "replay s = trace s")):
+        assert note in words({**summary, "extra": {"time_scale": scale}})
+    assert "replay s = trace s / 50 (time scale)" in words({**summary, "workload": {"time_scale": 50.0}})
 
 
 # --- multi-resource usage: utilization per resource, Jain's index, fairness over windows -------------
@@ -337,7 +382,7 @@ def test_summary_has_makespan_mean_jct_and_usage(tmp_path):
     console = Console(record=True, width=300)
     console.print(format_summary_table(summary))
     text = console.export_text()
-    assert "makespan 14.5 s" in text and "Jain" in text and "cores" in text
+    assert "makespan 14.5 replay s" in text and "Jain" in text and "cores" in text
 
 
 def test_a_run_with_a_task_log_reports_the_busiest_resource_as_its_utilization(tmp_path):

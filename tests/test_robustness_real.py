@@ -194,7 +194,7 @@ def test_bad_cluster_file_gives_one_line(tmp_path, capsys):
     bad.write_text('[[process]]\nname = "x"\nrole = "wizard"\nhost = "127.0.0.1"\nport = 1\n')
     assert main(["replay", "--connect", str(bad), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"{bad}:1" in err and "field 'role'" in err
+    assert len(err.splitlines()) == 1 and f"{bad}:3" in err and "field 'role'" in err
 
 
 def test_up_runs_until_sigterm_and_leaves_no_process_or_port(tmp_path):

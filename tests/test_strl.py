@@ -289,3 +289,42 @@ def test_the_solver_is_deterministic():
     one = solve_strl(Sum(tuple(jobs)), supply)
     two = solve_strl(Sum(tuple(jobs)), supply)
     assert one.values == two.values
+
+
+# --- LP relaxation and rounding ----------------------------------------------------------------------
+
+
+def random_jobs(rng, n=5, starts=3):
+    return Sum(
+        tuple(
+            Max(tuple(NCk("M", k, s, d, rng.uniform(1.0, 5.0), tag=(j, s)) for s in range(starts)))
+            for j, k, d in ((j, rng.randint(1, 3), rng.randint(1, 3)) for j in range(n))
+        )
+    )
+
+
+def test_the_lp_relaxation_bounds_every_integer_plan_and_a_rounding_is_taken_only_within_the_gap():
+    rng = random.Random(3)
+    loose = 0
+    for _ in range(20):
+        model = compile_strl(random_jobs(rng), one_part(4))
+        relaxation = model.relax()
+        exact = model.solve(EXACT)
+        assert relaxation is not None and relaxation.bound >= exact.objective - 1e-6
+        gap = (relaxation.bound - exact.objective) / max(1.0, exact.objective)
+        taken = model.rounded(exact.values, relaxation, gap + 1e-6)
+        assert taken is not None and taken.objective == pytest.approx(exact.objective)
+        assert chosen(taken) == chosen(exact) and taken.status.startswith("Rounded")
+        if gap > 1e-3:
+            loose += 1
+            assert model.rounded(exact.values, relaxation, gap / 2) is None
+    assert loose >= 5  # the relaxation is not always tight, so the gap test above is exercised
+
+
+def test_leaf_weights_are_the_lp_indicators_of_all_or_nothing_leaves_and_grants_of_linear_ones():
+    a, b = NCk("M", 2, 0, 1, 2.0, "a"), LnCk("M", 4, 0, 1, 4.0, "b")
+    model = compile_strl(Sum((a, b)), one_part(3, quanta=1))
+    weights = model.leaf_weights(model.relax())
+    # 3 slots: the LP gives b (worth 1 per slot) and a (1 per slot) 3 slots in all, fractions allowed
+    assert weights[id(a)] * 2 + weights[id(b)] * 4 == pytest.approx(3.0)
+    assert 0.0 <= weights[id(a)] <= 1.0 and 0.0 <= weights[id(b)] <= 1.0

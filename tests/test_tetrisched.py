@@ -12,6 +12,8 @@ from aviary.central.rayon_cs import RayonCS
 from aviary.central.strl import Max, NCk
 from aviary.central.tetrisched import ALL, TetriSched
 from aviary.common.effects import Send
+from aviary.common.frontend import submit_message
+from aviary.common.gshet import gshet_attributes, gshet_jobs
 from aviary.common.messages import PlaceTask, SubmitJob, TaskFinished
 from aviary.common.model import JobSpec
 from aviary.common.resources import Resources
@@ -439,3 +441,46 @@ def test_a_preference_without_slowdown_is_planned_as_unconstrained():
     core.on_message(0.0, "fe", job(1, 2, 10.0, preference="gpu", slowdown=1.0))
     (gang,) = policy.gangs(0.0)
     assert [(o.set, o.duration) for o in gang.options] == [(ALL, 10.0)]
+
+
+def gshet_core(policy, nodes=30, pending=14, seed=0):
+    """GS_HET-like jobs all waiting at time 0 on one-slot nodes in racks of 10 (a quarter GPU)."""
+    specs = [(f"n{i}", Resources(1, 4, 1, 1), a) for i, a in enumerate(gshet_attributes(nodes))]
+    core = PackingCore("central", specs, policy, seed=seed)
+    for j in gshet_jobs(seed, pending, load=None, nodes=nodes):
+        assert core.state.submit(0.0, "fe", submit_message(j)) is None
+    return core
+
+
+def test_lp_rounding_plans_within_the_gap_of_the_optimum_without_branch_and_bound():
+    rounded, exact = TetriSched(), TetriSched(gap=0.0, max_nodes=0, lp_rounds=0)
+    cores = gshet_core(rounded), gshet_core(exact)
+    for core in cores:
+        core.on_timer(0.0, "cycle")
+    assert rounded.records[-1].status == ["Rounded LP (within gap)"]
+    assert cores[0].counters["tetrisched_lp_rounded"] == 1
+    assert exact.records[-1].status == ["Optimal"] and cores[1].counters["tetrisched_lp_rounded"] == 0
+    optimum = exact.records[-1].objective
+    assert optimum / 1.1 - 1e-6 <= rounded.records[-1].objective <= optimum + 1e-6
+
+
+def test_lp_guided_passes_run_only_while_the_best_plan_is_short_of_the_gap():
+    # 10 jobs on 20 nodes: the class-order greedy plans are short of the gap, LP-guided ones reach it;
+    # with no LP passes the same cycle goes to branch and bound.
+    for rounds in (35, 0):
+        policy = TetriSched(lp_rounds=rounds)
+        passes: list[bool] = []
+        greedy = policy.greedy
+
+        def counted(jobs, supply, w=None, passes=passes, greedy=greedy):
+            passes.append(w is not None)
+            return greedy(jobs, supply, w)
+
+        policy.greedy = counted
+        gshet_core(policy, nodes=20, pending=10, seed=3).on_timer(0.0, "cycle")
+        status = policy.records[-1].status
+        if rounds:
+            assert status == ["Rounded LP (within gap)"]
+            assert passes[:3] == [False] * 3 and 1 <= sum(passes) < rounds
+        else:
+            assert status != ["Rounded LP (within gap)"] and passes == [False] * 3

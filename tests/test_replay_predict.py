@@ -1,0 +1,131 @@
+"""Know before you wait: a real replay is predicted on the simulator; the prediction picks the time scale
+(``--duration``, or a one-minute default), refuses a run above ``--max-wall`` with one line naming what
+would fit (exit 2), and says why the utilization falls short of ``--load``."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+import pytest
+
+from aviary.launch.cli import build_parser, main
+from aviary.launch.replay import (
+    DEFAULT_BUDGET,
+    DEFAULT_REAL_JOBS,
+    TAIL_SHARE,
+    ProgressBar,
+    _EtaColumn,
+    arrival_span,
+    longest_task,
+    setup_replay,
+)
+from aviary.launch.spec import ReplaySpec, UsageError
+
+LONG = ["replay", "--jobs", "300", "--start", "1629", "--time-scale", "1000", "--quiet"]
+"""A real replay the simulator predicts at 11 minutes (10 nodes, the default task scale)."""
+
+
+def test_a_replay_predicted_above_the_limit_is_refused_in_one_line_naming_what_fits(tmp_path, capsys):
+    assert main([*LONG, "--max-wall", "5m", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(r"aviary replay: error: predicted \d+\.\d min of replay", err[0])
+    assert "above --max-wall 5m" in err[0] and "--yes runs anyway" in err[0]
+    assert not (tmp_path / "r").exists()  # nothing started
+    # Each suggestion, applied, fits (checked on the simulator: the refusal is what it computed).
+    scale = float(re.search(r"--time-scale (\S+)", err[0]).group(1))
+    jobs, start = map(int, re.search(r"--jobs (\d+) --start (\d+)", err[0]).groups())
+    base = ReplaySpec.from_args(build_parser().parse_args(LONG))
+    for spec in (replace(base, time_scale=scale), replace(base, jobs=jobs, start=start)):
+        setup = setup_replay(spec, quiet=True)
+        assert setup.prediction is not None and setup.prediction.wall <= 300
+    # --yes goes on anyway (the prediction is kept), a higher --max-wall too.
+    spec = replace(base, yes=True)
+    assert setup_replay(spec, quiet=True).prediction.wall > 300  # type: ignore[union-attr]
+    assert setup_replay(replace(base, max_wall=900.0), quiet=True).extra["predicted"]["wall_seconds"] > 300
+
+
+def test_the_default_real_replay_is_short_and_offers_the_load_it_asks_for():
+    setup = setup_replay(ReplaySpec(), quiet=True)
+    prediction = setup.prediction
+    assert prediction is not None and prediction.complete
+    assert len(setup.jobs) == DEFAULT_REAL_JOBS
+    # The time scale is the one the one-minute budget needs (at least the real default of 1000).
+    assert setup.extra["time_scale"] >= 1000
+    assert 0.9 * DEFAULT_BUDGET <= prediction.wall <= 1.1 * DEFAULT_BUDGET
+    # The task scale is raised from 10/10000 until no merged task outlasts a quarter of the arrivals.
+    assert setup.extra["task_scale"] > 10 / 10000
+    assert longest_task(setup.jobs) <= TAIL_SHARE * arrival_span(setup.jobs)
+    assert prediction.utilization is not None and prediction.utilization > 0.6  # --load 0.8
+    assert prediction.notes == []
+
+
+def test_a_load_the_task_merging_cannot_offer_gets_a_note_naming_the_task_scale_that_can():
+    spec = ReplaySpec(jobs=300, seed=0, task_scale=0.001, time_scale=1000.0, max_wall=None)
+    prediction = setup_replay(spec, quiet=True).prediction
+    assert prediction is not None and prediction.utilization is not None and prediction.utilization < 0.4
+    assert len(prediction.notes) == 1
+    note = prediction.notes[0]
+    assert re.match(r"predicted utilization \d+%, not the --load 0.8 asked: task merging", note)
+    fix = float(re.search(r"--task-scale (\S+) splits them", note).group(1))
+    fixed = setup_replay(replace(spec, task_scale=fix), quiet=True).prediction
+    assert fixed is not None and fixed.utilization is not None and fixed.utilization > 0.6
+    assert fixed.notes == []
+
+
+def test_duration_and_wall_time_flags_are_checked(tmp_path, capsys):
+    args = build_parser().parse_args(["replay", "--duration", "2m", "--max-wall", "1.5h"])
+    assert (args.duration, args.max_wall) == (120.0, 5400.0)
+    assert build_parser().parse_args(["replay", "--duration", "45"]).duration == 45.0
+    for bad in ("--duration=soon", "--duration=0s", "--max-wall=-1m"):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(["replay", bad])
+        assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].endswith("argument --duration: expected seconds or a time such as 90s, 2m, 1h: soon")
+    assert err[1].endswith("argument --duration: must be a time greater than 0, got 0s")
+    out = str(tmp_path / "x")
+    assert main(["replay", "--runtime", "sim", "--duration", "1m", "--jobs", "5", "--out", out]) == 2
+    assert main(["replay", "--duration", "1m", "--time-scale", "100", "--jobs", "5", "--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "aviary replay: error: --duration: only for --runtime real (the simulator runs as fast as it can)",
+        "aviary replay: error: --duration picks the time scale: give --duration or --time-scale, not both",
+    ]
+    with pytest.raises(UsageError, match="duration must be greater than 0"):
+        ReplaySpec(duration=0.0)
+
+
+def test_the_duration_picks_the_time_scale_of_the_prediction():
+    for budget in (10.0, 40.0):
+        setup = setup_replay(ReplaySpec(jobs=100, nodes=4, slots=2, duration=budget), quiet=True)
+        assert setup.prediction is not None and setup.extra["duration"] == budget
+        assert setup.prediction.wall == pytest.approx(budget, rel=0.03)
+
+
+def test_the_progress_bar_shows_the_clock_against_the_predicted_end_and_the_time_left():
+    bar = ProgressBar(10, "sparrow", False, end=20.0)
+    assert bar.clock_text(None) == ("", None)
+    assert bar.clock_text(5.0) == ("clock 5.0 s of 20.0 s predicted", 15.0)
+    assert bar.clock_text(25.0) == ("clock 25.0 s of 20.0 s predicted", None)  # past it: rich's estimate
+    sim = ProgressBar(10, "sparrow", False, virtual=True, last_arrival=4176.4)
+    assert sim.clock_text(1234.5) == ("virtual clock 1,234 s (arrivals until 4,176 s)", None)
+    columns = [str(getattr(c, "text_format", "")) for c in bar.progress.columns]
+    assert "jobs finished, {task.fields[submitted]} submitted" in columns
+    eta = _EtaColumn()
+    bar.progress.update(bar.task, eta=3725.4)
+    assert str(eta.render(bar.progress.tasks[0])) == "ETA 1:02:05"
+
+
+@pytest.mark.integration
+def test_a_real_replay_given_a_duration_ends_within_a_quarter_of_it(tmp_path, no_leftover_children, capsys):
+    out = tmp_path / "run"
+    flags = ["--jobs", "100", "--nodes", "4", "--slots", "2", "--duration", "15s", "--quiet"]
+    assert main(["replay", *flags, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "predicted on the simulator in" in err and "15.0 s of replay for 100 jobs" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished"] == 100 and summary["extra"]["duration"] == 15.0
+    assert 0.75 * 15 <= summary["wall_seconds"] <= 1.25 * 15, summary["wall_seconds"]
+    assert summary["extra"]["predicted"]["wall_seconds"] == pytest.approx(15, rel=0.03)

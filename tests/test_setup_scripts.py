@@ -1,0 +1,119 @@
+"""The set-up and test scripts: any lint failure (ruff check, ruff format, mypy) fails the test command
+before pytest runs, and requirements.lock pins what pyproject.toml asks for (~10 s).
+
+scripts/test.sh and scripts/lint.sh run, unchanged, in a tiny copy of the repository whose set-up
+scripts are stubs and whose .venv/bin holds the real ruff and mypy and a fake `python` that only
+records that pytest would have run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tool(name: str) -> str:
+    """The tool of the environment running the tests (.venv/bin), else the one on PATH."""
+    here = Path(sys.executable).parent / name
+    found = str(here) if here.exists() else shutil.which(name)
+    assert found, f"{name} is missing: bash scripts/setup.sh installs it into .venv"
+    return found
+
+
+def tree_with(tmp_path: Path, source: str) -> Path:
+    tree = tmp_path / "repo"
+    (tree / "scripts").mkdir(parents=True)
+    for script in ("test.sh", "lint.sh"):
+        shutil.copy(ROOT / "scripts" / script, tree / "scripts" / script)
+    for stub in ("setup.sh", "setup-docker.sh"):
+        (tree / "scripts" / stub).write_text("exit 0\n")
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    (tree / "__init__.py").write_text('"""A package."""\n')
+    (tree / "mod.py").write_text(source)
+    bin_dir = tree / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("ruff", "mypy"):
+        (bin_dir / name).symlink_to(tool(name))
+    fake = bin_dir / "python"
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/../../pytest-ran"\n')
+    fake.chmod(0o755)
+    return tree
+
+
+def run_tests(tree: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(tree / "scripts" / "test.sh"), "-k", "something"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("import os\n", "F401"),  # ruff check: unused import
+        ("x = 'a'\n", "reformat"),  # ruff format --check: quotes
+        ('x: int = "a"\n', "Incompatible types"),  # mypy
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
+)
+def test_a_lint_failure_fails_the_test_command(tmp_path, source, says):
+    tree = tree_with(tmp_path, source)
+    done = run_tests(tree)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert says.lower() in (done.stdout + done.stderr).lower()
+    assert not (tree / "pytest-ran").exists()  # stopped at the lint, before pytest
+
+
+def test_a_clean_tree_goes_on_to_pytest_with_the_arguments(tmp_path):
+    tree = tree_with(tmp_path, "x: int = 1\n")
+    done = run_tests(tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tree / "pytest-ran").read_text().split() == ["-m", "pytest", "-q", "-k", "something"]
+
+
+def locked() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"requirements.lock: not an exact pin: {line}"
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+def test_the_lock_pins_every_dependency_and_dev_tool_within_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = locked()
+    for spec in [*project["dependencies"], *project["optional-dependencies"]["dev"]]:
+        req = Requirement(spec)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not in requirements.lock: bash scripts/setup.sh --update-lock"
+        assert req.specifier.contains(pins[name], prereleases=True), f"locked {name}=={pins[name]} but {spec}"
+
+
+@pytest.mark.skipif(
+    Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(), reason="not running in the project's .venv"
+)
+def test_the_project_environment_has_the_locked_versions():
+    wrong = {}
+    for name, version in locked().items():
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            have = "missing"
+        if have != version:
+            wrong[name] = (version, have)
+    assert not wrong, f"(locked, installed): {wrong}; bash scripts/setup.sh"
+    assert os.access(ROOT / ".venv" / "bin" / "aviary", os.X_OK)
