@@ -60,7 +60,7 @@ class ReplaySpec:
     ``time_scale``: ``None`` for the default (1 simulated; on real processes the one that fits
     ``duration``, or the default budget ``replay.DEFAULT_BUDGET``, on the simulator's prediction, at
     least the workload's ``replay.REAL_TIME_SCALE``). ``jobs``: ``None`` for all (on real processes
-    ``replay.DEFAULT_REAL_JOBS`` of a trace). ``duration``: the wall-clock budget (s) of a real replay,
+    ``replay_jobs.DEFAULT_REAL_JOBS`` of a trace). ``duration``: the wall-clock budget (s) of a real replay,
     which picks the time scale. ``max_wall``: a real replay predicted to take longer is refused (None:
     no limit) unless ``yes``. ``load``: offered load of Poisson arrivals (``None``: 0.8; gshet 1.0) unless
     ``keep_arrivals`` or ``batch`` (DAG workloads: every job at time 0). ``cutoff``: short/long cutoff in
@@ -97,7 +97,7 @@ class ReplaySpec:
     capacity: Resources | None = None
     time_scale: float | None = None
     gshet: str | None = None
-    """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``replay.gshet_options``)."""
+    """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

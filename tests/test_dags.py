@@ -384,7 +384,8 @@ def test_bad_tpcds_parameters_raise_one_line(kw, match):
 
 def test_tpcds_replays_on_the_simulator_through_the_cli(tmp_path, capsys):
     from aviary.launch.cli import main
-    from aviary.launch.replay import DEFAULT_TPCH_JOBS, setup_replay, time_scale
+    from aviary.launch.replay import setup_replay, time_scale
+    from aviary.launch.replay_jobs import DEFAULT_TPCH_JOBS
     from aviary.launch.spec import ReplaySpec
 
     base = [

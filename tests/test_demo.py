@@ -18,5 +18,7 @@ def test_demo_replays_both_policies_and_compares_them(tmp_path, no_leftover_chil
         assert summary["policy"] == policy and summary["runtime"] == "real"
         assert summary["finished"] == summary["jobs"] == 300 and summary["unfinished"] == []
     assert (tmp_path / "compare.png").stat().st_size > 0
-    # What the demo shows: short jobs no longer wait behind long tasks under Eagle.
-    assert runs["eagle"]["jct"]["short"]["p90"] < 0.5 * runs["sparrow"]["jct"]["short"]["p90"]
+    # What the demo shows: short jobs no longer wait behind long tasks under Eagle (p90 ~0.006 of Sparrow's),
+    # at the utilization asked for (--load 0.8: 78 %).
+    assert runs["eagle"]["jct"]["short"]["p90"] < 0.1 * runs["sparrow"]["jct"]["short"]["p90"]
+    assert all(summary["utilization"] > 0.7 for summary in runs.values())

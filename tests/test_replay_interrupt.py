@@ -17,7 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aviary.launch.replay import StopSignals, run_replay, setup_replay
+from aviary.launch.progress import StopSignals
+from aviary.launch.replay import run_replay, setup_replay
 from aviary.launch.spec import ReplaySpec
 
 

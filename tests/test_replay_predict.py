@@ -11,16 +11,9 @@ from dataclasses import replace
 import pytest
 
 from aviary.launch.cli import build_parser, main
-from aviary.launch.replay import (
-    DEFAULT_BUDGET,
-    DEFAULT_REAL_JOBS,
-    TAIL_SHARE,
-    ProgressBar,
-    _EtaColumn,
-    arrival_span,
-    longest_task,
-    setup_replay,
-)
+from aviary.launch.progress import ProgressBar, _EtaColumn
+from aviary.launch.replay import DEFAULT_BUDGET, setup_replay
+from aviary.launch.replay_jobs import DEFAULT_REAL_JOBS, TAIL_SHARE, arrival_span, longest_task
 from aviary.launch.spec import ReplaySpec, UsageError
 
 LONG = ["replay", "--jobs", "300", "--start", "1629", "--time-scale", "1000", "--quiet"]

@@ -29,6 +29,9 @@ def test_the_demo_spec_is_the_demo_flags(tmp_path, policy):
     assert direct == flags
     a, b = setup_replay(direct), setup_replay(flags)
     assert a.jobs == b.jobs and len(a.jobs) == 300
+    # A newcomer's first command: the utilization is the --load asked for, no note, well under a minute.
+    assert a.prediction is not None and a.prediction.notes == []
+    assert a.prediction.utilization == pytest.approx(0.8, abs=0.05) and a.prediction.wall < 20
     assert a.cluster.params == b.cluster.params and a.extra == b.extra
     assert [(p.name, p.role, p.slots, p.partition) for p in a.cluster.processes] == [
         (p.name, p.role, p.slots, p.partition) for p in b.cluster.processes
