@@ -511,6 +511,34 @@ def build_parser() -> Parser:
     bn.add_argument(
         "--out", type=_out_dir, default=Path("results/bench"), help="results folder (default %(default)s)"
     )
+
+    sw = sub.add_parser("sweep", help="a grid of simulated replays from a TOML spec, resumable, on all cores")
+    sw.add_argument("spec", type=Path, help="the sweep spec, TOML (docs/sweep.md; required)")
+    sw.add_argument(
+        "--out",
+        type=_out_dir,
+        default=None,
+        help="the sweep's folder, one sub-folder per cell (default: the spec's 'out', else "
+        "results/sweeps/<spec name>)",
+    )
+    sw.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        help="cells run at once on this machine, a count (default: every core)",
+    )
+    sw.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        default=None,
+        help="run the cells on the Dask distributed scheduler at this address, e.g. tcp://10.0.0.1:8786 "
+        "(default: a local process pool)",
+    )
+    sw.add_argument("--force", action="store_true", help="re-run the cells already done (default: skip them)")
+    sw.add_argument(
+        "--dry-run", action="store_true", help="list the cells, each done or not, run none (default: off)"
+    )
+    sw.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
     return parser
 
 

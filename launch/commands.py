@@ -193,6 +193,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import main_sweep
+
+    return main_sweep(
+        args.spec,
+        out=args.out,
+        workers=args.workers,
+        cluster=args.cluster,
+        force=args.force,
+        quiet=args.quiet,
+        dry_run=args.dry_run,
+    )
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "up": cmd_up,
     "cluster": cmd_cluster,
@@ -201,4 +215,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compare": cmd_compare,
     "demo": cmd_demo,
     "bench": cmd_bench,
+    "sweep": cmd_sweep,
 }

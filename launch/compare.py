@@ -429,7 +429,7 @@ def comparison_figure(comp: Comparison) -> Figure:
         for label in others
     }
     with_cdf = any(comp.factors.get(label) for label in others)
-    bars_width = max(6.0, 2.0 + 0.5 * len(groups) * len(others))
+    bars_width = max(6.0, 1.5 + len(groups) * (0.55 + 0.35 * len(others)))  # room for each tick's label
     fig = Figure(figsize=(bars_width + (6.0 if with_cdf else 0.0), 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     if with_cdf:

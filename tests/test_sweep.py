@@ -1,0 +1,287 @@
+"""``aviary sweep``: a grid of simulated replays, one folder per cell, resumable, locally and on Dask."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from aviary.launch.cli import main
+from aviary.launch.sweep import cell_done, dask_distributed
+from aviary.launch.sweep_spec import load_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKING = ROOT / "experiments" / "sweeps" / "packing_sim.toml"
+
+TINY = """\
+name = "tiny"
+baseline = "drf"
+
+[replay]
+workload = "tpch"
+jobs = 12
+nodes = 6
+seed = 0
+
+[grid]
+load = [0.8, "batch"]
+policy = ["drf", "tetris"]
+"""
+
+
+def toml_text(data: dict) -> str:
+    """A spec as TOML (top-level strings, then tables of scalars and lists)."""
+
+    def value(v: object) -> str:
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v) if isinstance(v, str) else repr(v)
+
+    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for table, items in data.items():
+        if isinstance(items, dict):
+            lines += ["", f"[{table}]", *(f"{k} = {value(v)}" for k, v in items.items())]
+    return "\n".join(lines) + "\n"
+
+
+def mtimes(out: Path) -> dict[str, int]:
+    return {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/summary.json")}
+
+
+def ran(err: str) -> tuple[int, int]:
+    """(cells run, already done) from the sweep's closing line."""
+    found = re.search(r"^sweep \S+: (\d+) cells run, (\d+) already done", err, re.M)
+    assert found, err
+    return int(found.group(1)), int(found.group(2))
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny sweep run once locally on 2 workers; its folder."""
+    folder = tmp_path_factory.mktemp("local")
+    spec = folder / "tiny.toml"
+    spec.write_text(TINY)
+    assert main(["sweep", str(spec), "--out", str(folder / "out"), "--workers", "2", "--quiet"]) == 0
+    return folder / "out"
+
+
+def test_local_sweep_writes_a_folder_per_cell_and_the_tables(local_sweep: Path) -> None:
+    names = {"drf,load=0.8", "tetris,load=0.8", "drf,load=batch", "tetris,load=batch"}
+    assert {p.name for p in local_sweep.iterdir() if p.is_dir()} == names
+    for name in names:
+        summary = json.loads((local_sweep / name / "summary.json").read_text())
+        assert summary["finished"] == summary["jobs"] == 12
+        assert summary["extra"]["sweep"]["cell"] == name
+        assert "--runtime" in summary["extra"]["sweep"]["flags"]
+    rows = list(csv.DictReader((local_sweep / "sweep.csv").open()))
+    assert [(r["load"], r["policy"]) for r in rows] == [
+        ("0.8", "drf"),
+        ("0.8", "tetris"),
+        ("batch", "drf"),
+        ("batch", "tetris"),
+    ]
+    assert all(float(r["mean_jct"]) > 0 and float(r["makespan"]) > 0 for r in rows)
+    assert "all_p99" in rows[0] and "utilization" in rows[0]
+    norm = list(csv.DictReader((local_sweep / "normalized.csv").open()))
+    assert [(r["load"], r["policy"]) for r in norm] == [("0.8", "tetris"), ("batch", "tetris")]
+    drf, tetris = rows[0], rows[1]
+    assert float(norm[0]["mean_jct"]) == pytest.approx(float(tetris["mean_jct"]) / float(drf["mean_jct"]))
+    md = (local_sweep / "sweep.md").read_text()
+    assert "| load | policy |" in md and "Normalized to drf" in md
+    assert (local_sweep / "normalized.png").stat().st_size > 10_000
+
+
+def test_rerun_skips_done_cells_and_runs_a_missing_one(
+    local_sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    before = mtimes(local_sweep)
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--out", str(local_sweep), "--quiet"]) == 0
+    assert ran(capsys.readouterr().err) == (0, 4)
+    assert mtimes(local_sweep) == before
+    gone = local_sweep / "tetris,load=batch"
+    (gone / "summary.json").unlink()  # a cell cut short: jobs.csv without summary.json
+    assert main(["sweep", str(spec), "--out", str(local_sweep), "--quiet", "--workers", "1"]) == 0
+    assert ran(capsys.readouterr().err) == (1, 3)
+    after = mtimes(local_sweep)
+    assert {k: v for k, v in after.items() if k != gone.name} == {
+        k: v for k, v in before.items() if k != gone.name
+    }
+    assert gone.name in after
+
+
+def test_a_stale_or_interrupted_summary_is_not_done(local_sweep: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    sweep = load_sweep(spec, local_sweep)
+    cell = sweep.cells[0]
+    assert cell_done(local_sweep / cell.name, cell)
+    copy = tmp_path / cell.name
+    copy.mkdir()
+    (copy / "jobs.csv").write_text((local_sweep / cell.name / "jobs.csv").read_text())
+    summary = json.loads((local_sweep / cell.name / "summary.json").read_text())
+    summary["extra"]["interrupted"] = True
+    (copy / "summary.json").write_text(json.dumps(summary))
+    assert not cell_done(copy, cell)
+    summary["extra"]["interrupted"] = False
+    summary["extra"]["sweep"]["flags"] = [*cell.flags, "--nodes", "7"]  # other parameters
+    (copy / "summary.json").write_text(json.dumps(summary))
+    assert not cell_done(copy, cell)
+
+
+def test_interrupted_sweep_resumes_with_only_the_missing_cells(tmp_path: Path) -> None:
+    spec = tmp_path / "six.toml"
+    spec.write_text(TINY.replace('load = [0.8, "batch"]', 'load = [0.6, 0.8, "batch"]').replace("12", "40"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "aviary.launch.cli", "sweep", str(spec), "--out", str(out), "--workers", "1"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("*/summary.json")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted by SIGINT" in err
+    sweep = load_sweep(spec, out)
+    done = [c.name for c in sweep.cells if cell_done(out / c.name, c)]
+    assert 1 <= len(done) < len(sweep.cells)
+    # no half-done cell: every folder there holds a finished cell
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(done)
+    before = mtimes(out)
+    again = subprocess.run([*cmd, "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert ran(again.stderr) == (len(sweep.cells) - len(done), len(done))
+    assert {k: v for k, v in mtimes(out).items() if k in done} == before
+    assert all(cell_done(out / c.name, c) for c in sweep.cells)
+
+
+BAD = [
+    ("[replay]\nnodez = 3\n", "line 2: field 'replay.nodez': not a flag of 'aviary replay'"),
+    (
+        "[replay]\njobs = 10\nnodes = 0\n",
+        "line 3: field 'replay.nodes': argument --nodes: must be at least 1",
+    ),
+    ("[grid]\npolicy = 'drf'\n", "line 2: field 'grid.policy': expected a non-empty list"),
+    (
+        "[grid]\npolicy = ['drf', 'nosuch']\n",
+        "line 2: field 'grid.policy': argument --policy: invalid choice",
+    ),
+    ("[replay]\nout = 'x'\n", "line 2: field 'replay.out': not in a sweep"),
+    ("baseline = 'cs'\n[grid]\npolicy = ['drf']\n", "line 1: field 'baseline': 'cs' is not a value"),
+    ("figure = 'f.gif'\n", "line 1: field 'figure'"),
+    ("colour = 1\n", "line 1: field 'colour': not a key of a sweep spec"),
+    ("[replay]\nnodes = [\n", "not valid TOML"),
+    ("[replay]\nworkload = 'tpch'\n[grid]\nload = [0.8]\nbatch = [true]\n", "cell load=0.8,batch=true"),
+    ("[grid]\npolicy = ['drf', 'drf']\n", "a value is listed twice"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD)
+def test_a_bad_spec_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text(text)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"aviary sweep: error: {spec}: ")
+    assert message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_sweep_on_a_dask_cluster_gives_the_local_results(
+    local_sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    distributed = dask_distributed()
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    out = tmp_path / "on-dask"
+    with distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        assert main(["sweep", str(spec), "--out", str(out), "--cluster", cluster.scheduler_address]) == 0
+    assert ran(capsys.readouterr().err) == (4, 0)
+    cells = sorted(p.name for p in local_sweep.iterdir() if p.is_dir())
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == cells
+    for name in cells:
+        assert (out / name / "jobs.csv").read_bytes() == (local_sweep / name / "jobs.csv").read_bytes()
+    assert (out / "normalized.csv").read_text() == (local_sweep / "normalized.csv").read_text()
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--cluster", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--cluster tcp://127.0.0.1:9: cannot reach" in err
+
+
+def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
+    """experiments/sweeps/packing_sim.toml holds experiments/packing_sim.py's grid and flags, and its cells
+    (here a small version: fewer jobs and nodes, two loads, two policies) give the script's results."""
+    from aviary.experiments import dag_sweep
+    from aviary.experiments.packing_sim import SWEEP
+
+    data = tomllib.loads(PACKING.read_text())
+    assert data["replay"] == {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes, "seed": 0}
+    assert data["grid"]["workload"] == list(SWEEP.workloads)
+    assert [str(x) for x in data["grid"]["load"]] == list(SWEEP.loads)
+    assert data["grid"]["policy"] == list(SWEEP.policies) and data["baseline"] == SWEEP.baseline
+    data["replay"].update(jobs=15, nodes=8)
+    data["grid"].update(workload=["tpch"], load=[1.0, "batch"], policy=["drf", "tetris"])
+    spec = tmp_path / "packing_small.toml"
+    spec.write_text(toml_text(data))
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    script = dag_sweep.Sweep(
+        name=str(tmp_path / "script"),  # an absolute name: the script's results go there
+        title="",
+        intro="",
+        workloads=("tpch",),
+        loads=("1.0", "batch"),
+        policies=("drf", "tetris"),
+        baseline="drf",
+        jobs=15,
+        nodes=8,
+    )
+    rows = {r["cell"]: r for r in csv.DictReader((out / "sweep.csv").open())}
+    for load in script.loads:
+        for policy in script.policies:
+            theirs = dag_sweep.run_one(script, ("tpch", load, policy), force=False)
+            cell = f"{policy},workload=tpch,load={load}"
+            assert (out / cell / "jobs.csv").read_bytes() == (
+                script.out / f"tpch-{load}-{policy}" / "jobs.csv"
+            ).read_bytes()
+            assert float(rows[cell]["mean_jct"]) == theirs["mean_jct"]
+            assert float(rows[cell]["makespan"]) == theirs["makespan"]
+
+
+def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(line.startswith("to run") for line in lines)
+    assert "--policy tetris" in lines[1] and "--batch" in lines[2]
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_spec_folder_names_the_results(tmp_path: Path) -> None:
+    spec = tmp_path / "specs" / "x.toml"
+    spec.parent.mkdir()
+    spec.write_text('out = "../results/x"\n' + TINY.replace('name = "tiny"\n', ""))
+    sweep = load_sweep(spec)
+    assert sweep.out == spec.parent / "../results/x" and sweep.name == "x"
+    assert os.path.basename(load_sweep(spec, tmp_path / "o").out) == "o"
