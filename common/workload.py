@@ -17,8 +17,11 @@ task-seconds". The steps, in order:
    task-seconds are thus kept exactly (up to float rounding; exactly for integer durations), while
    the longer tasks keep the trace's spread of durations instead of all becoming the mean.
 4. **Time scale**: every duration is divided by ``time_scale`` (1000: trace seconds -> milliseconds).
-5. **Estimate**: the mean of the job's new task durations, optionally multiplied by a seeded uniform
-   factor in ``[lo, hi]`` per job (mis-estimation, thesis §2.4.8).
+5. **Estimate**: the job's trace mean task duration divided by ``time_scale`` (not the mean of the
+   merged tasks: merging makes a job's tasks fewer and longer, it does not make the job long; with
+   merged estimates a job of many short tasks would be scheduled as long, against the thesis' §2.4.10
+   split of jobs between the distributed and the central scheduler), optionally multiplied by a seeded
+   uniform factor in ``[lo, hi]`` per job (mis-estimation, thesis §2.4.8).
 6. **Arrivals**: either the trace's submit times shifted so the first sampled job is at 0 and divided
    by ``time_scale``, or Poisson arrivals at offered load ``rho``: exponential gaps of mean
    ``(mean task-seconds per sampled job, after scaling) / (rho * nodes * slots)``, first job at 0.
@@ -175,7 +178,7 @@ def build_workload(
 
     specs: list[JobSpec] = []
     for job_id, (tj, durations, submit) in enumerate(zip(chosen, durations_per_job, submits, strict=True)):
-        estimate = math.fsum(durations) / len(durations)
+        estimate = math.fsum(d / time_scale for d in tj.durations) / tj.tasks  # step 5
         if misestimate is not None:
             estimate *= estimate_rng.uniform(*misestimate)
         specs.append(

@@ -11,15 +11,19 @@ datacenter for short jobs."
 Every job goes to a distributed scheduler (there is no central one). Each task is placed early
 (``QueueTask``) on the node with the least estimated waiting time as this scheduler sees it: the node's
 last heartbeat (``QueueReport``, every ``heartbeat`` seconds when its queue changed), decayed by the
-time since it was received, plus a random amount in [0, heartbeat) drawn at each heartbeat, plus the
-estimates this scheduler placed there since. Short jobs may use every node, long jobs (estimate >=
-cutoff) only the general partition. Nodes reorder their queues by SRPT over all entries
-(:class:`~aviary.worker.hybrid.HybridNodeCore` with ``stop_at_long=False``); the job's remaining work
+time since it was received (never below 0), plus a random offset in [0, heartbeat) drawn at each
+heartbeat and fixed until the next one (Apollo's term: it spreads concurrent schedulers, and does not
+decay with the report), plus the estimates this scheduler placed there since. Short jobs may use
+every node, long jobs (estimate >= cutoff) only the general partition. Nodes reorder their queues by
+SRPT over all entries (:class:`~aviary.worker.hybrid.HybridNodeCore` with ``stop_at_long=False``),
+with Eagle's bypass threshold (§3.5); the job's remaining work
 is its tasks not yet started, which nodes learn from ``QueueTask`` and from ``RemainingUpdate`` (sent
-to the nodes still holding tasks of the job when a ``TaskStarted`` lowers the count; with
-``update_ratio`` as in Eagle).
+to the nodes still holding tasks of the job when a ``TaskStarted`` lowers the count), by Eagle's rule
+(:func:`~aviary.distributed.eagle.update_due` with the same ``update_ratio``, §3.4.3), so that neither
+side of the §3.6.2 comparison gets more exact remaining counts than the other.
 
-Counters: ``jobs``, ``jobs_long``, ``tasks_placed``, ``remaining_updates``, ``reports``.
+Counters: ``jobs``, ``jobs_long``, and, written even when 0, ``tasks_placed``, ``remaining_updates``,
+``reports``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from ..common.messages import (
     TaskStarted,
 )
 from ..common.model import GOOGLE_CUTOFF
+from .eagle import update_due
 
 __all__ = ["DlwlSchedulerCore"]
 
@@ -78,6 +83,8 @@ class DlwlSchedulerCore(Core):
         if not nodes:
             raise ValueError(f"scheduler {name}: no nodes")
         self.rng = random.Random(f"{seed}/{name}")
+        if not 0 <= update_ratio < 1:
+            raise ValueError(f"scheduler {name}: update ratio must be in [0, 1), got {update_ratio}")
         self.heartbeat = heartbeat
         self.update_ratio = update_ratio
         self.cutoff = cutoff
@@ -86,11 +93,18 @@ class DlwlSchedulerCore(Core):
         # Two views of the same reports: every node (short jobs) and the general partition (long jobs).
         self.views = {False: self._view(self.all), True: self._view(self.general)}
         self.jobs: dict[int, _Job] = {}
+        self.counters.update(dict.fromkeys(("tasks_placed", "remaining_updates", "reports"), 0))
 
     def _view(self, names: list[str]) -> tuple[list[str], dict[str, int], LwlIndex]:
         rank = list(range(len(names)))
         self.rng.shuffle(rank)
         return names, {n: i for i, n in enumerate(names)}, LwlIndex(len(names), rank)
+
+    def estimate(self, node: str, now: float, *, long: bool = False) -> float:
+        """The waiting time of ``node`` as this scheduler sees it now, in the view of short jobs (every
+        node) or of long ones (the general partition)."""
+        _, index, lwl = self.views[long]
+        return lwl.wait(index[node], now)
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
@@ -105,12 +119,16 @@ class DlwlSchedulerCore(Core):
         return self.unexpected(msg)
 
     def _report(self, now: float, node: str, wait: float) -> list[Effect]:
+        """A heartbeat: the node's waiting time decays from now on; the random offset does not (it is
+        held as queued work, which only the next report clears)."""
         self.counters["reports"] += 1
-        noise = self.rng.uniform(0.0, self.heartbeat) if self.heartbeat > 0 else 0.0
+        offset = self.rng.uniform(0.0, self.heartbeat) if self.heartbeat > 0 else 0.0
         for _, index, lwl in self.views.values():
             i = index.get(node)
             if i is not None:
-                lwl.report(i, max(0.0, wait) + noise, now)
+                lwl.report(i, max(0.0, wait), now)
+                if offset:
+                    lwl.add(i, offset, now)
         return []
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
@@ -149,7 +167,7 @@ class DlwlSchedulerCore(Core):
             job.waiting[node] = left
         else:
             job.waiting.pop(node, None)
-        if job.waiting and job.not_started <= job.told * (1.0 - self.update_ratio):
+        if job.waiting and update_due(job.not_started, job.told, self.update_ratio):
             job.told = job.not_started
             update = RemainingUpdate(msg.job_id, job.not_started)
             self.counters["remaining_updates"] += len(job.waiting)

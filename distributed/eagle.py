@@ -13,20 +13,25 @@ re-placement of rejected probes, and the scheduler's side of sticky batch probin
   which nodes never reject). Re-sent targets are drawn with replacement (as in the thesis' simulator).
 - **SBP** (§3.4): a node keeps a probe after the task it brought and asks for another one, so the
   scheduler answers every ``GetTask`` with a task while the job has one, else ``NoTask``; once every
-  task is handed out, every node holding the job's probes gets ``CancelProbes``.
+  task is handed out, every node holding the job's probes gets ``CancelProbes`` (Sparrow's cancel,
+  §2.3.5), or, with ``cancel=False`` (the authors' simulator), the probes stay queued and each gets
+  ``NoTask`` when served; the last remaining-task update (0 left) then goes out by the rule below.
 - **Remaining-task updates** (§3.4.3): "upon assigning a new task to a node, the distributed scheduler
   updates the number of remaining tasks at all nodes where it has located probes" (``RemainingUpdate``;
   the node that got the task learns it from ``AssignTask.remaining``). With ``update_ratio`` e > 0 an
   update is sent only when the remaining count fell to (1 - e) x the count last sent, a bounded-error
   version that keeps the message count near-linear for jobs of thousands of tasks (the exact scheme
-  sends t x max(K, 2t) updates for a job of t tasks; see ``docs/policies.md``).
+  sends t x max(K, 2t) updates for a job of t tasks; see ``docs/policies.md``). The rule is
+  :func:`update_due`, which DLWL's scheduler uses too (§3.6.2 compares the two on equal terms).
 
 Ablation switches: ``min_probes=0`` (no minimum), ``sss=False`` (nodes accept every probe, so nothing
 is re-sent), ``updates=False`` (no remaining updates, for FIFO nodes without SRPT), ``sticky=False``
 (probes are used up by the task they bring, as in Sparrow).
 
-Counters: ``probes`` (first-round probes), ``probes_rescheduled`` (re-sent after a rejection; also
-split into ``probes_to_free`` and ``probes_to_short``), ``remaining_updates``, ``jobs``.
+Counters (written even when 0, Table 3.2): ``probes`` (first-round probes), ``probes_rescheduled``
+(re-sent after a rejection; also split into ``probes_to_free`` and ``probes_to_short``),
+``remaining_updates``, the leftover counters of :data:`~aviary.distributed.sparrow.LEFTOVER_COUNTERS`;
+and ``jobs``.
 """
 
 from __future__ import annotations
@@ -42,7 +47,6 @@ from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import (
     AssignTask,
-    CancelProbes,
     GetTask,
     NoTask,
     Probe,
@@ -53,9 +57,24 @@ from ..common.messages import (
 )
 from ..common.model import GOOGLE_CUTOFF
 from ..worker.hybrid import LAST_ATTEMPT
-from .sparrow import sample_nodes
+from .sparrow import LEFTOVER_COUNTERS, leftover_probes, sample_nodes
 
-__all__ = ["EagleSchedulerCore"]
+__all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
+
+EAGLE_COUNTERS = (
+    *LEFTOVER_COUNTERS,
+    "probes_rescheduled",
+    "probes_to_free",
+    "probes_to_short",
+    "remaining_updates",
+)
+
+
+def update_due(left: int, told: int, ratio: float) -> bool:
+    """Whether a remaining-task update goes out now that the job has ``left`` tasks, the nodes having
+    last been told ``told``: at every change with ``ratio`` 0 (thesis §3.4.3), else once the count fell
+    to (1 - ratio) x ``told`` (bounded error, docs/policies.md)."""
+    return left <= told * (1.0 - ratio)
 
 
 @dataclass(slots=True)
@@ -94,6 +113,7 @@ class EagleSchedulerCore(Core):
         sticky: bool = True,
         updates: bool = True,
         update_ratio: float = 0.0,
+        cancel: bool = True,
         cutoff: float = GOOGLE_CUTOFF,
         seed: int = 0,
     ) -> None:
@@ -115,8 +135,10 @@ class EagleSchedulerCore(Core):
         self.sticky = sticky
         self.updates = updates
         self.update_ratio = update_ratio
+        self.cancel = cancel
         self.cutoff = cutoff
         self.rng = random.Random(f"{seed}/{name}")
+        self.counters.update(dict.fromkeys(EAGLE_COUNTERS, 0))
         self.bits = 0  # the freshest bitvector seen, as an int (bit i: node i holds long work)
         self.stamp = -math.inf
         self.jobs: dict[int, EagleJob] = {}
@@ -234,15 +256,20 @@ class EagleSchedulerCore(Core):
         effects: list[Effect] = [
             Send(node, AssignTask(job_id, index, job.durations[index], job.estimate, left))
         ]
-        if left == 0:
-            effects.extend(Send(n, CancelProbes(job_id)) for n in job.probed)
-            job.probed.clear()
-        elif self.updates and left <= job.told * (1.0 - self.update_ratio):
+        if left == 0 and self.cancel:
+            effects.extend(self._leftover(job_id, job))
+        elif self.updates and update_due(left, job.told, self.update_ratio):
             job.told = left
             update = RemainingUpdate(job_id, left)
             effects.extend(Send(n, update) for n in job.probed if n != node)
             self.counters["remaining_updates"] += len(job.probed) - (node in job.probed)
+        if left == 0 and not self.cancel:
+            effects.extend(self._leftover(job_id, job))
         return effects
+
+    def _leftover(self, job_id: int, job: EagleJob) -> list[Effect]:
+        """Every task is handed out: the reservations still out are leftover probes (cancelled or kept)."""
+        return leftover_probes(self.counters, job_id, job.probed, self.cancel)
 
     def _forget(self, job: EagleJob, node: str) -> None:
         """One reservation of ``node`` is used up (non-sticky) or dropped (NoTask)."""

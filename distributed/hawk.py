@@ -9,7 +9,13 @@ jobs normally go to the central LWL scheduler (the frontend routes them there by
 general partition, since long tasks never use the short partition (§2.3.4), with its probes marked
 ``long`` so that nodes know what they hold (stealing takes short probes queued behind long entries).
 
-Counters: ``probes`` (short probes sent), ``probes_long``, ``jobs``, ``jobs_long``.
+Leftover probes are cancelled once a job's last task is handed out (Sparrow's "otherwise, a cancel is
+sent"), or, with ``cancel=False``, left in the queues as in the authors' simulator, where idle nodes
+may steal them (:func:`~aviary.distributed.sparrow.leftover_probes`).
+
+Counters: ``probes`` (short probes sent), ``probes_long``, ``jobs``, ``jobs_long``, the leftover
+counters of :data:`~aviary.distributed.sparrow.LEFTOVER_COUNTERS`, and ``probes_rescheduled`` always 0
+(Table 3.2's column: Hawk's re-scheduled probes are the nodes' ``steals``).
 """
 
 from __future__ import annotations
@@ -35,12 +41,14 @@ class HawkSchedulerCore(SparrowCore):
         general: Sequence[str],
         *,
         probe_ratio: float = 2.0,
+        cancel: bool = True,
         cutoff: float = GOOGLE_CUTOFF,
         seed: int = 0,
     ) -> None:
-        super().__init__(name, list(nodes), probe_ratio=probe_ratio, seed=seed)
+        super().__init__(name, list(nodes), probe_ratio=probe_ratio, cancel=cancel, seed=seed)
         self.general = list(general) or self.nodes
         self.cutoff = cutoff
+        self.counters["probes_rescheduled"] = 0  # Table 3.2's column; Hawk's re-scheduled probes are steals
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
         if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:

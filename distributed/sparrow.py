@@ -5,9 +5,16 @@ comes to the head of a server's queue, the server requests a task from the sched
 scheduler has not given out the t tasks to other servers, it responds to the server with a task.
 Otherwise, a cancel is sent." Here the probe ratio d is a parameter (default 2, the value the
 Sparrow authors found best). Once the last task is handed out, every node still holding
-reservations of the job gets one ``CancelProbes`` so they leave its queue; a late ``GetTask`` is
-answered ``NoTask``. When the job's last task finishes, the frontend that submitted it gets
-``JobDone``.
+reservations of the job gets one ``CancelProbes`` so they leave its queue ("otherwise, a cancel is
+sent"); a late ``GetTask`` is answered ``NoTask``. When the job's last task finishes, the frontend that
+submitted it gets ``JobDone``.
+
+Leftover probes: with ``cancel=False`` no ``CancelProbes`` is sent, as in the Hawk/Eagle authors'
+simulator: the leftover reservations stay queued until they reach a free slot (and get ``NoTask``) or
+are stolen (Hawk, §2.3.6), which is why Table 3.2's stealing counts roughly triple without cancel.
+Counters, both modes: ``probes_leftover`` (reservations still out when the job's last task was handed
+out), ``probes_leftover_cancelled`` (of those, the ones a ``CancelProbes`` went out for) and
+``probes_leftover_kept`` (left in the queues); which one is non-zero says which mode a run used.
 
 Probes for the same node are batched into one message (``Probe.count``); this happens only when
 d*t exceeds the number of nodes, where probes must repeat nodes.
@@ -52,6 +59,26 @@ class JobState:
         return len(self.durations) - self.next_task
 
 
+LEFTOVER_COUNTERS = ("probes", "probes_leftover", "probes_leftover_cancelled", "probes_leftover_kept")
+"""Scheduler counters of every probing policy, written even when 0 (thesis Table 3.2)."""
+
+
+def leftover_probes(counters: Counter[str], job_id: int, probed: Counter[str], cancel: bool) -> list[Effect]:
+    """The job's last task is handed out: its reservations still out (``probed``) are leftover probes.
+    With ``cancel`` every node holding some gets one ``CancelProbes`` (Sparrow, thesis §2.3.5); else
+    they stay queued (the authors' simulator). Counts them either way and forgets them."""
+    left = sum(n for n in probed.values() if n > 0)
+    counters["probes_leftover"] += left
+    if cancel:
+        counters["probes_leftover_cancelled"] += left
+        effects: list[Effect] = [Send(n, CancelProbes(job_id)) for n, c in probed.items() if c > 0]
+    else:
+        counters["probes_leftover_kept"] += left
+        effects = []
+    probed.clear()
+    return effects
+
+
 def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
     """k probe targets: distinct random nodes while k <= len(nodes), else every node k // n times
     and k % n random ones once more."""
@@ -69,7 +96,9 @@ class SparrowCore(Core):
 
     role = "scheduler"
 
-    def __init__(self, name: str, nodes: list[str], *, probe_ratio: float = 2.0, seed: int = 0) -> None:
+    def __init__(
+        self, name: str, nodes: list[str], *, probe_ratio: float = 2.0, cancel: bool = True, seed: int = 0
+    ) -> None:
         super().__init__(name)
         if not nodes:
             raise ValueError(f"scheduler {name}: no nodes to probe")
@@ -77,8 +106,10 @@ class SparrowCore(Core):
             raise ValueError(f"scheduler {name}: probe ratio must be at least 1, got {probe_ratio}")
         self.nodes = list(nodes)
         self.probe_ratio = probe_ratio
+        self.cancel = cancel
         self.rng = random.Random(f"{seed}/{name}")
         self.jobs: dict[int, JobState] = {}
+        self.counters.update(dict.fromkeys(LEFTOVER_COUNTERS, 0))
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
@@ -118,8 +149,7 @@ class SparrowCore(Core):
             job.first_start = now
         effects: list[Effect] = [Send(node, AssignTask(job_id, index, job.durations[index], job.estimate))]
         if job.next_task == len(job.durations):
-            effects.extend(Send(n, CancelProbes(job_id)) for n, left in job.probed.items() if left > 0)
-            job.probed.clear()
+            effects.extend(leftover_probes(self.counters, job_id, job.probed, self.cancel))
         return effects
 
     def _task_finished(self, now: float, msg: TaskFinished) -> list[Effect]:

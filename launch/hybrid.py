@@ -30,6 +30,7 @@ from ..worker.hybrid import HybridNodeCore
 from ..worker.stealing import Stealer
 
 __all__ = [
+    "CANCEL_PROBES",
     "CUTOFF",
     "DEFAULT_UPDATE_RATIO",
     "PROBE_RATIO",
@@ -73,6 +74,24 @@ NO_PARTITION = replace(SHORT_PARTITION, default=0.0)
 STEAL_ATTEMPTS = Param(
     "steal_attempts", 10, "Hawk: nodes an idle node asks for probes to steal (0: no stealing)", low=0
 )
+STEALERS = Param(
+    "stealers",
+    "all",
+    "Hawk: which idle nodes steal, all (thesis §2.3.6) or only the general partition's (§3.6.1, the "
+    "thesis' Eagle comparison); either steals only from general-partition nodes",
+    choices=("all", "general"),
+)
+"""Who steals (docs/policies.md): §2.3.6 lets every idle node steal; §3.6.1 configures Hawk for the Eagle
+comparison with "idle nodes in the general partition" only."""
+CANCEL_PROBES = Param(
+    "cancel_probes",
+    "on",
+    "Sparrow/Hawk/Eagle: cancel a job's leftover probes once its last task is handed out (on, Sparrow, "
+    "thesis §2.3.5) or leave them queued (off, the authors' simulator: more probes left to steal)",
+    choices=("on", "off"),
+)
+"""Leftover-probe cancellation; the summary's ``probes_leftover_cancelled`` / ``probes_leftover_kept``
+say which a run used."""
 MIN_PROBES = Param("min_probes", 20, "Eagle: minimum probes per job", low=0)
 SRPT_THRESHOLD = Param(
     "srpt_threshold",
@@ -83,8 +102,8 @@ SRPT_THRESHOLD = Param(
 UPDATE_RATIO = Param(
     "update_ratio",
     DEFAULT_UPDATE_RATIO,
-    "Eagle: send remaining-task updates when the count fell by this fraction (0: every assignment, as "
-    "the thesis)",
+    "Eagle and DLWL: send remaining-task updates when the count fell by this fraction (0: every change, "
+    "as the thesis)",
     low=0.0,
     high=1.0,
     open_high=True,
@@ -135,6 +154,11 @@ def cutoff_of(cluster: Cluster) -> float:
     return float(_p(cluster, CUTOFF))
 
 
+def cancel_of(cluster: Cluster) -> bool:
+    """Whether the schedulers cancel leftover probes (:data:`CANCEL_PROBES`)."""
+    return _p(cluster, CANCEL_PROBES) == "on"
+
+
 def hybrid_router(cluster: Cluster) -> Router:
     """Long jobs (estimate >= cutoff) to the central scheduler, short ones round-robin to the
     distributed schedulers (thesis Figure 2.2); a policy without one of them sends everything to the
@@ -175,15 +199,22 @@ def _hawk_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
         lay.nodes,
         lay.general,
         probe_ratio=float(_p(cluster, PROBE_RATIO)),
+        cancel=cancel_of(cluster),
         cutoff=cutoff_of(cluster),
         seed=cluster.seed,
     )
 
 
 def _hawk_node(*, steal: bool) -> Builder:
+    """Hawk's node: FIFO; with ``steal``, a general-partition node is a victim, and a node steals from
+    general-partition nodes when idle: every node (``stealers`` all, thesis §2.3.6) or only the general
+    partition's (``stealers`` general, §3.6.1)."""
+
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
         lay = _layout(cluster)
         attempts = int(_p(cluster, STEAL_ATTEMPTS)) if steal else 0
+        if spec.partition == "short" and _p(cluster, STEALERS) == "general":
+            attempts = 0
         stealer = None
         if attempts > 0:
             stealer = Stealer(spec.name, lay.general, attempts, random.Random(f"{cluster.seed}/{spec.name}"))
@@ -207,6 +238,7 @@ def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
             sticky=sbp,
             updates=sbp,
             update_ratio=float(_p(cluster, UPDATE_RATIO)),
+            cancel=cancel_of(cluster),
             cutoff=cutoff_of(cluster),
             seed=cluster.seed,
         )
@@ -229,7 +261,8 @@ def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
 
 
 def _lwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
-    return HybridNodeCore(spec.name, spec.slots)
+    """The centralized baseline places short jobs too: a task below the cutoff is short on the node."""
+    return HybridNodeCore(spec.name, spec.slots, long_cutoff=cutoff_of(cluster))
 
 
 def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
@@ -240,6 +273,7 @@ def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
         lay.general,
         lay.short,
         heartbeat=float(_p(cluster, HEARTBEAT)),
+        update_ratio=float(_p(cluster, UPDATE_RATIO)),
         cutoff=cutoff_of(cluster),
         seed=cluster.seed,
     )
@@ -257,9 +291,11 @@ def _dlwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
     )
 
 
-HAWK_PARAMS = (CUTOFF, PROBE_RATIO, STEAL_ATTEMPTS, SHORT_PARTITION)
-EAGLE_PARAMS = (CUTOFF, PROBE_RATIO, MIN_PROBES, SRPT_THRESHOLD, UPDATE_RATIO, SHORT_PARTITION)
-DLWL_PARAMS = (CUTOFF, SRPT_THRESHOLD, HEARTBEAT, SHORT_PARTITION)
+HAWK_PARAMS = (CUTOFF, PROBE_RATIO, STEAL_ATTEMPTS, STEALERS, CANCEL_PROBES, SHORT_PARTITION)
+EAGLE_PARAMS = (
+    CUTOFF, PROBE_RATIO, MIN_PROBES, SRPT_THRESHOLD, UPDATE_RATIO, CANCEL_PROBES, SHORT_PARTITION,
+)  # fmt: skip
+DLWL_PARAMS = (CUTOFF, SRPT_THRESHOLD, UPDATE_RATIO, HEARTBEAT, SHORT_PARTITION)
 FAMILY = "Hawk, Eagle, DLWL"
 
 

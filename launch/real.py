@@ -215,6 +215,8 @@ async def run_real(
         counters.subtract(base_counters)
         log = session.task_log()[len(base_log) :]
         cycles = session.cycle_log()[len(base_cycles) :]
-        outcome = RealOutcome(session.core, wall, +messages, +counters, session.problems, log, cycles)
+        outcome = RealOutcome(
+            session.core, wall, +messages, counters, session.problems, log, cycles
+        )  # zero counters kept
         outcome.interrupted = stop()
         return outcome

@@ -30,7 +30,7 @@ from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
 from ..worker.resource_node import ResourceNodeCore
-from .hybrid import PROBE_RATIO, hybrid_policies
+from .hybrid import CANCEL_PROBES, PROBE_RATIO, cancel_of, hybrid_policies
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
 
@@ -415,6 +415,7 @@ def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
         spec.name,
         [n.name for n in cluster.nodes],
         probe_ratio=float(PROBE_RATIO.held(cluster.params)),
+        cancel=cancel_of(cluster),
         seed=cluster.seed,
     )
 
@@ -494,7 +495,7 @@ POLICIES: dict[str, Policy] = {
             "sparrow",
             "batch sampling with probe ratio d and late binding",
             scheduler=_sparrow,
-            declared=(PROBE_RATIO,),
+            declared=(PROBE_RATIO, CANCEL_PROBES),
             family="Sparrow",
         ),
         Policy(

@@ -84,7 +84,7 @@ def replay_jobs(
         keep_arrivals=spec.keep_arrivals,
         batch=spec.batch,
         demands=spec.demands,
-        cutoff=spec.cutoff or GOOGLE_CUTOFF,
+        cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
         machine=max((n.resources for n in cluster.nodes), key=lambda c: c.total()),
     )
     capacities = {n.resources for n in cluster.nodes}
@@ -130,7 +130,7 @@ def flat_jobs(
             reference_nodes=spec.reference_nodes,
             load=load,
             keep_arrivals=spec.keep_arrivals,
-            cutoff=spec.cutoff or GOOGLE_CUTOFF,
+            cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
             misestimate=spec.misestimate,
         )
 

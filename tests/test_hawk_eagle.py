@@ -10,7 +10,7 @@ import pytest
 
 from aviary.central.lwl import CentralLwlCore, LwlIndex
 from aviary.common.core import Core
-from aviary.common.effects import Effect, Launch, Send
+from aviary.common.effects import Effect, Launch, Send, SetTimer
 from aviary.common.frontend import FrontendCore
 from aviary.common.messages import (
     AssignTask,
@@ -21,6 +21,8 @@ from aviary.common.messages import (
     NoTask,
     Probe,
     ProbeRejected,
+    QueueReport,
+    QueueTask,
     RemainingUpdate,
     StealReply,
     StealRequest,
@@ -32,7 +34,7 @@ from aviary.common.model import JobSpec
 from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
 from aviary.launch.hybrid import hybrid_router
-from aviary.launch.registry import policy_cluster
+from aviary.launch.registry import build_core, policy_cluster
 from aviary.launch.sim import Simulator, simulate
 from aviary.worker.hybrid import LAST_ATTEMPT, HybridNodeCore
 from aviary.worker.stealing import Stealer
@@ -387,3 +389,212 @@ def test_long_tasks_never_run_in_the_short_partition():
         for name, core in out.cores.items():
             if isinstance(core, HybridNodeCore) and partition[name] == "short":
                 assert core.counters["long_launched"] == 0, (policy, name)
+
+
+# --- the registry's wiring of each mechanism (mutants found by mutation testing, issue 12) -------------
+
+
+def cores_of(policy: str, nodes: int = 24, **params: Any) -> tuple[Any, dict[str, Any], set[str]]:
+    """The cluster, its cores by name (built as a replay builds them) and its short-partition nodes."""
+    cluster = policy_cluster(policy, nodes=nodes, schedulers=2, params=params, bind_ports=False)
+    cores = {p.name: build_core(p, cluster) for p in cluster.processes if p.role != "frontend"}
+    short = {p.name for p in cluster.nodes if p.partition == "short"}
+    return cluster, cores, short
+
+
+def steal_round(node: HybridNodeCore) -> list[str]:
+    """Make ``node`` run out of work, answer every StealRequest with nothing; the victims asked."""
+    node.on_message(0, "sched-0", Probe(1, 1.0, 1))
+    out = node.on_message(0, "sched-0", AssignTask(1, 0, 1.0, 1.0))
+    out = node.on_task_exit(1, (1, 0), True)
+    asked = []
+    while requests := sent(out, StealRequest):
+        ((victim, _),) = requests
+        asked.append(victim)
+        out = node.on_message(2, victim, StealReply([]))
+    return asked
+
+
+def test_hawk_every_idle_node_steals_from_general_nodes_only_by_default_as_thesis_2_3_6():
+    _, cores, short = cores_of("hawk")
+    nodes = {n: c for n, c in cores.items() if isinstance(c, HybridNodeCore)}
+    assert short and len(nodes) == 24
+    for name, node in nodes.items():
+        asked = steal_round(node)
+        # Both partitions steal ("both the servers from the general partition and the servers from the
+        # short partition can steal"), 10 attempts, and only from general-partition nodes.
+        assert len(asked) == 10 and len(set(asked)) == 10, name
+        assert not set(asked) & short and name not in asked, name
+        assert node.victim == (name not in short)
+
+
+def test_hawk_with_stealers_general_lets_only_general_nodes_steal_as_thesis_3_6_1():
+    _, cores, short = cores_of("hawk", stealers="general")
+    for name, node in cores.items():
+        if isinstance(node, HybridNodeCore):
+            asked = steal_round(node)
+            assert (asked == []) if name in short else (len(asked) == 10 and not set(asked) & short), name
+
+
+def test_without_stealing_no_node_steals_or_gives():
+    for policy in ("hawk-nosteal", "eagle"):
+        _, cores, _ = cores_of(policy)
+        for node in cores.values():
+            if isinstance(node, HybridNodeCore):
+                assert steal_round(node) == [] and not node.victim, policy
+
+
+def test_hawk_without_cancel_leaves_leftover_probes_for_thieves():
+    on, off = run("hawk"), run("hawk", cancel_probes="off")
+    assert on.messages["CancelProbes"] > 0 and off.messages.get("CancelProbes", 0) == 0
+    assert on.counters["probes_leftover_kept"] == 0 < off.counters["probes_leftover_kept"]
+    assert off.counters["probes_leftover_cancelled"] == 0 < on.counters["probes_leftover_cancelled"]
+    assert off.counters["steals"] > 1.5 * on.counters["steals"]  # Table 3.2: stealing counts grow
+
+
+def test_eagle_without_cancel_answers_kept_sticky_probes_with_no_task():
+    nodes = ["a", "b", "c"]
+    s = EagleSchedulerCore("s", nodes, probe_ratio=1, min_probes=0, cancel=False, seed=0)
+    s.on_message(0, "fe", SubmitJob(1, [1.0, 2.0, 3.0], 2.0))
+    s.on_message(1, "a", GetTask(1))
+    s.on_message(1, "b", GetTask(1))
+    out = s.on_message(2, "a", GetTask(1))  # the last task
+    assert sent(out, CancelProbes) == []
+    # The remaining count (0) still reaches the other nodes holding probes, by the update rule.
+    assert sorted(to for to, _ in sent(out, RemainingUpdate)) == ["b", "c"]
+    assert sent(s.on_message(3, "c", GetTask(1)), NoTask) == [("c", NoTask(1))]
+    assert s.counters["probes_leftover_kept"] == 3 and s.counters["probes_leftover_cancelled"] == 0
+
+
+def test_eagle_nominprobes_sends_two_probes_per_task_and_eagle_at_least_twenty():
+    for policy, expected in (("eagle", 20), ("eagle-nominprobes", 2), ("eagle-nosss", 20)):
+        _, cores, _ = cores_of(policy, nodes=60)
+        scheduler = cores["sched-0"]
+        out = scheduler.on_message(0, "fe", SubmitJob(1, [1.0], 1.0))
+        assert sum(p.count for _, p in sent(out, Probe)) == expected, policy
+        out = scheduler.on_message(0, "fe", SubmitJob(2, [1.0] * 15, 1.0))
+        assert sum(p.count for _, p in sent(out, Probe)) == 30, policy
+
+
+def test_eagle_nosbp_nodes_serve_fifo_and_use_a_probe_up():
+    for policy, sbp in (("eagle", True), ("eagle-nosbp", False)):
+        _, cores, short = cores_of(policy)
+        node = cores[sorted(short)[0]]  # a short-partition node: no long work, no rejection
+        node.on_message(0, "sched-0", Probe(1, 1.0, 50))
+        node.on_message(0, "sched-0", AssignTask(1, 0, 1.0, 1.0, 49))
+        node.on_message(0, "sched-0", Probe(2, 1.0, 40))  # FIFO next
+        node.on_message(0, "sched-0", Probe(3, 1.0, 1))  # SRPT next (least remaining work)
+        out = node.on_task_exit(1, (1, 0), True)
+        # SBP + SRPT: job 1's sticky probe asks again only if its job is the shortest: job 3 is.
+        assert sent(out, GetTask) == [("sched-0", GetTask(3 if sbp else 2))], policy
+        # Sticky probes stay queued after their task; without SBP a probe is used up by the task it
+        # brings (job 1's) or is being served (job 2's).
+        assert sorted(e.job_id for e in node.queue) == ([1, 2, 3] if sbp else [3]), policy
+
+
+def test_eagle_nosbp_scheduler_sends_no_remaining_updates_and_forgets_used_probes():
+    for policy, sbp in (("eagle", True), ("eagle-nosbp", False)):
+        _, cores, _ = cores_of(policy, nodes=60)
+        s = cores["sched-0"]
+        probed = sent(s.on_message(0, "fe", SubmitJob(1, [1.0, 1.0], 1.0)), Probe)
+        (first, _), (second, _), *_ = sorted(probed)
+        out = s.on_message(1, first, GetTask(1))
+        assert bool(sent(out, RemainingUpdate)) == sbp, policy
+        out = s.on_message(1, second, GetTask(1))
+        cancelled = {to for to, _ in sent(out, CancelProbes)}
+        # A sticky probe is still held after its task; a used-up one is not, so it gets no cancel.
+        assert (first in cancelled) == sbp and (second in cancelled) == sbp, policy
+        assert len(cancelled) == 20 - (0 if sbp else 2), policy
+
+
+def test_dlwl_nodes_reorder_the_whole_queue_by_srpt():
+    _, cores, short = cores_of("dlwl")
+    node = next(c for n, c in cores.items() if isinstance(c, HybridNodeCore) and n not in short)
+    node.on_message(0, "sched-0", QueueTask(1, 0, 5.0, 5.0, 10))  # runs at once
+    node.on_message(0, "sched-0", QueueTask(2, 0, 50.0, 50.0, 1, long=True))  # work 50
+    node.on_message(0, "sched-0", QueueTask(3, 0, 1.0, 1.0, 1))  # work 1: bypasses the long task
+    out = node.on_task_exit(5, (1, 0), True)
+    assert [e.task_id for e in out if isinstance(e, Launch)] == [(3, 0)]
+    out = node.on_task_exit(6, (3, 0), True)
+    assert [e.task_id for e in out if isinstance(e, Launch)] == [(2, 0)]
+
+
+def test_dlwl_nodes_send_heartbeats_to_every_scheduler_when_their_queue_changed():
+    cluster, cores, _ = cores_of("dlwl")
+    node = next(c for c in cores.values() if isinstance(c, HybridNodeCore))
+    period = 3.0 / cluster.params.get("time_scale", 1.0)  # the declared default, trace seconds
+    out = node.start(0)
+    assert sorted(to for to, _ in sent(out, QueueReport)) == ["sched-0", "sched-1"]
+    assert SetTimer("heartbeat", period) in out
+    assert sent(node.on_timer(period, "heartbeat"), QueueReport) == []  # nothing changed
+    node.on_message(period + 0.1, "sched-0", QueueTask(1, 0, 5.0, 5.0, 1))
+    out = node.on_timer(2 * period, "heartbeat")
+    reports = sent(out, QueueReport)
+    assert len(reports) == 2 and reports[0][1].wait == pytest.approx(5.0 - (2 * period - period - 0.1))
+    assert SetTimer("heartbeat", period) in out
+
+
+# --- Table 3.2's counters: always written, and short_ran_behind_long under every policy -------------
+
+
+TABLE_3_2 = ("probes", "probes_behind_long", "short_ran_behind_long", "steals", "probes_rescheduled")
+
+
+def test_the_counters_of_table_3_2_are_written_even_when_zero(tmp_path):
+    import json
+
+    from aviary.launch.cli import main
+
+    for policy in ("hawk", "eagle", "hawk-nosteal"):
+        out = tmp_path / policy
+        args = ["replay", "--runtime", "sim", "--policy", policy, "--jobs", "20", "--start", "6000",
+                "--nodes", "40", "--load", "0.5", "--quiet", "--out", str(out)]  # fmt: skip
+        assert main(args) == 0
+        counters = json.loads((out / "summary.json").read_text())["counters"]
+        for key in (*TABLE_3_2, "probes_rejected", "probes_leftover_kept", "probes_leftover_cancelled"):
+            assert key in counters, (policy, key)
+        assert policy != "eagle" or counters["steals"] == 0
+        assert policy != "hawk-nosteal" or counters["steals"] == counters["probes_rescheduled"] == 0
+
+
+def test_a_probe_served_at_once_on_a_free_slot_beside_a_long_task_did_not_wait_behind_it():
+    node = HybridNodeCore("n", slots=2)
+    node.on_message(0, "central", LongTask(9, 0, 100.0, 100.0))  # one slot runs long work
+    node.on_message(1, "s", Probe(1, 1.0, 1))  # the other slot takes it at once
+    node.on_message(1, "s", AssignTask(1, 0, 1.0, 1.0))
+    assert node.counters["probes_behind_long"] == 1  # queued while long work ran (thesis' column 1)
+    assert node.counters["short_ran_behind_long"] == 0  # but it never waited (column 2)
+
+
+def test_a_sticky_probe_counts_only_the_tasks_that_waited_behind_long_work():
+    node = HybridNodeCore("n", srpt=True, sticky=True)  # Eagle without SSS
+    node.on_message(0, "central", LongTask(9, 0, 10.0, 10.0))
+    node.on_message(0, "s", Probe(1, 1.0, 2))
+    node.on_task_exit(10, (9, 0), True)
+    node.on_message(10, "s", AssignTask(1, 0, 1.0, 1.0, 1))  # waited 10 s behind the long task
+    out = node.on_task_exit(11, (1, 0), True)
+    assert sent(out, GetTask) == [("s", GetTask(1))]
+    node.on_message(11, "s", AssignTask(1, 1, 1.0, 1.0, 0))  # asked again at once: no wait
+    assert node.counters["short_ran_behind_long"] == 1 and node.counters["sticky_tasks"] == 1
+
+
+def test_dlwl_short_tasks_count_when_a_long_task_ran_ahead_of_them_not_when_they_bypassed_it():
+    node = HybridNodeCore("n", srpt=True, stop_at_long=False)
+    node.on_message(0, "s", QueueTask(1, 0, 5.0, 5.0, 10))  # runs
+    node.on_message(0, "s", QueueTask(2, 0, 50.0, 50.0, 1, long=True))  # queued long, work 50
+    node.on_message(0, "s", QueueTask(3, 0, 1.0, 1.0, 1))  # work 1: bypasses it
+    node.on_message(0, "s", QueueTask(4, 0, 20.0, 20.0, 5))  # work 100: the long task goes first
+    node.on_task_exit(5, (1, 0), True)  # job 3 starts, having waited behind short work only
+    assert node.counters["short_ran_behind_long"] == 0
+    node.on_task_exit(6, (3, 0), True)  # the long task starts
+    node.on_task_exit(56, (2, 0), True)  # job 4 starts, after 50 s behind it
+    assert node.counters["short_ran_behind_long"] == 1
+
+
+def test_lwl_counts_its_short_jobs_waiting_behind_long_ones():
+    _, cores, _ = cores_of("lwl", cutoff=10.0)
+    node = next(c for c in cores.values() if isinstance(c, HybridNodeCore))
+    node.on_message(0, "central", LongTask(1, 0, 50.0, 50.0))  # long: estimate >= cutoff
+    node.on_message(0, "central", LongTask(2, 0, 1.0, 1.0))  # a short job, placed centrally
+    node.on_task_exit(50, (1, 0), True)
+    assert node.counters["long_launched"] == 1 and node.counters["short_ran_behind_long"] == 1

@@ -61,7 +61,8 @@ def test_the_trace_file_and_its_hash_are_recorded(tmp_path):
     assert (
         w["task_scale"] == summary["extra"]["task_scale"] and w["jobs"]["tasks"] == w["jobs"]["trace_tasks"]
     )
-    assert w["policy"] == {"name": "sparrow", "params": {"time_scale": 1.0, "probe_ratio": 2.0}}
+    params = {"time_scale": 1.0, "probe_ratio": 2.0, "cancel_probes": "on"}
+    assert w["policy"] == {"name": "sparrow", "params": params}
     assert w["runtime"] == "sim" and w["versions"]["python"].count(".") == 2 and w["versions"]["aviary"]
     line = describe_workload(w)  # the task scale, when recorded, in the middle
     assert line.startswith("google_10k.tr: 10 jobs [6000-6009], load 0.8, time scale 1, ")

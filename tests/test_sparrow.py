@@ -90,3 +90,39 @@ def test_every_task_handed_out_exactly_once_under_random_interleaving():
             if isinstance(e.msg, AssignTask):
                 handed[e.msg.task_index] += 1
     assert handed == Counter(range(7))
+
+
+# --- leftover probes: cancelled (Sparrow, thesis §2.3.5) or kept (the authors' simulator) -------------
+
+
+def test_leftover_probes_are_cancelled_by_default_or_kept_and_counted_either_way():
+    for cancel in (True, False):
+        s = SparrowCore("s", NODES, cancel=cancel, seed=2)
+        sent = sorted(probes(s.on_message(0, "fe", SubmitJob(5, [1.0, 2.0], 1.5))))
+        s.on_message(1, sent[0], GetTask(5))
+        out = s.on_message(2, sent[1], GetTask(5))
+        cancels = sorted(e.to for e in out if isinstance(e.msg, CancelProbes))
+        assert cancels == (sent[2:] if cancel else [])
+        # A kept probe that reaches a free slot gets NoTask: one round trip instead of a cancel.
+        assert [e.msg for e in s.on_message(3, sent[2], GetTask(5))] == [NoTask(5)]
+        c = s.counters
+        assert c["probes_leftover"] == 2
+        assert (c["probes_leftover_cancelled"], c["probes_leftover_kept"]) == ((2, 0) if cancel else (0, 2))
+
+
+def test_cancel_probes_is_a_declared_parameter_and_the_summary_says_which_mode_ran(tmp_path):
+    import json
+
+    from aviary.launch.cli import main
+
+    args = ["replay", "--runtime", "sim", "--policy", "sparrow", "--jobs", "30", "--start", "6000",
+            "--nodes", "40", "--load", "0.8", "--quiet"]  # fmt: skip
+    summaries = {}
+    for mode in ("on", "off"):
+        assert main([*args, "--cancel-probes", mode, "--out", str(tmp_path / mode)]) == 0
+        summaries[mode] = json.loads((tmp_path / mode / "summary.json").read_text())
+    on, off = summaries["on"], summaries["off"]
+    assert on["extra"]["params"]["cancel_probes"] == "on" and off["extra"]["params"]["cancel_probes"] == "off"
+    assert on["counters"]["probes_leftover_kept"] == 0 < on["counters"]["probes_leftover_cancelled"]
+    assert off["counters"]["probes_leftover_cancelled"] == 0 < off["counters"]["probes_leftover_kept"]
+    assert on["messages"]["CancelProbes"] > 0 and "CancelProbes" not in off["messages"]

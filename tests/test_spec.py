@@ -79,20 +79,22 @@ def test_spec_params_are_the_policys_declared_ones():
         "cutoff": GOOGLE_CUTOFF / 10,
         "probe_ratio": 2.0,
         "steal_attempts": 3,
+        "stealers": "all",
+        "cancel_probes": "on",
     }
     assert sum(n.partition == "short" for n in cluster.nodes) == 5
 
 
-def test_the_cutoff_sets_the_classes_and_the_scheduling_cutoff_unless_params_name_another():
-    spec = ReplaySpec(policy="eagle", runtime="sim", jobs=50, start=0, cutoff=10_000.0, time_scale=4.0)
+def test_the_cutoff_sets_the_scheduling_cutoff_unless_params_name_another_never_the_classes():
+    spec = ReplaySpec(policy="eagle", runtime="sim", jobs=50, start=4000, cutoff=10_000.0, time_scale=4.0)
     setup = setup_replay(spec)
     assert setup.cluster.params["cutoff"] == 2500.0
     assert {j.long for j in setup.jobs} == {True, False}
-    assert all(j.long == (j.estimate >= 2500.0) for j in setup.jobs if abs(j.estimate - 2500.0) > 1e-6)
+    reference = GOOGLE_CUTOFF / 4.0  # reporting classes: the trace's reference cutoff, scaled like estimates
+    assert all(j.long == (j.estimate >= reference) for j in setup.jobs if abs(j.estimate - reference) > 1e-6)
     other = setup_replay(replace(spec, params={"cutoff": 400.0}))
     assert other.cluster.params["cutoff"] == 100.0 and other.jobs == setup.jobs
-    assert setup_replay(replace(spec, cutoff=20_000.0)).jobs != setup.jobs
-    # A policy without a cutoff still reports by it.
+    assert setup_replay(replace(spec, cutoff=20_000.0)).jobs == setup.jobs
     assert setup_replay(replace(spec, policy="fifo")).jobs == setup.jobs
 
 

@@ -83,7 +83,7 @@ def test_google_replay_on_100_nodes_keeps_each_jobs_task_seconds(google):
     for s in specs:
         tj = by_line[s.line]
         assert math.fsum(s.durations) == pytest.approx(tj.task_seconds / 1000, rel=1e-12)
-        assert s.estimate == pytest.approx(math.fsum(s.durations) / s.tasks, rel=1e-12)
+        assert s.estimate == pytest.approx(tj.task_seconds / tj.tasks / 1000, rel=1e-12)  # unmerged mean
         assert s.long == (tj.mean >= GOOGLE_CUTOFF)
     assert sum(s.long for s in specs) == 905
 
@@ -223,3 +223,24 @@ def test_poisson_single_task_jobs():
     assert four[-1].submit == pytest.approx(specs[-1].submit / 4, rel=0.05)
     with pytest.raises(WorkloadError):
         poisson_single_task_jobs(10, load=0, mean_duration=1, seed=0)
+
+
+def test_reporting_classes_use_the_reference_cutoff_whatever_cutoff_the_policy_schedules_with(tmp_path):
+    from aviary.launch.replay import setup_replay
+    from aviary.launch.spec import ReplaySpec
+
+    def long_jobs(**kw):
+        spec = ReplaySpec(runtime="sim", policy="hawk", nodes=50, jobs=300, start=4000, out=tmp_path, **kw)
+        return [j.job_id for j in setup_replay(spec).jobs if j.long]
+
+    reference = long_jobs()
+    assert reference and long_jobs(cutoff=300.0) == reference
+
+
+def test_merged_tasks_keep_the_jobs_trace_mean_as_their_estimate():
+    # 40 tasks of 10 s merged 20x: 2 tasks of 200 s; the job stays short and its estimate 10 s / scale.
+    trace = [TraceJob(1, 0.0, [10.0] * 40, 10.0), TraceJob(2, 5.0, [2000.0] * 2, 2000.0)]
+    jobs = build_workload(trace, jobs=2, start=0, time_scale=10.0, task_scale=0.05, keep_arrivals=True)
+    short, long = jobs
+    assert short.durations == [20.0, 20.0] and short.estimate == pytest.approx(1.0) and not short.long
+    assert long.durations == [400.0] and long.estimate == pytest.approx(200.0) and long.long

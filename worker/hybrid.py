@@ -16,21 +16,27 @@ and, for DLWL, tasks placed early by distributed schedulers (``QueueTask``). Swi
   ``LongTask``; while it holds long work (queued or running) it rejects short probes with
   ``ProbeRejected`` carrying them, except probes of the last round (sent to the short partition).
 - ``stealer``: Hawk's randomized stealing (§2.3.6): a node that runs out of work asks up to N random
-  general-partition nodes for probes (:mod:`aviary.worker.stealing`); ``victim`` lets this node give
-  its first group of short probes behind a long task to a thief (general-partition nodes).
+  general-partition nodes for probes (:mod:`aviary.worker.stealing`; every node has one, §2.3.6, or
+  only the general partition's, §3.6.1); ``victim`` lets this node give its first group of short
+  probes behind a long task to a thief (general-partition nodes).
 - ``report_start``: tell the placing scheduler when a placed task starts (``TaskStarted``), so the
   central LWL can count the remaining part of a running long task.
+- ``long_cutoff``: a centrally placed task (``LongTask``) is long when its estimate is at least this
+  (default 0: every one, as Hawk and Eagle route only long jobs to the central scheduler); the ``lwl``
+  baseline of §2.4.5 places short jobs centrally too and passes the cutoff.
 - ``heartbeat_to``: DLWL heartbeats (``QueueReport``, the estimated queue wait) to these schedulers
   every ``heartbeat`` seconds, when something other than the passage of time changed it (the
   schedulers let a report decay at one second per second between reports).
 
-Counters (thesis Table 3.2): ``probes_behind_long`` (probe reservations queued while long work was
-running or queued ahead), ``short_ran_behind_long`` (short tasks launched from such probes, i.e. that
-waited behind a long task and were not stolen), ``steals`` (probe reservations stolen by this node),
-``probes_rejected``; and ``probes_received``, ``steal_requests``, ``steal_successes``,
+Counters (thesis Table 3.2; every name of :data:`NODE_COUNTERS` is written, 0 included):
+``probes_behind_long`` (probe reservations queued while long work was running or queued ahead: "probes
+initially scheduled behind a long task"), ``short_ran_behind_long`` (short tasks that waited behind long
+work: a long task held a slot of this node for some time while the short task's entry waited, whatever
+the policy: probes, stolen probes, DLWL's placed tasks, the ``lwl`` baseline's short tasks; a stolen probe
+that ran at once on its thief was "rescued" and is not counted), ``steals`` (probe reservations stolen
+by this node), ``probes_rejected``; and ``probes_received``, ``steal_requests``, ``steal_successes``,
 ``probes_given`` (stolen from this node), ``tasks_launched``, ``long_launched``, ``tasks_finished``,
-``no_task``,
-``probes_cancelled``, ``sticky_tasks`` (tasks a probe brought after its first, SBP).
+``no_task``, ``probes_cancelled``, ``sticky_tasks`` (tasks a probe brought after its first, SBP).
 """
 
 from __future__ import annotations
@@ -61,7 +67,25 @@ from ..common.messages import (
 from .queues import Entry, HybridQueue
 from .stealing import Stealer
 
-__all__ = ["LAST_ATTEMPT", "HybridNodeCore"]
+__all__ = ["LAST_ATTEMPT", "NODE_COUNTERS", "HybridNodeCore"]
+
+NODE_COUNTERS = (
+    "probes_received",
+    "probes_behind_long",
+    "short_ran_behind_long",
+    "probes_rejected",
+    "steals",
+    "steal_requests",
+    "steal_successes",
+    "probes_given",
+    "probes_cancelled",
+    "no_task",
+    "sticky_tasks",
+    "tasks_launched",
+    "long_launched",
+    "tasks_finished",
+)
+"""Counters every hybrid node writes, even when 0 (the thesis' Table 3.2 and the stealing columns)."""
 
 LAST_ATTEMPT = 2
 """Eagle's last placement round (the short partition): a node never rejects a probe of this round."""
@@ -100,6 +124,7 @@ class HybridNodeCore(Core):
         report_start: bool = True,
         heartbeat_to: Sequence[str] = (),
         heartbeat: float = 0.0,
+        long_cutoff: float = 0.0,
     ) -> None:
         super().__init__(name)
         if slots < 1:
@@ -119,9 +144,14 @@ class HybridNodeCore(Core):
         self.report_start = report_start
         self.heartbeat_to = tuple(heartbeat_to)
         self.heartbeat = heartbeat
-        self.requests: dict[tuple[str, int], deque[Entry]] = {}  # GetTask sent, answer pending
+        self.long_cutoff = long_cutoff
+        # GetTask sent, answer pending: the entry, and whether it waited behind long work
+        self.requests: dict[tuple[str, int], deque[tuple[Entry, bool]]] = {}
         self.running: dict[TaskId, _Running] = {}
         self.running_long = 0
+        self._long_busy = 0.0  # seconds during which a long task held a slot, until _long_since
+        self._long_since = 0.0  # when running_long last became non-zero
+        self.counters.update(dict.fromkeys(NODE_COUNTERS, 0))
         self.bitvector = b""
         self.stamp = -1.0
         self._dirty = True  # the queue changed since the last heartbeat
@@ -131,6 +161,18 @@ class HybridNodeCore(Core):
     def holds_long_work(self) -> bool:
         """A long task runs here or waits in the queue (what SSS rejects probes for)."""
         return self.running_long > 0 or self.queue.longs > 0
+
+    def long_clock(self, now: float) -> float:
+        """Seconds so far during which a long task held a slot of this node. An entry records it when
+        its wait begins (``Entry.mark``); it waited behind long work iff the clock moved on by the time
+        it is served (thesis Table 3.2's "short tasks that execute after experiencing head-of-line
+        blocking")."""
+        if self.running_long:
+            return self._long_busy + (now - self._long_since)
+        return self._long_busy
+
+    def _waited_behind_long(self, entry: Entry, now: float) -> bool:
+        return not entry.long and self.long_clock(now) > entry.mark
 
     def estimated_wait(self, now: float) -> float:
         """Estimated queue waiting time: queued estimates plus what is left of the running tasks."""
@@ -170,15 +212,15 @@ class HybridNodeCore(Core):
             if msg.bitvector:
                 self.bitvector, self.stamp = msg.bitvector, msg.stamp
             entry = Entry(
-                sender, msg.job_id, msg.estimate, probe=False, long=True,
-                task_index=msg.task_index, duration=msg.duration,
+                sender, msg.job_id, msg.estimate, probe=False, long=msg.estimate >= self.long_cutoff,
+                task_index=msg.task_index, duration=msg.duration, mark=self.long_clock(now),
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
         if kind is QueueTask:
             entry = Entry(
                 sender, msg.job_id, msg.estimate, probe=False, long=msg.long, remaining=msg.remaining,
-                task_index=msg.task_index, duration=msg.duration, behind=self.holds_long_work,
+                task_index=msg.task_index, duration=msg.duration, mark=self.long_clock(now),
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
@@ -189,7 +231,7 @@ class HybridNodeCore(Core):
         if kind is PlaceTask:
             entry = Entry(
                 sender, msg.job_id, msg.estimate, probe=False, task_index=msg.task_index,
-                duration=msg.duration, behind=self.holds_long_work,
+                duration=msg.duration, mark=self.long_clock(now),
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
@@ -202,12 +244,11 @@ class HybridNodeCore(Core):
         if self.sss and long_work and not msg.long and msg.attempt < LAST_ATTEMPT:
             self.counters["probes_rejected"] += count
             return [Send(sender, ProbeRejected(msg.job_id, count, msg.attempt, self.bitvector, self.stamp))]
-        behind = long_work and not msg.long
-        if behind:
+        if long_work and not msg.long:
             self.counters["probes_behind_long"] += count
         entry = Entry(
             sender, msg.job_id, msg.estimate, probe=True, long=msg.long, remaining=msg.remaining,
-            count=count, behind=behind,
+            count=count, mark=self.long_clock(now),
         )  # fmt: skip
         self.queue.push(entry)
         return self._serve(now)
@@ -220,10 +261,10 @@ class HybridNodeCore(Core):
             self.counters["unsolicited_assign"] += 1
             self.queue.push(
                 Entry(sender, msg.job_id, msg.estimate, probe=False, task_index=msg.task_index,
-                      duration=msg.duration)
+                      duration=msg.duration, mark=self.long_clock(now))
             )  # fmt: skip
             return self._serve(now)
-        entry = pending.popleft()
+        entry, behind = pending.popleft()
         if not pending:
             del self.requests[key]
         if msg.remaining >= 0:
@@ -231,7 +272,7 @@ class HybridNodeCore(Core):
             self.queue.set_remaining(sender, msg.job_id, msg.remaining)
         if self.srpt:
             self.queue.charge_bypass(entry)
-        if entry.behind:
+        if behind:
             self.counters["short_ran_behind_long"] += 1
         if entry.tasks:
             self.counters["sticky_tasks"] += 1
@@ -246,7 +287,7 @@ class HybridNodeCore(Core):
         pending = self.requests.get(key)
         if not pending:
             return self.unexpected(msg)
-        entry = pending.popleft()
+        entry, _ = pending.popleft()
         if not pending:
             del self.requests[key]
         self.free += 1
@@ -265,8 +306,10 @@ class HybridNodeCore(Core):
         self.free += 1
         if run.long:
             self.running_long -= 1
+            if not self.running_long:
+                self._long_busy += now - self._long_since
         if run.entry is not None and self.sticky and run.entry.probe:
-            self.queue.activate(run.entry, -1)
+            self._release(run.entry, now)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
         return [
             Send(run.scheduler, TaskFinished(task_id[0], task_id[1], ok)),
@@ -282,16 +325,25 @@ class HybridNodeCore(Core):
             self.counters["duplicate_task"] += 1
             self.free += 1
             if entry is not None and self.sticky and entry.probe:
-                self.queue.activate(entry, -1)
+                self._release(entry, now)
             return []
         long = entry is not None and entry.long
         estimate = entry.estimate if entry is not None else duration
         self.running[task_id] = _Running(scheduler, entry, long, estimate, now)
         if long:
+            if not self.running_long:
+                self._long_since = now
             self.running_long += 1
             self.counters["long_launched"] += 1
         self.counters["tasks_launched"] += 1
         return [Launch(task_id, duration)]
+
+    def _release(self, entry: Entry, now: float) -> None:
+        """A sticky probe gives its slot back (SBP, §3.4.1) and waits again: a new wait begins unless
+        some of its reservations were still waiting (their older wait goes on)."""
+        if entry.active >= entry.count:
+            entry.mark = self.long_clock(now)
+        self.queue.activate(entry, -1)
 
     def _select(self) -> Entry | None:
         if self.srpt:
@@ -314,17 +366,18 @@ class HybridNodeCore(Core):
                 else:
                     queue.consume(entry)
                 key = (entry.scheduler, entry.job_id)
+                request = (entry, self._waited_behind_long(entry, now))
                 pending = self.requests.get(key)
                 if pending is None:
-                    self.requests[key] = deque((entry,))
+                    self.requests[key] = deque((request,))
                 else:
-                    pending.append(entry)
+                    pending.append(request)
                 effects.append(Send(entry.scheduler, GetTask(entry.job_id)))
             else:
                 if self.srpt and not self.stop_at_long:
                     queue.charge_bypass(entry)
                 queue.remove(entry)
-                if entry.behind and not entry.long:
+                if self._waited_behind_long(entry, now):
                     self.counters["short_ran_behind_long"] += 1
                 effects.extend(
                     self._launch(now, entry.scheduler, entry, entry.job_id, entry.task_index, entry.duration)
@@ -369,7 +422,7 @@ class HybridNodeCore(Core):
                 self.counters["probes_behind_long"] += count
             self.queue.push(
                 Entry(str(scheduler), int(job_id), float(estimate), probe=True, remaining=int(remaining),
-                      count=int(count), behind=long_work)
+                      count=int(count), mark=self.long_clock(now))
             )  # fmt: skip
         return self._serve(now, idle_check=True)
 

@@ -45,7 +45,6 @@ class Entry:
 
     __slots__ = (
         "active",
-        "behind",
         "block",
         "bypass",
         "count",
@@ -54,6 +53,7 @@ class Entry:
         "estimate",
         "job_id",
         "long",
+        "mark",
         "probe",
         "remaining",
         "scheduler",
@@ -73,7 +73,7 @@ class Entry:
         count: int = 1,
         task_index: int = -1,
         duration: float = 0.0,
-        behind: bool = False,
+        mark: float = 0.0,
     ) -> None:
         self.scheduler = scheduler
         self.job_id = job_id
@@ -84,7 +84,7 @@ class Entry:
         self.count = count  # reservations (probes); 1 for a placed task
         self.task_index = task_index
         self.duration = duration
-        self.behind = behind  # long work was running or queued ahead when it arrived
+        self.mark = mark  # the node's long-slot clock when its wait began (HybridNodeCore.long_clock)
         self.active = 0  # slots it holds now (GetTask pending or its task running; sticky probes)
         self.tasks = 0  # tasks it brought
         self.bypass = 0.0  # estimated work that bypassed it, less its block's lazy amount
