@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 stage=build/mutation
 command -v mutmut >/dev/null || {
-    echo "mutmut is missing: pip install -e '.[dev]'" >&2
+    echo "mutmut is missing: bash scripts/setup.sh, then PATH=\"\$PWD/.venv/bin:\$PATH\"" >&2
     exit 1
 }
 
@@ -28,7 +28,7 @@ mkdir -p "$stage/aviary" "$stage/tests"
 for dir in __init__.py common worker distributed central launch experiments; do
     find "$dir" -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$stage/aviary/" \;
 done
-cp tests/conftest.py tests/test_packing.py tests/test_carbyne.py "$stage/tests/"
+cp tests/conftest.py tests/test_packing.py tests/test_carbyne.py tests/test_dlwl.py "$stage/tests/"
 cp pyproject.toml "$stage/"
 
 cd "$stage"
