@@ -27,7 +27,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -392,15 +392,24 @@ def jobs_rows(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     :data:`OLD_JOBS_HEADER` (``submit``, ``first_start``, ``finish``, ``jct``: replay seconds) whichever
     of the two headers it has: for scripts that read the columns themselves (:func:`read_jobs` checks
     and converts them). :class:`ResultsError` (one line) for another header or an unreadable file."""
+    _, rows = _jobs_csv(Path(path))
+    return [dict(zip(OLD_JOBS_HEADER, row, strict=False)) for row in rows if row]
+
+
+def _jobs_csv(path: Path, missing: str = "") -> tuple[list[str], Iterator[list[str]]]:
+    """A ``jobs.csv`` file's header (either of the two) and its rows; :class:`ResultsError` (one line,
+    ``missing`` added when the file does not exist) otherwise."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: not found{missing}") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
     rows = csv.reader(io.StringIO(text, newline=""))
     header = next(rows, None)
     if header is None or tuple(header) not in (JOBS_HEADER, OLD_JOBS_HEADER):
         raise ResultsError(f"{path}:1: header: expected {','.join(JOBS_HEADER)}")
-    return [dict(zip(OLD_JOBS_HEADER, row, strict=False)) for row in rows if row]
+    return header, rows
 
 
 def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
@@ -408,16 +417,7 @@ def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
     header or the one written before the units were named (:data:`OLD_JOBS_HEADER`); a bad field is
     named as the file's header names it."""
     path = Path(result_dir) / JOBS_CSV
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: not found (is {result_dir} a results folder?)") from None
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    rows = csv.reader(io.StringIO(text, newline=""))
-    header = next(rows, None)
-    if header is None or tuple(header) not in (JOBS_HEADER, OLD_JOBS_HEADER):
-        raise ResultsError(f"{path}:1: header: expected {','.join(JOBS_HEADER)}")
+    header, rows = _jobs_csv(path, f" (is {result_dir} a results folder?)")
     names = dict(zip(OLD_JOBS_HEADER, header, strict=True))
     records: list[JobRecord] = []
     for lineno, row in enumerate(rows, 2):
