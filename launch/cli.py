@@ -334,6 +334,13 @@ def build_parser() -> Parser:
         help="folder to write the logs into (default: a new temporary folder)",
     )
 
+    ks = sub.add_parser("keys", help="make CurveZMQ keys for a cluster description: authenticated, encrypted")
+    ks.add_argument(
+        "cluster",
+        type=Path,
+        help="cluster description to add public keys to; secrets go to STEM.keys/ next to it (required)",
+    )
+
     rp = sub.add_parser("replay", help="replay a trace sample against a testbed or the simulator")
     rp.add_argument(
         "trace",
@@ -539,6 +546,42 @@ def build_parser() -> Parser:
         "--dry-run", action="store_true", help="list the cells, each done or not, run none (default: off)"
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
+
+    from .compose import parse_bytes
+
+    co = sub.add_parser("compose", help="a testbed in containers, one per process: write, up, down")
+    co_sub = co.add_subparsers(dest="compose_command", metavar="ACTION", parser_class=Parser, required=True)
+    cw = co_sub.add_parser("write", help="write DIR/cluster.toml and DIR/docker-compose.yml")
+    cw.add_argument("dir", type=_out_dir, help="the testbed's folder, made if absent (required)")
+    _testbed_flags(cw, nodes=10, schedulers=2)
+    _workload_nodes_flag(cw)
+    cw.add_argument(
+        "--cpus",
+        type=_positive_float,
+        default=None,
+        help="CPU limit of each container, in cores (default none)",
+    )
+    cw.add_argument(
+        "--memory",
+        type=parse_bytes,
+        default=None,
+        help="memory limit of each container: bytes, 256m, 1g (default none)",
+    )
+    cu = co_sub.add_parser("up", help="start the containers (docker-compose where installed) and check them")
+    cu.add_argument("dir", type=Path, help="the folder of 'aviary compose write' (required)")
+    cu.add_argument(
+        "--sdk",
+        action="store_true",
+        help="start them through the docker SDK, not docker-compose (default: off)",
+    )
+    cu.add_argument(
+        "--wait",
+        type=_positive_float,
+        default=None,
+        help="seconds to wait for every process to listen (default 60 + 0.5 per container)",
+    )
+    cd = co_sub.add_parser("down", help="stop and remove the containers")
+    cd.add_argument("dir", type=Path, help="the folder of 'aviary compose write' (required)")
     return parser
 
 

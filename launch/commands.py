@@ -207,13 +207,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_keys(args: argparse.Namespace) -> int:
+    from ..common.keys import make_keys
+
+    cluster = load_cluster(args.cluster)
+    folder = make_keys(cluster, args.cluster)
+    print(
+        f"keys: {len(cluster.processes) + 1} key pairs (every process and the launchers' control); "
+        f"public keys in {args.cluster}, secret keys in {folder}/ (mode 0600): copy it to every host"
+    )
+    return 0
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    from .compose import run
+
+    return run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "up": cmd_up,
     "cluster": cmd_cluster,
     "host": cmd_host,
+    "keys": cmd_keys,
     "replay": cmd_replay,
     "compare": cmd_compare,
     "demo": cmd_demo,
     "bench": cmd_bench,
     "sweep": cmd_sweep,
+    "compose": cmd_compose,
 }

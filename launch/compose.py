@@ -1,18 +1,23 @@
 """A testbed in containers: one per node monitor and scheduler, host networking (DESIGN §1, docker/).
 
-    python -m aviary.launch.compose write DIR [--policy P] [--nodes N] [--slots S] [--schedulers M]
-                                              [--executor E] [--cpus C] [--memory BYTES] [--seed N]
-    python -m aviary.launch.compose up DIR      # start the containers (docker SDK; no compose needed)
+    aviary compose write DIR [--policy P] [--nodes N] [--slots S] [--schedulers M] [--executor E]
+                             [--cpus C] [--memory BYTES] [policy flags, as aviary up]
+    aviary compose up DIR       # docker-compose -f DIR/docker-compose.yml -p PROJECT up -d, then checks
     aviary replay --connect DIR/cluster.toml ...
-    python -m aviary.launch.compose down DIR    # stop and remove them
+    aviary compose down DIR     # docker-compose ... down, and any container of the folder left
 
-``write`` makes a cluster description (``DIR/cluster.toml``, loopback addresses on free ports, as
-``aviary up`` does) and ``DIR/docker-compose.yml``: a service per process but the frontend (which
-``aviary replay --connect`` plays), each running ``python -m aviary.launch.process cluster.toml NAME``
-with ``network_mode: host`` (the processes reach each other at the addresses of the description,
-as on loopback) and ``pid: host``, optionally limited to ``--cpus`` and ``--memory``. The file is JSON,
-which is YAML, so ``docker compose -f DIR/docker-compose.yml up -d`` runs it where compose is
-installed; ``up`` and ``down`` do the same through the docker SDK, reading that file, where it is not.
+(``python -m aviary.launch.compose ...`` is the same.) ``write`` makes a cluster description
+(``DIR/cluster.toml``, loopback addresses on free ports, as ``aviary up`` does) and
+``DIR/docker-compose.yml``: a service per process but the frontend (which ``aviary replay --connect``
+plays), each running ``python -m aviary.launch.process cluster.toml NAME`` with ``network_mode: host``
+(the processes reach each other at the addresses of the description, as on loopback) and ``pid:
+host``, optionally limited to ``--cpus`` and ``--memory``. The file (JSON, which is YAML; the Compose
+Specification without ``version``, as docker-compose 1.27+ and v2 read it) runs unchanged under
+``docker-compose -f DIR/docker-compose.yml up -d``: ``DIR/.env`` names the project, the node image is
+built from ``DIR/node-image`` when missing, never pulled. ``up`` runs that command where docker-compose
+is installed (Debian 12's 1.29.2, or the ``docker compose`` plugin) and through the docker SDK where it
+is not, then waits until every process listens on its address: a container that exited at its start
+is one line (exit code, last log line), not a started one.
 
 No registry is reachable, so there is no Python base image to pull: the node image
 (``aviary-node:<hash>``, built locally ``FROM scratch``) holds only Debian's merged-/usr symbolic
@@ -30,22 +35,34 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import site
+import socket
+import subprocess
 import sys
 import tarfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..common.cluster import Cluster, write_cluster
+from ..common.cluster import Cluster, load_cluster, write_cluster
+from .spec import UsageError
 
 PROJECT_LABEL = "aviary.testbed"
 """Every container of a testbed carries this label; its value is the testbed's folder."""
+PROCESS_LABEL = "aviary.process"
 REPOSITORY = "aviary-node"
 DOCKER_SOCKET = "/var/run/docker.sock"
 PARALLEL = 8
 ROOT_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+COMPOSE_FILE = "docker-compose.yml"
+IMAGE_CONTEXT = "node-image"
+"""The node image's build context in the testbed folder, for docker-compose where the image is missing."""
+AUTO: Literal["auto"] = "auto"
+Tool = list[str] | None | Literal["auto"]
+"""A docker-compose command, None for the docker SDK, or AUTO: :func:`compose_tool`'s."""
 
 
 def host_mounts(workdir: Path) -> list[str]:
@@ -92,6 +109,42 @@ def node_image_context() -> tuple[str, bytes]:
     return f"{REPOSITORY}:{hashlib.sha256(data).hexdigest()[:16]}", data
 
 
+def write_image_context(path: Path) -> None:
+    """Unpack the node image's build context into ``path`` (replaced), for ``docker-compose build``."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(node_image_context()[1])) as tar:
+        for member in tar.getmembers():
+            target = path / member.name
+            if member.isdir():
+                target.mkdir(exist_ok=True)
+                target.chmod(member.mode)
+            elif member.issym():
+                target.symlink_to(member.linkname)
+            else:
+                source = tar.extractfile(member)
+                assert source is not None
+                target.write_bytes(source.read())
+
+
+def project_name(workdir: Path) -> str:
+    """The compose project of the testbed in ``workdir``: one per folder."""
+    return f"aviary-{hashlib.sha256(str(workdir.resolve()).encode()).hexdigest()[:8]}"
+
+
+def compose_env(workdir: Path, services: int) -> dict[str, str]:
+    """docker-compose's settings for the testbed (in ``DIR/.env``, which it reads): the project's name,
+    a patient engine (600 s), and a parallel limit of twice the services. docker-compose 1.x holds a
+    slot of its global limit (default 64) for each service it creates and needs another within (one per
+    container): with 64 services or more created at once it may deadlock, every slot held by a service
+    waiting for one (docker/compose issues 5864, 7486, 8161; 100 nodes hung here)."""
+    return {
+        "COMPOSE_PROJECT_NAME": project_name(workdir),
+        "COMPOSE_PARALLEL_LIMIT": str(max(64, 2 * services)),
+        "COMPOSE_HTTP_TIMEOUT": "600",
+    }
+
+
 def compose_spec(
     cluster: Cluster, workdir: Path, image: str, *, cpus: float | None = None, memory: int | None = None
 ) -> dict[str, Any]:
@@ -108,13 +161,15 @@ def compose_spec(
             volumes.append(f"{DOCKER_SOCKET}:{DOCKER_SOCKET}")
         service: dict[str, Any] = {
             "image": image,
+            "build": {"context": IMAGE_CONTEXT},  # only where the image is missing
+            "pull_policy": "never",  # v2 honours it; 1.29 builds a missing image that has a build
             "command": [sys.executable, "-m", "aviary.launch.process", cluster_file, spec.name],
             "network_mode": "host",
             "pid": "host",
             "working_dir": str(workdir),
             "volumes": volumes,
             "environment": {"PYTHONUNBUFFERED": "1", "HOME": str(workdir)},
-            "labels": {PROJECT_LABEL: str(workdir), "aviary.process": spec.name, "aviary.role": spec.role},
+            "labels": {PROJECT_LABEL: str(workdir), PROCESS_LABEL: spec.name, "aviary.role": spec.role},
             "stop_signal": "SIGTERM",
             "stop_grace_period": "5s",
         }
@@ -123,19 +178,100 @@ def compose_spec(
         if memory is not None:
             service["mem_limit"] = memory
         services[spec.name] = service
-    return {"name": f"aviary-{hashlib.sha256(str(workdir).encode()).hexdigest()[:8]}", "services": services}
+    return {"services": services}
 
 
 def write(workdir: Path, cluster: Cluster, *, cpus: float | None = None, memory: int | None = None) -> Path:
-    """Write ``workdir/cluster.toml`` and ``workdir/docker-compose.yml``; return the latter."""
+    """Write ``cluster.toml``, ``docker-compose.yml``, ``.env`` (the project's name) and the image's
+    build context into ``workdir``; return the compose file."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     write_cluster(cluster, workdir / "cluster.toml")
     tag, _ = node_image_context()
-    path = workdir / "docker-compose.yml"
+    write_image_context(workdir / IMAGE_CONTEXT)
+    path = workdir / COMPOSE_FILE
     spec = compose_spec(cluster, workdir, tag, cpus=cpus, memory=memory)
+    settings = compose_env(workdir, len(spec["services"]))
+    (workdir / ".env").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     path.write_text(json.dumps(spec, indent=2) + "\n")
     return path
+
+
+def parse_bytes(text: str) -> int:
+    """A memory size: bytes, or a number with k, m or g (powers of 1024), as docker takes it."""
+    units = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+    number, unit = (text[:-1], text[-1].lower()) if text[-1:].isalpha() else (text, "")
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"not a memory size (bytes, or 256m, 1g): {text!r}") from None
+    if value < 6 * 2**20:
+        raise argparse.ArgumentTypeError(f"docker needs at least 6m, got {text!r}")
+    return int(value)
+
+
+# -- the engine and the tools ------------------------------------------------------------------------
+
+
+def engine() -> Any:
+    """A docker client, or a one-line ``UsageError`` when no engine answers."""
+    from ..worker.dockertask import connect
+
+    try:
+        return connect()
+    except Exception as exc:
+        raise UsageError(f"no docker engine answers ({exc}); as root: bash scripts/setup-docker.sh") from None
+
+
+def compose_tool() -> list[str] | None:
+    """The docker-compose command where installed (``docker-compose``, else the ``docker compose``
+    plugin), else None (the docker SDK does its work)."""
+    if found := shutil.which("docker-compose"):
+        return [found]
+    docker = shutil.which("docker")
+    if docker and _run([docker, "compose", "version"], timeout=20).returncode == 0:
+        return [docker, "compose"]
+    return None
+
+
+def _resolve(tool: Tool) -> list[str] | None:
+    return compose_tool() if isinstance(tool, str) else tool
+
+
+def tool_name(tool: list[str] | None) -> str:
+    """``docker-compose 1.29.2``, or ``the docker SDK``."""
+    if tool is None:
+        return "the docker SDK"
+    version = _run([*tool, "version", "--short"], timeout=20).stdout.strip()
+    return f"{'docker compose' if len(tool) > 1 else Path(tool[0]).name} {version}".strip()
+
+
+def _run(
+    command: list[str], timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env or {})}
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 1, "", f"did not finish in {timeout:.0f} s (killed)")
+    except OSError as exc:
+        return subprocess.CompletedProcess(command, 1, "", f"{command[0]}: {exc}")
+
+
+def _compose(tool: list[str], workdir: Path, services: int, *args: str, timeout: float = 900) -> None:
+    """Run ``TOOL -f DIR/docker-compose.yml -p PROJECT ARGS`` with :func:`compose_env`'s settings (a
+    parallel limit set lower in the environment is raised); a failure is one line (its last)."""
+    command = [*tool, "-f", str(workdir / COMPOSE_FILE), "-p", project_name(workdir), *args]
+    env = compose_env(workdir, services)
+    given = os.environ.get("COMPOSE_PARALLEL_LIMIT", "")
+    if given.isdigit() and int(given) > int(env["COMPOSE_PARALLEL_LIMIT"]):
+        env["COMPOSE_PARALLEL_LIMIT"] = given
+    env["COMPOSE_HTTP_TIMEOUT"] = os.environ.get("COMPOSE_HTTP_TIMEOUT", env["COMPOSE_HTTP_TIMEOUT"])
+    done = _run(command, timeout, env)
+    if done.returncode != 0:
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        said = lines[-1] if lines else f"exit status {done.returncode}"
+        raise UsageError(f"{' '.join(command[: len(tool)])} {' '.join(args)}: {said}")
 
 
 def ensure_node_image(client: Any) -> str:
@@ -147,59 +283,6 @@ def ensure_node_image(client: Any) -> str:
     except docker.errors.ImageNotFound:
         client.images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True, pull=False)
     return tag
-
-
-def _container_name(project: str, service: str) -> str:
-    return f"{project}-{service}"
-
-
-def up(workdir: Path, client: Any = None) -> list[str]:
-    """Start the services of ``workdir/docker-compose.yml`` (as ``docker compose up -d`` would);
-    return their container names. Containers of an earlier ``up`` of the same folder are replaced."""
-    from ..worker.dockertask import connect
-
-    workdir = workdir.resolve()
-    spec = json.loads((workdir / "docker-compose.yml").read_text())
-    own = client is None
-    client = client or connect()
-    try:
-        down(workdir, client)
-        for service in spec["services"].values():
-            ensure_node_image_tag(client, service["image"])
-
-        def start(item: tuple[str, dict[str, Any]]) -> str:
-            name, service = item
-            volumes = {}
-            for entry in service["volumes"]:
-                src, dst, *mode = entry.split(":")
-                volumes[src] = {"bind": dst, "mode": mode[0] if mode else "rw"}
-            kwargs: dict[str, Any] = {}
-            if "cpus" in service:
-                kwargs["nano_cpus"] = int(service["cpus"] * 1e9)
-            if "mem_limit" in service:
-                kwargs["mem_limit"] = service["mem_limit"]
-            container = client.containers.run(
-                service["image"],
-                service["command"],
-                name=_container_name(spec["name"], name),
-                detach=True,
-                network_mode="host",
-                pid_mode="host",
-                working_dir=service["working_dir"],
-                volumes=volumes,
-                environment=service["environment"],
-                labels=service["labels"],
-                stop_signal="SIGTERM",
-                **kwargs,
-            )
-            return str(container.name)
-
-        with ThreadPoolExecutor(PARALLEL) as pool:  # the engine does the work; a few calls at once help
-            names = list(pool.map(start, spec["services"].items()))
-        return names
-    finally:
-        if own:
-            client.close()
 
 
 def ensure_node_image_tag(client: Any, tag: str) -> None:
@@ -215,73 +298,258 @@ def ensure_node_image_tag(client: Any, tag: str) -> None:
             client.images.get(built).tag(*tag.split(":", 1))
 
 
-def down(workdir: Path, client: Any = None, grace: float = 5.0) -> int:
-    """Stop (SIGTERM, then SIGKILL after ``grace`` s) and remove the testbed's containers; how many."""
-    from ..worker.dockertask import connect
+def _containers(client: Any, workdir: Path) -> list[Any]:
+    """The testbed's containers, any state (sparse: ``attrs`` as the engine lists them)."""
+    label = f"{PROJECT_LABEL}={workdir.resolve()}"
+    return list(client.containers.list(all=True, sparse=True, filters={"label": label}))
 
-    own = client is None
-    client = client or connect()
+
+# -- up and down ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Started:
+    """What ``up`` did: the processes listening, one line per container that is not, the tool used."""
+
+    running: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    via: str = ""
+    seconds: float = 0.0
+    launched: float = 0.0
+    """Seconds until the tool (or the SDK) had started the containers; ``seconds``: until all listened."""
+
+
+def _load_spec(workdir: Path) -> dict[str, Any]:
+    path = workdir / COMPOSE_FILE
     try:
-        label = f"{PROJECT_LABEL}={workdir.resolve()}"
-        containers = client.containers.list(all=True, filters={"label": label})
+        spec = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (aviary compose write {workdir} first)") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a compose file of aviary compose write ({exc})") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("services"), dict):
+        raise UsageError(f"{path}: no services: not a compose file of aviary compose write")
+    return spec
+
+
+def up(
+    workdir: Path, client: Any = None, *, sdk: bool = False, wait: float | None = None, tool: Tool = AUTO
+) -> Started:
+    """Start the services of ``workdir/docker-compose.yml`` with docker-compose (``tool``, default
+    :func:`compose_tool`) or, with ``sdk`` or none installed, the docker SDK; then wait up to ``wait``
+    seconds (default 60 + 0.5 per service) until each process listens on its address or its container
+    exited. Containers of an earlier ``up`` of the same folder are replaced first; ports held by
+    something else are a one-line ``ClusterError`` before anything starts."""
+    from .up import check_ports
+
+    workdir = workdir.resolve()
+    spec = _load_spec(workdir)
+    cluster = load_cluster(workdir / "cluster.toml")
+    names = list(spec["services"])
+    tool = None if sdk else _resolve(tool)
+    own = client is None
+    client = client or engine()
+    t0 = time.monotonic()
+    try:
+        down(workdir, client, tool=tool)
+        check_ports(cluster, names, str(workdir / "cluster.toml"))
+        for image in {s["image"] for s in spec["services"].values()}:
+            ensure_node_image_tag(client, image)  # built here, so docker-compose neither builds nor pulls
+        if tool is not None:
+            _compose(tool, workdir, len(names), "up", "-d")
+        else:
+            _sdk_up(client, workdir, spec)
+        launched = time.monotonic() - t0
+        started = _settle(client, workdir, cluster, names, 60 + 0.5 * len(names) if wait is None else wait)
+        seconds = time.monotonic() - t0
+        started.via, started.seconds, started.launched = tool_name(tool), seconds, launched
+        return started
+    finally:
+        if own:
+            client.close()
+
+
+def _sdk_up(client: Any, workdir: Path, spec: dict[str, Any]) -> None:
+    """What ``docker-compose up -d`` does with the file, through the docker SDK."""
+    project = project_name(workdir)
+
+    def start(item: tuple[str, dict[str, Any]]) -> None:
+        name, service = item
+        volumes = {}
+        for entry in service["volumes"]:
+            src, dst, *mode = entry.split(":")
+            volumes[src] = {"bind": dst, "mode": mode[0] if mode else "rw"}
+        kwargs: dict[str, Any] = {}
+        if "cpus" in service:
+            kwargs["nano_cpus"] = int(service["cpus"] * 1e9)
+        if "mem_limit" in service:
+            kwargs["mem_limit"] = service["mem_limit"]
+        client.containers.run(
+            service["image"],
+            service["command"],
+            name=f"{project}-{name}",
+            detach=True,
+            network_mode="host",
+            pid_mode="host",
+            working_dir=service["working_dir"],
+            volumes=volumes,
+            environment=service["environment"],
+            labels=service["labels"],
+            stop_signal="SIGTERM",
+            **kwargs,
+        )
+
+    with ThreadPoolExecutor(PARALLEL) as pool:  # the engine does the work; a few calls at once help
+        list(pool.map(start, spec["services"].items()))
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1" if host in ("*", "0.0.0.0") else host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _last_line(container: Any) -> str:
+    try:
+        text = container.logs(tail=20).decode(errors="replace")
+    except Exception as exc:  # removed meanwhile, say
+        return f"(no log: {exc})"
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "(no output)")
+
+
+def _exited_line(client: Any, name: str, container: Any) -> str:
+    """``NAME: container C exited at its start with code N[, out of memory]: LAST LOG LINE``."""
+    try:
+        info = client.api.inspect_container(container.id)
+        state = info["State"]
+        code, oom = state.get("ExitCode"), state.get("OOMKilled")
+        limit = info.get("HostConfig", {}).get("Memory") or 0
+    except Exception:
+        code, oom, limit = "?", False, 0
+    why = f", killed for lack of memory (limit {limit} bytes)" if oom else ""
+    cname = container.attrs.get("Names", ["?"])[0].lstrip("/")
+    return f"{name}: container {cname} exited at its start with code {code}{why}: {_last_line(container)}"
+
+
+def _settle(client: Any, workdir: Path, cluster: Cluster, names: list[str], wait: float) -> Started:
+    """Wait until each service's process listens on its address, or its container ended."""
+    started = Started()
+    pending = set(names)
+    deadline = time.monotonic() + wait
+    latest: dict[str, Any] = {}
+    while pending:
+        for c in _containers(client, workdir):
+            name = c.attrs.get("Labels", {}).get(PROCESS_LABEL)
+            if name not in pending:
+                continue
+            latest[name] = c
+            if c.attrs.get("State") in ("exited", "dead"):
+                started.failed.append(_exited_line(client, name, c))
+                pending.discard(name)
+            elif c.attrs.get("State") == "running":
+                spec = cluster.get(name)
+                if _listening(spec.bind or spec.host, spec.port):
+                    started.running.append(name)
+                    pending.discard(name)
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    for name in sorted(pending):
+        if name not in latest:
+            started.failed.append(f"{name}: no container (did docker-compose start it?)")
+            continue
+        c = latest[name]
+        cname = c.attrs.get("Names", ["?"])[0].lstrip("/")
+        spec = cluster.get(name)
+        started.failed.append(
+            f"{name}: container {cname} is {c.attrs.get('State')} but not listening on "
+            f"{spec.bind or spec.host}:{spec.port} after {wait:.0f} s: {_last_line(c)}"
+        )
+    return started
+
+
+def down(workdir: Path, client: Any = None, grace: float = 5.0, *, tool: Tool = AUTO) -> int:
+    """Stop (SIGTERM, then SIGKILL after ``grace`` s) and remove the testbed's containers, with
+    docker-compose where installed (``tool``), then any left with the docker SDK; how many there were."""
+    workdir = workdir.resolve()
+    own = client is None
+    client = client or engine()
+    try:
+        containers = _containers(client, workdir)
+        if not containers:
+            return 0
+        command = _resolve(tool)
+        if command is not None and (workdir / COMPOSE_FILE).exists():
+            try:
+                _compose(command, workdir, len(containers), "down", "--remove-orphans", "-t", str(int(grace)))
+            except UsageError as exc:
+                print(f"aviary compose down: warning: {exc}; removing them through the SDK", file=sys.stderr)
 
         def remove(c: Any) -> None:
-            if c.status == "running":
-                c.stop(timeout=int(grace))
-            c.remove(force=True)
+            import docker.errors
+
+            try:
+                client.api.stop(c.id, timeout=int(grace))
+                client.api.remove_container(c.id, force=True)
+            except docker.errors.NotFound:
+                pass
 
         with ThreadPoolExecutor(PARALLEL) as pool:
-            list(pool.map(remove, containers))
+            list(pool.map(remove, _containers(client, workdir)))
         return len(containers)
     finally:
         if own:
             client.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .registry import POLICIES, policy_cluster
+# -- the command -------------------------------------------------------------------------------------
 
-    parser = argparse.ArgumentParser(
-        prog="python -m aviary.launch.compose", description=(__doc__ or "").split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    wr = sub.add_parser("write", help="write DIR/cluster.toml and DIR/docker-compose.yml")
-    wr.add_argument("dir", type=Path)
-    wr.add_argument("--policy", default="sparrow", choices=sorted(POLICIES))
-    wr.add_argument("--nodes", type=int, default=100)
-    wr.add_argument("--slots", type=int, default=1)
-    wr.add_argument("--schedulers", type=int, default=2)
-    wr.add_argument("--executor", default="timer", choices=["timer", "process", "docker"])
-    wr.add_argument("--seed", type=int, default=0)
-    wr.add_argument("--cpus", type=float, default=None, help="CPU limit of each container")
-    wr.add_argument("--memory", type=int, default=None, help="memory limit of each container (bytes)")
-    for name, text in (
-        ("up", "start the containers of DIR/docker-compose.yml"),
-        ("down", "stop and remove them"),
-    ):
-        sub.add_parser(name, help=text).add_argument("dir", type=Path)
-    args = parser.parse_args(argv)
-    if args.command == "write":
-        cluster = policy_cluster(
-            args.policy,
-            nodes=args.nodes,
-            slots=args.slots,
-            schedulers=args.schedulers,
-            executor=args.executor,
-            seed=args.seed,
-        )
+
+def run(args: argparse.Namespace) -> int:
+    """``aviary compose write|up|down`` (flags in :mod:`aviary.launch.cli`)."""
+    action = args.compose_command
+    if action == "write":
+        from .replay import testbed_cluster
+        from .spec import ReplaySpec
+
+        cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=True)
         path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory)
         print(
-            f"{path} ({len(cluster.processes) - 1} services); then: python -m aviary.launch.compose up "
-            f"{args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
+            f"written: {path} ({len(cluster.processes) - 1} services), {args.dir / 'cluster.toml'}; then: "
+            f"aviary compose up {args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
         )
-    elif args.command == "up":
-        t0 = time.monotonic()
-        names = up(args.dir)
-        print(f"started {len(names)} containers in {time.monotonic() - t0:.1f} s")
-    else:
-        print(f"removed {down(args.dir)} containers")
+        return 0
+    if action == "up":
+        started = up(args.dir, sdk=args.sdk, wait=args.wait)
+        total = len(started.running) + len(started.failed)
+        for line in started.failed:
+            print(f"aviary compose up: {line}", file=sys.stderr)
+        if started.failed:
+            print(
+                f"aviary compose up: {len(started.failed)} of {total} containers did not start (the others "
+                f"run; their logs: docker logs NAME); stop them: aviary compose down {args.dir}",
+                file=sys.stderr,
+            )
+            return 1
+        print(
+            f"started {total} containers with {started.via} in {started.launched:.1f} s, every process "
+            f"listening after {started.seconds:.1f} s; then: aviary replay --connect "
+            f"{args.dir / 'cluster.toml'} ..."
+        )
+        return 0
+    t0 = time.monotonic()
+    removed = down(args.dir)
+    print(f"removed {removed} containers in {time.monotonic() - t0:.1f} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aviary.launch.compose ARGS`` = ``aviary compose ARGS``."""
+    from .cli import main as cli_main
+
+    return cli_main(["compose", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a docker engine answer on this machine, for the docker executor and its tests (DESIGN §6):
-#  1. installs Debian's docker.io, busybox-static and iproute2 (`ip netns`, for the network-namespace
-#     test) with apt-get when missing (~15 s);
+#  1. installs Debian's docker.io, busybox-static, iproute2 (`ip netns`, for the network-namespace
+#     test) and docker-compose (1.29, for `aviary compose up` and its test; optional: where it cannot
+#     be installed, a warning) with apt-get when missing (~15 s);
 #  2. mounts the cgroup hierarchies if nothing is mounted on /sys/fs/cgroup (the freezer behind
 #     `docker pause` is one of them);
 #  3. when no engine answers, starts `dockerd --bridge=none --iptables=false` in the background, as root,
@@ -52,6 +53,15 @@ need=()
 command -v dockerd > /dev/null || engine_answers || need+=(docker.io)
 have_static_busybox || need+=(busybox-static)
 command -v ip > /dev/null || need+=(iproute2)
+# docker-compose is optional: without it `aviary compose up` uses the docker SDK (a warning, no give-up).
+optional=()
+command -v docker-compose > /dev/null || optional+=(docker-compose)
+if [ ${#optional[@]} -gt 0 ] && [ ${#need[@]} = 0 ] \
+    && { [ "$(id -u)" != 0 ] || ! command -v apt-get > /dev/null; }; then
+    say "WARNING: cannot install docker-compose (not root, or no apt-get): aviary compose up uses the docker SDK"
+    optional=()
+fi
+need+=("${optional[@]}")
 if [ ${#need[@]} -gt 0 ]; then
     [ "$(id -u)" = 0 ] || give_up "not root: cannot install ${need[*]}"
     command -v apt-get > /dev/null || give_up "no apt-get: install ${need[*]} yourself"
@@ -68,9 +78,14 @@ if [ ${#need[@]} -gt 0 ]; then
     [ -n "$guard" ] && rm -f "$guard"
     if [ $status != 0 ]; then
         tail -20 /tmp/aviary-apt.log >&2
-        give_up "apt-get install ${need[*]} failed (log: /tmp/aviary-apt.log)"
+        if [ "${need[*]}" = "${optional[*]}" ]; then # docker-compose alone: the SDK does its work
+            say "WARNING: apt-get install ${need[*]} failed (log: /tmp/aviary-apt.log): aviary compose up uses the docker SDK"
+        else
+            give_up "apt-get install ${need[*]} failed (log: /tmp/aviary-apt.log)"
+        fi
+    else
+        say "installed ${need[*]} in $(($(date +%s) - started)) s"
     fi
-    say "installed ${need[*]} in $(($(date +%s) - started)) s"
 fi
 
 # 2. Control groups: docker needs them, `docker pause` needs the freezer (v1) or cgroup v2.

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The N-node emulation in containers, measured (docker/README.md, docs/measurements.md):
+#   bash docker/measure-compose.sh [NODES] [-- REPLAY FLAGS]     (default 100 nodes, 2 schedulers)
+# writes the testbed, starts it with `aviary compose up` (docker-compose where installed; AVIARY_SDK=1:
+# the docker SDK), prints the start time, the containers' memory (the sum of `docker stats`, and the
+# host's used memory before and after), replays against it and brings it down. Needs the engine
+# (scripts/setup-docker.sh) and the aviary package.
+set -euo pipefail
+NODES=${1:-100}
+shift || true
+[ "${1:-}" = -- ] && shift
+REPLAY=("$@")
+[ ${#REPLAY[@]} -gt 0 ] || REPLAY=(--jobs 200 --load 0.8 --quiet)
+DIR=${DIR:-/tmp/aviary-compose-$NODES}
+UP_FLAGS=()
+[ "${AVIARY_SDK:-0}" = 1 ] && UP_FLAGS=(--sdk)
+
+used() { free -b | awk '/^Mem:/ { print $3 }'; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576 }'; }
+
+aviary compose down "$DIR" > /dev/null 2>&1 || true
+aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000
+before=$(used)
+start=$(date +%s.%N)
+aviary compose up "$DIR" "${UP_FLAGS[@]}"
+echo "up: $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s (command to every process listening)"
+sleep 5 # the processes settle
+after=$(used)
+mapfile -t ids < <(docker ps -q --filter "label=aviary.testbed=$DIR")
+stats=$(docker stats --no-stream --format '{{.MemUsage}}' "${ids[@]}" | awk '
+    { split($1, a, /[A-Za-z]+/); v = a[1]; u = $1; sub(/^[0-9.]+/, "", u)
+      f = (u == "KiB" || u == "kB") ? 1024 : (u == "MiB" || u == "MB") ? 1048576 : (u == "GiB" || u == "GB") ? 1073741824 : 1
+      s += v * f; n++; if (v * f > m) m = v * f }
+    END { printf "%.0f %d %.0f", s, n, m }')
+read -r sum count max <<< "$stats"
+echo "memory: $count containers, docker stats sum $(mib "$sum") (largest $(mib "$max")); host used $(awk -v b=$((after - before)) 'BEGIN { printf "%+.0f MiB", b / 1048576 }')"
+start=$(date +%s.%N)
+status=0
+aviary replay --connect "$DIR/cluster.toml" "${REPLAY[@]}" --out "$DIR/run" || status=$?
+echo "replay: exit $status in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+"${PYTHON:-python3}" -c 'import json, sys; s = json.load(open(sys.argv[1])); print("replay:", s["finished"], "of", s["jobs"], "jobs finished, tasks", s["counters"]["tasks_finished"], "of", s["tasks"])' "$DIR/run/summary.json"
+start=$(date +%s.%N)
+aviary compose down "$DIR"
+echo "down: $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s; left: $(docker ps -aq --filter "label=aviary.testbed=$DIR" | wc -l) containers"
+exit $status
