@@ -19,6 +19,11 @@ loopback, on other hosts or in containers.
     partition = "general"  # nodes only: general | short
     attributes = { rack = "r1", gpu = true }
     capacity = { cores = 16, mem = 64, disk = 1, net = 1 }   # nodes only (multi-resource policies)
+    public_key = "..."     # with keys: its CurveZMQ public key (z85)
+
+With keys (``aviary keys``, :mod:`aviary.common.keys`), ``[cluster]`` also names the folder of the
+secret keys (``keys``, relative to the file) and the public key of the launchers' ``control`` socket
+(``control_key``), and every process has its ``public_key``: all or none.
 
 Unknown fields are errors, named with their file and line, as are bad values.
 """
@@ -37,6 +42,8 @@ from .resources import Resources
 
 ROLES = ("frontend", "central", "scheduler", "node")
 PARTITIONS = ("general", "short")
+CONTROL = "control"
+"""The name of a launcher's own frontend (``aviary up``, ``aviary host``), not in the description."""
 
 
 class ClusterError(ValueError):
@@ -60,6 +67,7 @@ class ProcessSpec:
     attributes: dict[str, Any] = field(default_factory=dict)
     bind: str | None = None
     capacity: Resources | None = None
+    public_key: str | None = None
 
     @property
     def resources(self) -> Resources:
@@ -82,6 +90,10 @@ class Cluster:
     executor: str = "timer"
     seed: int = 0
     params: dict[str, Any] = field(default_factory=dict)
+    keys: Path | None = None
+    """The folder of the processes' secret keys (``aviary keys``); None: no keys."""
+    control_key: str | None = None
+    """The public key of the launchers' ``control`` socket (with keys)."""
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [p for p in self.processes if p.role == role]
@@ -113,8 +125,30 @@ class Cluster:
                 return p
         raise ClusterError(f"no process named {name!r} in the cluster")
 
-    def addresses(self) -> dict[str, str]:
-        return {p.name: p.address for p in self.processes}
+    def addresses(self) -> Peers:
+        """Every process's address by name, with what a transport needs to trust them."""
+        peers = Peers({p.name: p.address for p in self.processes})
+        peers.controllers = frozenset({self.frontend.name, CONTROL})
+        if self.keys is not None:
+            peers.key_folder = self.keys
+            peers.public = {p.name: p.public_key for p in self.processes if p.public_key}
+            if self.control_key:
+                peers.public[CONTROL] = self.control_key
+        return peers
+
+
+class Peers(dict[str, str]):
+    """A cluster's address book (name -> ``tcp://host:port``) for a transport, with ``controllers``
+    (who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``), ``key_folder``
+    (the folder of secret keys) and ``public`` (name -> public key, z85), empty without keys."""
+
+    controllers: frozenset[str] = frozenset({"frontend", CONTROL})
+    key_folder: Path | None = None
+    public: dict[str, str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.public = {}
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
@@ -190,15 +224,23 @@ def _toml_value(v: Any) -> str:
     raise TypeError(f"cannot write {v!r} to TOML")
 
 
-def dump_cluster(cluster: Cluster) -> str:
+def dump_cluster(cluster: Cluster, where: Path | None = None) -> str:
+    """The description as TOML; its ``keys`` folder relative to ``where`` (the file's own folder) when
+    it is inside it, else absolute."""
     out = [
         "[cluster]",
         f"policy = {_toml_value(cluster.policy)}",
         f"executor = {_toml_value(cluster.executor)}",
         f"seed = {cluster.seed}",
-        "",
-        "[cluster.params]",
     ]
+    if cluster.keys is not None:
+        folder = cluster.keys.resolve()
+        if where is not None and folder.parent == where.resolve():
+            folder = Path(folder.name)
+        out.append(f"keys = {_toml_value(str(folder))}")
+    if cluster.control_key:
+        out.append(f"control_key = {_toml_value(cluster.control_key)}")
+    out += ["", "[cluster.params]"]
     out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
     for p in cluster.processes:
         out += [
@@ -217,17 +259,22 @@ def dump_cluster(cluster: Cluster) -> str:
                 out.append(f"attributes = {_toml_value(p.attributes)}")
             if p.capacity is not None:
                 out.append(f"capacity = {_toml_value(p.capacity._asdict())}")
+        if p.public_key:
+            out.append(f"public_key = {_toml_value(p.public_key)}")
     return "\n".join(out) + "\n"
 
 
 def write_cluster(cluster: Cluster, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(dump_cluster(cluster))
+    tmp.write_text(dump_cluster(cluster, path.parent))
     tmp.replace(path)
 
 
-CLUSTER_FIELDS = ("policy", "executor", "seed", "params")
-PROCESS_FIELDS = ("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity")
+CLUSTER_FIELDS = ("policy", "executor", "seed", "params", "keys", "control_key")
+PROCESS_FIELDS = (
+    *("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity"),
+    "public_key",
+)
 TABLES = {"cluster": "[cluster]", "process": "[[process]]"}
 EXECUTORS = ("timer", "process", "docker")
 """What a task may be (``worker.executors.EXECUTORS``, which the cluster description must not import)."""
@@ -374,6 +421,9 @@ def load_cluster(path: Path | str) -> Cluster:
         raise where.error("executor", f"{cluster.executor!r} is not one of {', '.join(EXECUTORS)}")
     if cluster.seed < 0:
         raise where.error("seed", f"must be >= 0, got {cluster.seed}")
+    keys = _field(where, top, "keys", str, None)
+    cluster.keys = None if keys is None else (path.parent / keys).resolve()
+    cluster.control_key = _public_key(where, top, "control_key")
     seen: set[str] = set()
     places: dict[tuple[str, int], str] = {}
     for i, table in enumerate(data.get("process", [])):
@@ -394,6 +444,7 @@ def load_cluster(path: Path | str) -> Cluster:
             attributes=_field(where, table, "attributes", dict, {}),
             bind=_field(where, table, "bind", str, None),
             capacity=capacity,
+            public_key=_public_key(where, table, "public_key"),
         )
         if p.role not in ROLES:
             raise where.error("role", f"{p.role!r} is not one of {', '.join(ROLES)}")
@@ -407,6 +458,13 @@ def load_cluster(path: Path | str) -> Cluster:
             raise where.error("partition", f"{p.partition!r} is not one of {', '.join(PARTITIONS)}")
         if (p.host, p.port) in places:
             raise where.error("port", f"{p.host}:{p.port} is also {places[p.host, p.port]!r}'s")
+        if (p.public_key is None) != (cluster.keys is None):
+            text = (
+                "missing: [cluster] names a keys folder"
+                if cluster.keys
+                else "given, but [cluster] has no 'keys'"
+            )
+            raise where.error("public_key", f"{text} (run 'aviary keys {path.name}')")
         seen.add(p.name)
         places[p.host, p.port] = p.name
         cluster.processes.append(p)
@@ -415,3 +473,13 @@ def load_cluster(path: Path | str) -> Cluster:
     if not cluster.nodes:
         raise ClusterError(f"{path}: needs at least one process with role 'node'")
     return cluster
+
+
+_Z85 = re.compile(r"^[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}$")
+
+
+def _public_key(where: Where, table: dict[str, Any], key: str) -> str | None:
+    value = _field(where, table, key, str, None)
+    if value is not None and not _Z85.match(value):
+        raise where.error(key, "not a CurveZMQ public key (40 z85 characters; made by 'aviary keys')")
+    return value

@@ -8,10 +8,15 @@ On the real runtime the frontend first says ``Hello`` to every process it must w
 ``hello_interval`` until each has answered ``Register``); the replay starts when all have answered,
 or, with ``hold``, when the driver calls :meth:`FrontendCore.begin`.
 At the end (:meth:`collect`) it asks every process for its ``Stats`` with ``GetStats`` or ``Shutdown``.
+
+A ``JobDone`` counts only from the scheduler the job was submitted to: one for a job this frontend did
+not submit (``unknown_job_done``) or from another sender (``job_done_from_stranger``) is counted, logged
+once, and dropped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +29,8 @@ from .model import JobSpec
 
 SUBMIT = "submit"
 HELLO = "hello"
+
+log = logging.getLogger("aviary.frontend")
 
 
 @dataclass(slots=True)
@@ -80,6 +87,8 @@ class FrontendCore(Core):
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
         self.by_id = {j.job_id: j for j in self.jobs}
         self.times = {j.job_id: JobTimes() for j in self.jobs}
+        self.routed: dict[int, str] = {}
+        """The scheduler each submitted job went to: the only one whose ``JobDone`` counts."""
         self.route = route
         self.waiting = set(wait_for)
         self.registered: dict[str, Register] = {}
@@ -135,7 +144,8 @@ class FrontendCore(Core):
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
             job = jobs[self.next]
             self.times[job.job_id].submit = clock
-            effects.append(Send(self.route(job, self.next), submit_message(job)))
+            to = self.routed[job.job_id] = self.route(job, self.next)
+            effects.append(Send(to, submit_message(job)))
             self.next += 1
         if self.next < len(jobs):
             effects.append(SetTimer(SUBMIT, jobs[self.next].submit - clock))
@@ -144,7 +154,7 @@ class FrontendCore(Core):
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
         if kind is JobDone:
-            return self._job_done(now, msg)
+            return self._job_done(now, sender, msg)
         if kind is Register:
             self.registered[sender] = msg
             if sender in self.waiting:
@@ -157,11 +167,15 @@ class FrontendCore(Core):
             return []
         return self.unexpected(msg)
 
-    def _job_done(self, now: float, msg: JobDone) -> list[Effect]:
+    def _job_done(self, now: float, sender: str, msg: JobDone) -> list[Effect]:
         times = self.times.get(msg.job_id)
         if times is None or times.submit is None or self.t0 is None:
-            self.counters["unknown_job_done"] += 1
-            return []
+            return self._refuse(
+                "unknown_job_done", f"a JobDone from {sender!r} for job {msg.job_id}, not submitted"
+            )
+        if (to := self.routed.get(msg.job_id)) != sender:
+            text = f"a JobDone from {sender!r} for job {msg.job_id}, submitted to {to!r}"
+            return self._refuse("job_done_from_stranger", text)
         if times.finish is not None:
             self.counters["duplicate_job_done"] += 1
             return []
@@ -169,6 +183,12 @@ class FrontendCore(Core):
         times.first_start = times.submit + msg.first_start_delay
         self.finished += 1
         self.last_progress = now
+        return []
+
+    def _refuse(self, counter: str, text: str) -> list[Effect]:
+        self.counters[counter] += 1
+        if self.counters[counter] == 1:
+            log.warning("%s: dropped %s (further ones are only counted)", self.name, text)
         return []
 
     # --- the end -----------------------------------------------------------------------------------

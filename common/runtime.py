@@ -1,8 +1,10 @@
 """The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
 
 It decodes frames into messages for the core and carries out the core's effects. Control messages
-(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. A bad frame, a send to
-an unknown peer or an exception inside a core is counted, logged once per kind, and survived.
+(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike; a ``Shutdown`` only from
+the cluster's frontend or a launcher's ``control`` (:attr:`Transport.controllers`: with keys, names
+proven by their keys). A bad frame, a ``Shutdown`` from anyone else, a send to an unknown peer or an
+exception inside a core is counted, logged once per kind, and survived.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from .core import Core
 from .effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend
 from .messages import BadFrame, GetStats, Hello, Register, Shutdown, Stats, decode, encode
-from .transport import Transport, UnknownPeer
+from .transport import FrameTooLarge, Transport, UnknownPeer
 
 log = logging.getLogger("aviary.runtime")
 
@@ -75,7 +77,7 @@ class Runtime:
 
     def stats(self) -> Stats:
         counters = dict(self.core.counters)
-        counters.update({f"dropped.{k}": v for k, v in self.transport.dropped.items()})
+        counters.update({f"dropped.{k}": v for k, v in self.transport.counts().items()})
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
         if self.executor is not None:
             counters.update({f"executor.{k}": v for k, v in self.executor.counters.items()})
@@ -115,6 +117,9 @@ class Runtime:
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())
         elif isinstance(msg, Shutdown):
+            if sender not in self.transport.controllers:
+                self._drop("shutdown-from-stranger", f"ignored a Shutdown from {sender!r}, not a frontend")
+                return True
             self._send(sender, self.stats())
             self.stop()
         else:
@@ -213,6 +218,9 @@ class Runtime:
             self.transport.send(to, encode(msg))
         except UnknownPeer:
             self._error("unknown-peer", f"no address for peer {to!r}; {kind} not sent")
+            return
+        except FrameTooLarge as exc:
+            self._error("frame-too-large", f"{kind} to {to!r} not sent: {exc} (see AVIARY_MAX_FRAME)")
             return
         except Exception as exc:  # zmq errors: the peer is unreachable
             self._error("send-failed", f"{kind} to {to!r} failed: {exc}")

@@ -1,16 +1,26 @@
 """One ZeroMQ ROUTER socket per process, peers reached by name (DESIGN §3).
 
 The socket binds the process's own address and connects, on first use, to each peer it sends to,
-naming that outgoing pipe with the peer's name (``CONNECT_ROUTING_ID``), so frames queue from the
-first send on, before the TCP handshake completes. A process's own routing id is ``name@address``:
-whoever receives from it learns how to answer even a peer missing from its cluster description (a
-second frontend, say). Incoming pipes carry that ``name@address`` id, which never clashes with the
-outgoing pipes, named by bare names, so each direction of a pair has its own connection.
+naming that outgoing pipe ``name>secret`` (``CONNECT_ROUTING_ID``; the secret is this socket's own,
+never sent), so frames queue from the first send on, before the TCP handshake completes. A process's
+own routing id is ``name@address#incarnation``: whoever receives from it learns how to answer even a
+peer missing from its cluster description (the launcher's ``control``, say), and each direction of a
+pair has its own connection.
 
-A peer that restarts under the same name and address (a second replay's frontend, a restarted node
-monitor) reconnects with the same ``name@address`` id while its old connection may still be closing:
-``ROUTER_HANDOVER`` hands the id to the new connection (without it ZeroMQ ignores the newcomer for good,
-and the replay never sees its ``Register``).
+Routing ids are never handed over (no ``ROUTER_HANDOVER``): a connection claiming an id in use is
+ignored, so a stranger cannot take over a peer's link by reusing its id (with handover, it could), and
+cannot claim an outgoing pipe's id before it is connected (ZeroMQ aborts the process on that clash:
+the secret prevents it). A peer that restarts under the same name and address (a second replay's
+frontend, a restarted node monitor) reconnects under a new incarnation (random), so it never
+collides with its old connection, which may still be closing.
+
+Frames above ``max_frame`` bytes (``MAXMSGSIZE``, default :data:`MAX_FRAME`) are refused by ZeroMQ
+from their header, before they are read: the sender is disconnected, this process carries on.
+
+With keys (:mod:`aviary.common.keys`) the socket is a CURVE server and a CURVE client of each peer: only
+the cluster's keys get through the handshake, traffic is encrypted, and a sender's name is the process
+its key belongs to (the frame's ``User-Id``), not the routing id it claims. Without keys, a process
+binding a non-loopback address warns once that anyone who reaches it can drive the testbed.
 
 High-water marks are off: a message is never dropped for lack of queue space.
 """
@@ -18,12 +28,28 @@ High-water marks are off: a message is never dropped for lack of queue space.
 from __future__ import annotations
 
 import errno
+import ipaddress
+import logging
+import os
+import secrets
 import socket
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import zmq
+
+from .cluster import Peers
+from .keys import Curve, Gate, Watch
+
+log = logging.getLogger("aviary.transport")
+
+MAX_FRAME = int(os.environ.get("AVIARY_MAX_FRAME", 64 << 20))
+"""The largest frame a process reads, in bytes (64 MiB; ``$AVIARY_MAX_FRAME`` overrides it). The
+largest legitimate frames: a ``SubmitJob`` of 100,000 tasks is 0.9 MB (the bundled Google sample's
+largest job, 4,953 tasks, 45 kB); a central scheduler's ``Stats`` carries its task log, ~65 bytes a
+task, so 64 MiB holds a million finished tasks."""
 
 
 class UnknownPeer(KeyError):
@@ -32,6 +58,29 @@ class UnknownPeer(KeyError):
 
 class AddressInUse(OSError):
     """The process's own address is taken by another process."""
+
+
+class FrameTooLarge(ValueError):
+    """A frame above the limit every process reads: it would be refused, so it is not sent."""
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` (``tcp://host:port`` or a host) is on loopback only (``*`` and ``0.0.0.0``
+    are not: they bind every interface)."""
+    host = address.partition("://")[2] or address
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+    host = host.strip("[]")
+    if host in ("", "*"):
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {str(a[4][0]) for a in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)
 
 
 def bind_problem(host: str, port: int, patience: float = 2.0) -> str | None:
@@ -88,26 +137,79 @@ def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
 
 
 class Transport:
-    def __init__(self, name: str, bind: str, advertise: str, peers: dict[str, str]) -> None:
-        if "@" in name:
-            raise ValueError(f"process name {name!r} may not contain '@'")
+    """One process's socket. ``peers`` is the cluster's address book (:meth:`Cluster.addresses`, which
+    also says who may send ``Shutdown`` and carries the keys); a plain mapping means no keys."""
+
+    MAX_LEARNED = 1024
+    """Peers learned from routing ids (not in the cluster description) kept at most."""
+
+    def __init__(
+        self, name: str, bind: str, advertise: str, peers: Mapping[str, str], *, max_frame: int = MAX_FRAME
+    ) -> None:
+        if "@" in name or ">" in name or "#" in name:
+            raise ValueError(f"process name {name!r} may not contain '@', '>' or '#'")
         self.name = name
         self.peers = dict(peers)
+        self.known = frozenset(peers)
+        self.controllers: frozenset[str] = getattr(peers, "controllers", Peers.controllers)
+        """Who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``."""
+        self.curve = Curve.of(name, peers) if isinstance(peers, Peers) else None
+        self.max_frame = max_frame
         self.ctx: zmq.Context[Any] = zmq.Context.instance()
+        incarnation = secrets.token_hex(4)
+        self._secret = secrets.token_hex(8)
+        self._domain = f"aviary/{name}/{incarnation}"
         sock = self.ctx.socket(zmq.ROUTER)
-        sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}".encode())
+        sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}#{incarnation}".encode())
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, max_frame)
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.LINGER, 1000)
         sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
-        _bind(sock, bind)
+        if self.curve is not None:
+            self.curve.serve(sock, self._domain)
+        try:
+            _bind(sock, bind)
+        except BaseException:
+            if self.curve is not None:
+                self.curve.close(sock, self._domain)
+            raise
         self.sock = sock
-        self._connected: set[str] = set()
         self._senders: dict[bytes, str] = {}
+        self._outgoing: dict[bytes, str] = {}
         self._ids: dict[str, bytes] = {}
         self.dropped: Counter[str] = Counter()
+        self._watch: Watch | None = None
+        if self.curve is not None:
+            self._watch = Watch(sock, name, self.dropped)
+            self._watch.start()
+        self.bound = self._bound(bind)
+        if self.curve is None and not is_loopback(self.bound):
+            log.warning(
+                "%s: listening on %s without keys: anyone who can reach it can drive the testbed "
+                "(make keys with 'aviary keys CLUSTER.toml')",
+                name,
+                self.bound,
+            )
+
+    def _bound(self, bind: str) -> str:
+        """The address actually bound (ZeroMQ's last endpoint: ``*`` shown as ``0.0.0.0``)."""
+        try:
+            last = self.sock.getsockopt(zmq.LAST_ENDPOINT)
+        except zmq.ZMQError:
+            return bind
+        return last.decode() if isinstance(last, bytes) and last else bind
+
+    def counts(self) -> Counter[str]:
+        """Frames and connections dropped, by kind (``unknown-key``: refused at the CURVE handshake)."""
+        counts = Counter(self.dropped)
+        if self.curve is not None:
+            refused = Gate.of(self.ctx).refused[self._domain]
+            if refused:
+                counts["unknown-key"] = refused
+        return counts
 
     @property
     def fd(self) -> int:
@@ -117,6 +219,8 @@ class Transport:
         return bool(self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN)
 
     def send(self, to: str, frame: bytes) -> None:
+        if len(frame) > self.max_frame:
+            raise FrameTooLarge(f"a frame of {len(frame)} bytes is above the limit of {self.max_frame}")
         rid = self._ids.get(to)
         if rid is None:
             rid = self._connect(to)
@@ -126,35 +230,78 @@ class Transport:
         address = self.peers.get(to)
         if address is None:
             raise UnknownPeer(to)
-        rid = to.encode()
+        if self.curve is not None and not self.curve.client(self.sock, to):
+            raise UnknownPeer(to)
+        rid = f"{to}>{self._secret}".encode()
         self.sock.setsockopt(zmq.CONNECT_ROUTING_ID, rid)
         self.sock.connect(address)
         self._ids[to] = rid
+        self._outgoing[rid] = to
         return rid
 
     def recv(self) -> tuple[str, bytes] | None:
-        """One (sender, frame) or None when nothing is waiting. Malformed envelopes are dropped."""
+        """One (sender, frame) or None when nothing is waiting. Malformed envelopes, and with keys
+        frames whose sender is not authenticated, are dropped."""
+        keyed = self.curve is not None
         while True:
             try:
-                parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+                parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=not keyed)
             except zmq.Again:
                 return None
             if len(parts) != 2:
                 self.dropped["bad-envelope"] += 1
                 continue
+            if keyed:
+                rid, frame = parts[0].bytes, parts[1]
+                sender = self._user(rid, frame)
+                if sender is None:
+                    self.dropped["unauthenticated"] += 1
+                    continue
+                return sender, frame.bytes
             rid, frame = parts
             sender = self._senders.get(rid)
             if sender is None:
                 sender = self._learn(rid)
             return sender, frame
 
+    def _user(self, rid: bytes, frame: zmq.Frame) -> str | None:
+        """With keys: the process whose key the frame came in under (learning its address from the
+        routing id when the description has none: ``control``); a frame on a connection this socket
+        made comes from the peer it connected to (whose key the handshake checked)."""
+        try:
+            user = frame.get("User-Id")
+        except zmq.ZMQError:
+            user = None
+        if not user:
+            return self._outgoing.get(rid)
+        name = str(user)
+        if name not in self.peers:
+            claimed, address = self._parse(rid)
+            if claimed == name and address:
+                self.peers[name] = address
+        return name
+
+    @staticmethod
+    def _parse(rid: bytes) -> tuple[str, str]:
+        """The name and address a routing id ``name@address#incarnation`` claims."""
+        name, _, rest = rid.decode(errors="replace").partition("@")
+        address = rest.rpartition("#")[0] if "#" in rest else rest
+        return name, address if address.startswith(("tcp://", "ipc://")) else ""
+
     def _learn(self, rid: bytes) -> str:
-        text = rid.decode(errors="replace")
-        name, _, address = text.partition("@")
-        if address and name not in self.peers and address.startswith(("tcp://", "ipc://")):
+        name, address = self._parse(rid)
+        if rid in self._outgoing:
+            name = self._outgoing[rid]
+        elif address and name not in self.peers and len(self.peers) - len(self.known) < self.MAX_LEARNED:
             self.peers[name] = address
+        if len(self._senders) >= 4 * self.MAX_LEARNED:
+            self._senders.clear()  # ids of connections long gone: parsing again is cheap
         self._senders[rid] = name
         return name
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close(self.sock)
         self.sock.close()
+        if self.curve is not None:
+            self.curve.close(self.sock, self._domain)

@@ -18,23 +18,44 @@ from rich.console import Console
 from rich.table import Table
 
 from ..common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, free_ports
-from ..common.transport import IN_USE, bind_problem
+from ..common.transport import IN_USE, bind_problem, is_loopback
 from .local import LocalTestbed
 from .real import FrontendSession, ReplayError
 from .spec import UsageError
 
 
 def cluster_table(cluster: Cluster, names: set[str] | None = None) -> Table:
+    """The processes with the address peers reach and, where it differs, the one bound."""
     scale = cluster.params.get("time_scale")
     title = f"testbed: policy {cluster.policy}, executor {cluster.executor}"
-    table = Table(title=title + (f", time scale {scale:g}" if scale else ""))
+    title += f", time scale {scale:g}" if scale else ""
+    table = Table(title=title + (", CurveZMQ keys" if cluster.keys else ", no keys"))
     for col in ("name", "role", "address", "slots", "partition"):
         table.add_column(col)
     for p in cluster.processes:
         if names is not None and p.name not in names:
             continue
-        table.add_row(p.name, p.role, p.address, str(p.slots or ""), p.partition if p.role == "node" else "")
+        address = p.address if p.bind_address == p.address else f"{p.address} (bound {p.bind_address})"
+        table.add_row(p.name, p.role, address, str(p.slots or ""), p.partition if p.role == "node" else "")
     return table
+
+
+def exposure(cluster: Cluster, names: set[str] | None = None) -> str | None:
+    """One warning when a process (of ``names``) binds a non-loopback address without keys."""
+    if cluster.keys is not None:
+        return None
+    exposed = [
+        p.bind_address
+        for p in cluster.processes
+        if (names is None or p.name in names) and not is_loopback(p.bind_address)
+    ]
+    if not exposed:
+        return None
+    more = f" and {len(exposed) - 1} more" if len(exposed) > 1 else ""
+    return (
+        f"warning: {exposed[0]}{more} listen without keys: anyone who can reach them can drive the "
+        "testbed (aviary keys CLUSTER.toml makes keys)"
+    )
 
 
 async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
@@ -47,6 +68,8 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
     async with FrontendSession(cluster, [], frontend=control, members=members, dead=bed.dead) as session:
         await session.registered()
         console.print(cluster_table(cluster, set(members)))
+        if (warning := exposure(cluster, set(members))) is not None:
+            console.print(f"[yellow]{warning}[/yellow]")
         console.print(
             f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}"
         )

@@ -1,0 +1,286 @@
+"""CurveZMQ keys of a cluster (``aviary keys CLUSTER.toml``) and the ZAP handler that admits them.
+
+``make_keys`` gives every process of a cluster description, and the launchers' ``control`` socket, a
+key pair: the public key goes into the description (``public_key`` of each ``[[process]]``,
+``control_key`` of ``[cluster]``), the secret one into ``NAME.secret`` (z85, mode 0600) in a folder
+next to the description (``cluster.keys/`` for ``cluster.toml``, mode 0700), which the description names
+(``keys``). The secret files are the user's: copy the folder to every host of the testbed (or only the
+files of that host's processes). Keys are never printed: logs name processes and addresses only.
+
+A process of a keyed cluster serves CURVE (its ROUTER is a CURVE server) and connects to each peer
+with that peer's public key; the ZAP handler of its ZeroMQ context (:class:`Gate`, pyzmq's
+``ThreadAuthenticator``) admits a client only if its public key is one of the cluster's, and names it
+by the process that key belongs to: that name, the frame's ``User-Id``, is the sender the process
+sees, whatever routing id the peer claims. A refused key is counted and logged once per address; so is a
+peer that offers no key at all (ZeroMQ refuses it before any ZAP request: :class:`Watch` sees it on the
+socket's monitor).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zmq
+from zmq.auth.thread import ThreadAuthenticator
+from zmq.utils import z85
+from zmq.utils.monitor import recv_monitor_message
+
+from .cluster import CONTROL, Cluster, ClusterError, Peers, write_cluster
+
+log = logging.getLogger("aviary.keys")
+
+SECRET_SUFFIX = ".secret"
+
+
+def keys_folder(cluster_file: Path) -> Path:
+    """Where ``aviary keys`` puts the secret keys of ``cluster_file``: ``STEM.keys`` next to it."""
+    return cluster_file.with_name(cluster_file.stem + ".keys")
+
+
+def make_keys(cluster: Cluster, cluster_file: Path) -> Path:
+    """Give every process of ``cluster`` and its ``control`` socket a new key pair: secrets into
+    :func:`keys_folder` (0600 files in a 0700 folder), public keys into the description, which is
+    rewritten at ``cluster_file``. Returns the folder. Old secrets of the same names are replaced."""
+    folder = keys_folder(cluster_file)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    for name in [CONTROL, *(p.name for p in cluster.processes)]:
+        public, secret = zmq.curve_keypair()
+        path = folder / f"{name}{SECRET_SUFFIX}"
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(secret + b"\n")
+        os.replace(tmp, path)
+        if name == CONTROL:
+            cluster.control_key = public.decode()
+        else:
+            cluster.get(name).public_key = public.decode()
+    cluster.keys = folder.resolve()
+    write_cluster(cluster, cluster_file)
+    return folder
+
+
+def read_secret(folder: Path, name: str) -> bytes:
+    """The secret key of process ``name`` (z85, 40 characters); a one-line :class:`ClusterError` when it
+    cannot be read or is not a key."""
+    path = folder / f"{name}{SECRET_SUFFIX}"
+    try:
+        text = path.read_bytes().strip()
+    except OSError as exc:
+        raise ClusterError(
+            f"{path}: cannot read the secret key of {name!r}: {exc.strerror} (made by 'aviary keys')"
+        ) from None
+    if len(text) != 40:
+        raise ClusterError(f"{path}: not a CurveZMQ secret key (40 z85 characters)")
+    try:
+        z85.decode(text)
+    except (ValueError, KeyError):
+        raise ClusterError(f"{path}: not a CurveZMQ secret key (40 z85 characters)") from None
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """What one process needs to speak CURVE: its key pair and every known peer's public key."""
+
+    name: str
+    public: bytes
+    secret: bytes
+    peers: dict[str, bytes]
+    """Name -> public key (z85) of every process that may talk to this one (``control`` too)."""
+
+    @classmethod
+    def of(cls, name: str, peers: Peers) -> Curve | None:
+        """The keys of ``name`` from a keyed cluster's address book; None for a cluster without keys."""
+        if not peers.public or peers.key_folder is None:
+            return None
+        if name not in peers.public:
+            raise ClusterError(f"no public key for {name!r} in the cluster description (run 'aviary keys')")
+        known = {n: k.encode() for n, k in peers.public.items()}
+        return cls(name, known[name], read_secret(peers.key_folder, name), known)
+
+    def serve(self, sock: zmq.Socket[Any], domain: str) -> None:
+        """Make ``sock`` a CURVE server whose clients ``Gate`` checks in ``domain`` (before bind)."""
+        sock.setsockopt(zmq.CURVE_SECRETKEY, self.secret)
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, self.public)
+        sock.setsockopt(zmq.CURVE_SERVER, 1)
+        sock.setsockopt(zmq.ZAP_DOMAIN, domain.encode())
+        Gate.of(sock.context).admit(domain, {k: n for n, k in self.peers.items()})
+
+    def client(self, sock: zmq.Socket[Any], peer: str) -> bool:
+        """Make ``sock``'s next connect a CURVE client of ``peer`` (False: no key known for it)."""
+        key = self.peers.get(peer)
+        if key is None:
+            return False
+        sock.setsockopt(zmq.CURVE_SERVERKEY, key)
+        return True
+
+    def close(self, sock: zmq.Socket[Any], domain: str) -> None:
+        Gate.of(sock.context).forget(domain)
+
+
+class Gate(ThreadAuthenticator):
+    """The ZAP handler of one ZeroMQ context: per ZAP domain (one per socket), the public keys it admits
+    and the process each names. ``refused`` counts refusals by domain; each address is logged once."""
+
+    _gates: dict[int, Gate] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, context: zmq.Context[Any]) -> None:
+        quiet = logging.getLogger("aviary.keys.zap")  # pyzmq's own debug lines name keys: keep them off
+        quiet.setLevel(logging.WARNING)
+        super().__init__(context, log=quiet)
+        self.names: dict[str, dict[bytes, str]] = {}
+        self.refused: Counter[str] = Counter()
+        self.logged: set[str] = set()
+        self._domain = ""
+        self._address = ""
+
+    @classmethod
+    def of(cls, context: zmq.Context[Any]) -> Gate:
+        """The context's gate, started on first use."""
+        with cls._lock:
+            gate = cls._gates.get(id(context))
+            if gate is None or not gate.is_alive():
+                gate = cls._gates[id(context)] = cls(context)
+                gate.start()
+            return gate
+
+    def start(self, patience: float = 2.0) -> None:
+        """Start, waiting up to ``patience`` seconds for a gate just stopped to let go of ZAP's endpoint
+        (ZeroMQ closes sockets in the background)."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                super().start()
+                return
+            except zmq.ZMQError as exc:
+                if self.zap_socket is not None:
+                    self.zap_socket.close(linger=0)
+                    self.zap_socket = None  # type: ignore[assignment]
+                if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def admit(self, domain: str, names: dict[bytes, str]) -> None:
+        self.names[domain] = dict(names)
+        self.configure_curve_callback(domain, self)
+
+    def forget(self, domain: str) -> None:
+        """Stop admitting clients in ``domain``; the gate stops with its last domain."""
+        self.names.pop(domain, None)
+        self.credentials_providers.pop(domain, None)
+        if not self.names:
+            with self._lock:
+                if self._gates.get(id(self.context)) is self:
+                    del self._gates[id(self.context)]
+            self.stop()
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        """pyzmq's credentials provider: is ``key`` (z85) one of ``domain``'s?"""
+        if key in self.names.get(domain, {}):
+            return True
+        self.refused[domain] += 1
+        if self._address not in self.logged and len(self.logged) < 10_000:
+            self.logged.add(self._address)
+            log.warning(
+                "refused a connection from %s: its key is not one of the cluster's "
+                "(further refusals from that address are only counted)",
+                self._address or "an unknown address",
+            )
+        return False
+
+    def curve_user_id(self, client_public_key: bytes) -> str:
+        return self.names.get(self._domain, {}).get(z85.encode(client_public_key), "")
+
+    async def handle_zap_message(self, msg: list[bytes]) -> None:
+        # One request at a time on the handler's thread: note where it came from for the callbacks.
+        self._domain = msg[2].decode(errors="replace") if len(msg) > 2 else ""
+        self._address = msg[3].decode(errors="replace") if len(msg) > 3 else ""
+        await super().handle_zap_message(msg)
+
+
+class Watch(threading.Thread):
+    """Counts (``counts["no-key"]``) and logs once per address the connections of a CURVE socket that
+    fail their handshake for want of a key (or with a wrong one): ZeroMQ asks no ZAP handler about them.
+
+    The monitor says which descriptor was accepted from where, that a handshake failed, then which
+    descriptor closed: events of one connection come in that order from ZeroMQ's I/O thread."""
+
+    EVENTS = (
+        zmq.EVENT_ACCEPTED
+        | zmq.EVENT_DISCONNECTED
+        | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+        | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    )
+
+    def __init__(self, sock: zmq.Socket[Any], label: str, counts: Counter[str]) -> None:
+        super().__init__(daemon=True, name=f"aviary-watch-{label}")
+        self.label = label
+        self.counts = counts
+        self.monitor = sock.get_monitor_socket(self.EVENTS)
+        self.logged: set[str] = set()
+        self._closing = threading.Event()
+
+    def run(self) -> None:
+        accepted: dict[int, str] = {}
+        failed = False
+        try:
+            while not self._closing.is_set():
+                if not self.monitor.poll(100):
+                    continue
+                event = recv_monitor_message(self.monitor)
+                kind, fd = event["event"], event["value"]
+                if kind == zmq.EVENT_MONITOR_STOPPED:
+                    break
+                if kind == zmq.EVENT_ACCEPTED:
+                    accepted[fd] = _peer(fd)
+                    if len(accepted) > 10_000:  # descriptors whose close we missed
+                        accepted.clear()
+                elif kind == zmq.EVENT_DISCONNECTED:
+                    address = accepted.pop(fd, "")
+                    if failed:
+                        self._refused(address)
+                    failed = False
+                elif kind in (zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
+                    failed = True
+        except zmq.ZMQError:
+            pass  # the context is closing
+        finally:
+            self.monitor.close(linger=0)
+
+    def _refused(self, address: str) -> None:
+        self.counts["no-key"] += 1
+        if address not in self.logged and len(self.logged) < 10_000:
+            self.logged.add(address)
+            log.warning(
+                "%s: refused a connection from %s at the handshake: it offered no key of the cluster "
+                "(further refusals from that address are only counted)",
+                self.label,
+                address or "an unknown address",
+            )
+
+    def close(self, sock: zmq.Socket[Any]) -> None:
+        """Stop watching ``sock`` (while this thread still reads the monitor: ZeroMQ's last event
+        would otherwise wait for a reader), then end the thread."""
+        sock.disable_monitor()
+        self._closing.set()
+        self.join(1.0)
+
+
+def _peer(fd: int) -> str:
+    """The remote IP address of a connected descriptor ("" if it is gone already)."""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            return str(sock.getpeername()[0])
+    except OSError:
+        return ""
