@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from ..common.cluster import Cluster, load_cluster
 from ..common.results import ResultsError
-from ..common.transport import IN_USE, bind_problem
-from .registry import POLICIES, check_params, get_policy
+from .connect_check import connect_problem
 from .replay import UsageError, print_summary, run_replay, setup_replay, testbed_cluster
-from .spec import SHARED, ReplaySpec
+from .spec import ReplaySpec
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -57,94 +53,6 @@ def cmd_host(args: argparse.Namespace) -> int:
     cluster = load_cluster(args.cluster)
     check_params(cluster, str(args.cluster))
     return run_up(cluster, args.dir, processes_on(cluster, args.cluster, args.host), str(args.cluster))
-
-
-TESTBED_FLAGS = ("policy", "nodes", "slots", "schedulers", "executor", "capacity")
-"""Flags of ``aviary replay`` that describe the testbed: a replay ``--connect`` takes the running one's."""
-
-
-TESTBED_HAS = {
-    "policy": "runs policy {}",
-    "nodes": "has {} nodes",
-    "slots": "has {} slots per node",
-    "schedulers": "has {} distributed schedulers",
-    "executor": "runs executor {}",
-    "capacity": "has nodes of capacity {}",
-}
-
-
-def _shown(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def testbed_value(cluster: Cluster, dest: str) -> Any:
-    """What the running ``cluster`` has for the testbed flag ``dest`` (None: no one value)."""
-    nodes = cluster.nodes
-    values: dict[str, set[Any]] = {
-        "policy": {cluster.policy},
-        "nodes": {len(nodes)},
-        "slots": {n.slots for n in nodes},
-        "schedulers": {len(cluster.schedulers)},
-        "executor": {cluster.executor},
-        "capacity": {n.resources for n in nodes},
-    }
-    one = values[dest]
-    return next(iter(one)) if len(one) == 1 else None
-
-
-def connect_problem(args: argparse.Namespace, given: set[str]) -> str | None:
-    """Why a replay ``--connect`` cannot run, in one line: the cluster file is bad (raised), a flag
-    given contradicts the running testbed (its policy, nodes, executor, a parameter: the line names the
-    flag, the file and what it holds), or the frontend cannot listen on its address here; else None."""
-    cluster = load_cluster(args.connect)
-    check_params(cluster, str(args.connect))
-    conflict = testbed_conflict(args, given, cluster)
-    if conflict:
-        return conflict
-    frontend = cluster.frontend
-    problem = bind_problem(frontend.bind or frontend.host, frontend.port)
-    if problem is None:
-        return None
-    hint = "is another replay using this testbed?" if problem == IN_USE else "run it on that host"
-    return f"{args.connect}: frontend: cannot listen on {frontend.bind_address}: {problem} ({hint})"
-
-
-def testbed_conflict(args: argparse.Namespace, given: set[str], cluster: Cluster) -> str | None:
-    """The first flag given that contradicts the running ``cluster``, in one line; else None."""
-    policy = get_policy(cluster.policy)
-    advice = "a replay --connect takes the testbed as it runs: drop the flag, or restart the testbed with it"
-    for dest in TESTBED_FLAGS:
-        value, held = getattr(args, dest), testbed_value(cluster, dest)
-        if dest in given and value != held:
-            if dest == "capacity":
-                value = ",".join(f"{x:g}" for x in value)
-                held = None if held is None else ",".join(f"{x:g}" for x in held)
-            has = TESTBED_HAS[dest].format("mixed" if held is None else held)
-            return f"--{dest} {value}: the testbed of {args.connect} {has}; {advice}"
-    scale = float(cluster.params.get("time_scale", 1.0))
-    for other in POLICIES.values():
-        for p in other.declared:
-            if p.dest not in given or (p.name in SHARED and policy.param(p.name) is None):
-                continue  # the cutoff of a policy without one: only the replay's reporting classes
-            value = getattr(args, p.dest)
-            mine = policy.param(p.name)
-            if mine is None:
-                return f"{p.flag}: the testbed of {args.connect} runs {policy.name!r}, without this parameter"
-            if not mine.cluster:  # the short partition: the nodes' labels
-                held = 100 * sum(n.partition == "short" for n in cluster.nodes) / len(cluster.nodes)
-                same = round(len(cluster.nodes) * value / 100) == round(len(cluster.nodes) * held / 100)
-            else:
-                held = mine.held(cluster.params)
-                wanted = value / scale if mine.scales and mine.scales_given else value
-                same = held == wanted or (isinstance(held, float) and math.isclose(held, wanted))
-                if mine.scales and mine.scales_given and isinstance(held, float):
-                    held = held * scale  # shown in the unit of the flag, trace seconds
-            if not same:
-                return (
-                    f"{p.flag} {_shown(value)}: the testbed of {args.connect} holds {p.name} "
-                    f"{_shown(held)}; {advice}"
-                )
-    return None
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -208,6 +116,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
+    from ..common.cluster import load_cluster
     from ..common.keys import make_keys
 
     cluster = load_cluster(args.cluster)

@@ -16,7 +16,7 @@ import pytest
 
 from aviary.common.cluster import EXECUTORS, write_cluster
 from aviary.launch.cli import _commands, build_parser, given_flags, main
-from aviary.launch.commands import connect_problem
+from aviary.launch.connect_check import connect_problem
 from aviary.launch.registry import policy_cluster
 from aviary.launch.spec import CHOICES
 
