@@ -40,6 +40,13 @@ class Core:
     thread and holds the inputs that arrive meanwhile, so its event loop keeps reading the socket; the
     simulator calls it like any other."""
 
+    latest_wins: frozenset[type] = frozenset()
+    """Message kinds whose handler only records the message's content about ``(sender, msg.job_id)``:
+    it returns no effects, does not use ``now``, and a later message of the kind from the same sender
+    about the same job overrides an earlier one. The simulator may hold such messages and, before the
+    core's next other input, hand it only the last of each (sender, job) that has arrived by then (the
+    real runtime delivers every one; the core's state is the same either way)."""
+
     def cycle_log(self) -> list[Any]:
         """A periodic planner's ``[now, pending, launched, columns, rows, solves, solver seconds]`` per
         cycle (TetriSched's MILP size and solve time)."""

@@ -57,7 +57,7 @@ from ..common.messages import (
 )
 from ..common.model import GOOGLE_CUTOFF
 from ..worker.hybrid import LAST_ATTEMPT
-from .sparrow import LEFTOVER_COUNTERS, leftover_probes, sample_nodes
+from .sparrow import LEFTOVER_COUNTERS, leftover_probes, probe_sends, sample_nodes
 
 __all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
 
@@ -141,6 +141,8 @@ class EagleSchedulerCore(Core):
         self.counters.update(dict.fromkeys(EAGLE_COUNTERS, 0))
         self.bits = 0  # the freshest bitvector seen, as an int (bit i: node i holds long work)
         self.stamp = -math.inf
+        self._bv_of: int | None = None  # the ``bits`` that ``_bv`` holds as bytes
+        self._bv = b""
         self.jobs: dict[int, EagleJob] = {}
 
     # --- inputs --------------------------------------------------------------------------------------
@@ -169,13 +171,13 @@ class EagleSchedulerCore(Core):
             picks = sample_nodes(self.rng, self.general or self.nodes, k)
             self.counters["probes_long"] += k
             job.probed.update(picks)
-            return [Send(n, Probe(msg.job_id, job.estimate, t, c, long=True)) for n, c in picks.items()]
+            return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, t, c, long=True))
         self.counters["jobs"] += 1
         k = max(self.min_probes, math.ceil(self.probe_ratio * t))
         picks = sample_nodes(self.rng, self.nodes, k)
         self.counters["probes"] += k
         job.probed.update(picks)
-        return [Send(n, Probe(msg.job_id, job.estimate, t, c)) for n, c in picks.items()]
+        return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, t, c))
 
     # --- SSS -----------------------------------------------------------------------------------------
     def _rejected(self, node: str, msg: ProbeRejected) -> list[Effect]:
@@ -207,10 +209,8 @@ class EagleSchedulerCore(Core):
             self.counters["probes_to_free"] += count
         self.counters["probes_rescheduled"] += count
         job.probed.update(picks)
-        return [
-            Send(n, Probe(msg.job_id, job.estimate, job.unassigned, c, attempt=attempt))
-            for n, c in picks.items()
-        ]
+        left = job.unassigned
+        return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, left, c, attempt=attempt))
 
     def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
         rng = self.rng
@@ -220,23 +220,30 @@ class EagleSchedulerCore(Core):
     def _free_by_bitvector(self, k: int) -> Counter[str] | None:
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
         bitvector (short-partition nodes always qualify); None when there is none."""
-        nodes, is_short, bits, rng = self.nodes, self.is_short, self.bits, self.rng
+        nodes, is_short, rng = self.nodes, self.is_short, self.rng
+        if self._bv_of is not self.bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
+            self._bv_of = self.bits
+            size = (max(len(nodes), self.bits.bit_length()) + 7) // 8
+            self._bv = self.bits.to_bytes(size, "little") if self.bits else b""
+        bv = self._bv
         n = len(nodes)
+        # What randrange(n) calls for n > 0: the same draws, less overhead.
+        below = rng._randbelow  # type: ignore[attr-defined]
         picks: Counter[str] = Counter()
         candidates: list[str] | None = None
         for _ in range(k):
             if candidates is None:
                 for _try in range(32):  # rejection sampling: usually a few tries
-                    i = rng.randrange(n)
-                    if is_short[i] or not (bits >> i) & 1:
+                    i = below(n)
+                    if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1:
                         picks[nodes[i]] += 1
                         break
                 else:
-                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (bits >> i) & 1]
+                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (self.bits >> i) & 1]
             if candidates is not None:
                 if not candidates:
                     return None
-                picks[candidates[rng.randrange(len(candidates))]] += 1
+                picks[candidates[below(len(candidates))]] += 1
         return picks
 
     # --- late binding, SBP ---------------------------------------------------------------------------
@@ -261,7 +268,7 @@ class EagleSchedulerCore(Core):
         elif self.updates and update_due(left, job.told, self.update_ratio):
             job.told = left
             update = RemainingUpdate(job_id, left)
-            effects.extend(Send(n, update) for n in job.probed if n != node)
+            effects += [Send(n, update) for n in job.probed if n != node]
             self.counters["remaining_updates"] += len(job.probed) - (node in job.probed)
         if left == 0 and not self.cancel:
             effects.extend(self._leftover(job_id, job))

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..common.effects import Effect, Send
+from ..common.effects import Effect
 from ..common.messages import Probe, SubmitJob
 from ..common.model import GOOGLE_CUTOFF
-from .sparrow import JobState, SparrowCore, sample_nodes
+from .sparrow import JobState, SparrowCore, probe_sends, sample_nodes
 
 __all__ = ["HawkSchedulerCore"]
 
@@ -64,4 +64,4 @@ class HawkSchedulerCore(SparrowCore):
         job.probed.update(picks)
         self.counters["probes_long"] += k
         remaining = job.unassigned
-        return [Send(n, Probe(msg.job_id, job.estimate, remaining, c, long=True)) for n, c in picks.items()]
+        return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, remaining, c, long=True))

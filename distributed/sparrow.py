@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +72,26 @@ def leftover_probes(counters: Counter[str], job_id: int, probed: Counter[str], c
     counters["probes_leftover"] += left
     if cancel:
         counters["probes_leftover_cancelled"] += left
-        effects: list[Effect] = [Send(n, CancelProbes(job_id)) for n, c in probed.items() if c > 0]
+        cancel_msg = CancelProbes(job_id)  # one object for all: the simulator delivers it as a multicast
+        effects: list[Effect] = [Send(n, cancel_msg) for n, c in probed.items() if c > 0]
     else:
         counters["probes_leftover_kept"] += left
         effects = []
     probed.clear()
+    return effects
+
+
+def probe_sends(picks: Counter[str], make: Callable[[int], Any]) -> list[Effect]:
+    """A ``Send`` of ``make(count)`` to every node of ``picks``; nodes with the same count share one
+    message object (messages are never changed once sent; the simulator delivers consecutive sends of
+    one object as one multicast)."""
+    made: dict[int, Any] = {}
+    effects: list[Effect] = []
+    for node, count in picks.items():
+        msg = made.get(count)
+        if msg is None:
+            msg = made[count] = make(count)
+        effects.append(Send(node, msg))
     return effects
 
 
@@ -135,7 +151,7 @@ class SparrowCore(Core):
         job.probed.update(picks)
         self.counters["probes"] += k
         remaining = job.unassigned
-        return [Send(node, Probe(job_id, job.estimate, remaining, n)) for node, n in picks.items()]
+        return probe_sends(picks, lambda n: Probe(job_id, job.estimate, remaining, n))
 
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
         job = self.jobs.get(job_id)

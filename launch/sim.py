@@ -22,12 +22,19 @@ creation order they are already sorted by delivery time; they go to a FIFO (a de
 heap, and only timers and task exits use the heap. The loop merges the two by (time, sequence), which
 is exactly the order a single heap would give. Stale timers and exits (replaced, cancelled, suspended,
 killed) are dropped lazily when they come up.
+
+Two more shortcuts, both exact: consecutive ``Send``s of one message object (a scheduler's update or
+cancel to many nodes) are one FIFO entry, delivered to its targets in a row (their sequence numbers are
+consecutive, so nothing could come between them); and a message of a kind the target declares in
+``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the target and handed to it
+just before its next other input, only the last of each (sender, job) among those that have arrived.
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -80,12 +87,15 @@ class _WallLimit(Exception):
 class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
-    __slots__ = ("core", "name", "on_message", "on_task_exit", "on_timer", "tasks", "timers")
+    __slots__ = ("core", "held", "lazy", "name", "on_message", "on_task_exit", "on_timer", "tasks", "timers")
 
     def __init__(self, core: Core) -> None:
         self.core = core
         self.name = core.name
         self.on_message = core.on_message
+        self.lazy = core.latest_wins
+        # Messages of ``lazy`` kinds sent to it, in arrival order: (time, seq, sender, msg).
+        self.held: list[tuple[float, int, str, Any]] = []
         self.on_timer = core.on_timer
         self.on_task_exit = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
@@ -137,8 +147,8 @@ class Simulator:
 
     @property
     def pending(self) -> int:
-        """Events still queued (stale timers and exits included)."""
-        return len(self.heap) + len(self.inbox)
+        """Events still queued (stale timers and exits included; a multicast counts once)."""
+        return len(self.heap) + len(self.inbox) + sum(len(p.held) for p in self.procs.values())
 
     # --- running -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -191,27 +201,67 @@ class Simulator:
         # collections (which walk the long-lived core state) thousands of times per second.
         gc_threshold = gc.get_threshold()
         gc.set_threshold(max(gc_threshold[0], 200_000), *gc_threshold[1:])
+        stop: tuple[float, int] | None = None  # where the run ended, for the held messages
+        hold = any(p.lazy for p in self.procs.values())  # some core declares Core.latest_wins
+        group: list[Any] = []  # a multicast being delivered: its targets left, last first
+        gsender = ""
+        gmsg: Any = None
+        gseq = 0
         try:
             while True:
-                # --- next event: the earlier, by (time, seq), of the message FIFO and the heap -------
-                if inbox and (not heap or inbox[0] < heap[0]):
-                    ev = inbox[0]  # a message: (time, seq, target, sender, msg)
-                    if ev[0] > limit:
-                        break
-                    popleft()
-                    now = ev[0]
-                    proc = ev[2]
+                # --- next event: the rest of a multicast, else the earlier, by (time, seq), of the ----
+                # --- message FIFO and the heap ------------------------------------------------------
+                if group:
+                    proc = group.pop()
+                    gseq += 1
+                    if hold and proc.held:
+                        self.seq = seq
+                        events += self._deliver_held(proc, now, gseq)
+                        seq = self.seq
                     events += 1
-                    effects = proc.on_message(now, ev[3], ev[4])
+                    effects = proc.on_message(now, gsender, gmsg)
                     if proc is fproc and fcore is not None and fcore.done:
+                        if group:  # not delivered yet: back to the head of the FIFO
+                            inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
                         self.seq = seq
                         assert fproc is not None
                         self._apply(fproc, effects, now)
                         seq = self.seq
+                        stop = (now, gseq)
+                        break
+                elif inbox and (not heap or inbox[0] < heap[0]):
+                    ev = inbox[0]  # a message: (time, seq, target or targets, sender, msg)
+                    if ev[0] > limit:
+                        stop = (limit, seq + 1)
+                        break
+                    popleft()
+                    now = ev[0]
+                    proc = ev[2]
+                    if type(proc) is list:  # a multicast: one message object to several targets
+                        group = proc[::-1]
+                        proc = group.pop()
+                        gsender = ev[3]
+                        gmsg = ev[4]
+                        gseq = ev[1]
+                    if hold and proc.held:
+                        self.seq = seq
+                        events += self._deliver_held(proc, now, ev[1])
+                        seq = self.seq
+                    events += 1
+                    effects = proc.on_message(now, ev[3], ev[4])
+                    if proc is fproc and fcore is not None and fcore.done:
+                        if group:
+                            inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
+                        self.seq = seq
+                        assert fproc is not None
+                        self._apply(fproc, effects, now)
+                        seq = self.seq
+                        stop = (now, ev[1])
                         break
                 elif heap:
                     ev = heap[0]  # (time, seq, kind, proc, a, b)
                     if ev[0] > limit:
+                        stop = (limit, seq + 1)
                         break
                     heappop(heap)
                     proc = ev[3]
@@ -223,6 +273,10 @@ class Simulator:
                             continue  # replaced or cancelled
                         del timers[key]
                         now = ev[0]
+                        if hold and proc.held:
+                            self.seq = seq
+                            events += self._deliver_held(proc, now, ev[1])
+                            seq = self.seq
                         events += 1
                         effects = proc.on_timer(now, key)
                     elif kind is EXIT:
@@ -232,13 +286,22 @@ class Simulator:
                         task_id = ev[4]
                         del proc.tasks[task_id]
                         now = ev[0]
+                        if hold and proc.held:
+                            self.seq = seq
+                            events += self._deliver_held(proc, now, ev[1])
+                            seq = self.seq
                         events += 1
                         effects = proc.on_task_exit(now, task_id, True)
                     else:  # KILLED
                         now = ev[0]
+                        if hold and proc.held:
+                            self.seq = seq
+                            events += self._deliver_held(proc, now, ev[1])
+                            seq = self.seq
                         events += 1
                         effects = proc.on_task_exit(now, ev[4], False)
                 else:
+                    stop = (math.inf, seq + 1)
                     break
                 if events >= next_report:
                     next_report = events + progress_every
@@ -249,6 +312,7 @@ class Simulator:
                 # --- apply the effects (inline: this is the hot path) -------------------------------
                 arrive = now + delay
                 name = proc.name
+                last = None  # the message of the last Send of these effects, and its FIFO entry
                 for e in effects:
                     k = type(e)
                     if k is SEND:
@@ -257,10 +321,26 @@ class Simulator:
                             errors["error.unknown-peer"] += 1
                             continue
                         msg = e.msg
-                        sent[type(msg)] += 1
+                        kind = type(msg)
+                        sent[kind] += 1
                         seq += 1
+                        if hold and kind in target.lazy:  # Core.latest_wins: held until its next input
+                            target.held.append((arrive, seq, name, msg))
+                            continue
+                        if msg is last:
+                            # The same message object again, right after: one FIFO entry for all its
+                            # targets (their sequence numbers are consecutive, so nothing can come
+                            # between them: delivering them in a row is the order they would have).
+                            ev = inbox[-1]
+                            if type(ev[2]) is list:
+                                ev[2].append(target)
+                            else:
+                                inbox[-1] = (ev[0], ev[1], [ev[2], target], name, msg)
+                            continue
+                        last = msg
                         append((arrive, seq, target, name, msg))
                     elif k is LAUNCH:
+                        last = None
                         tasks = proc.tasks
                         task_id = e.task_id
                         if task_id in tasks:
@@ -273,13 +353,16 @@ class Simulator:
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
                     elif k is SET:
+                        last = None
                         seq += 1
                         proc.timers[e.key] = seq
                         d = e.delay
                         heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
                     elif k is CANCEL:
+                        last = None
                         proc.timers.pop(e.key, None)
                     else:
+                        last = None
                         self.seq = seq
                         self._executor(proc, e, now)
                         seq = self.seq
@@ -288,8 +371,51 @@ class Simulator:
             self.events = events
             self.now = now
             gc.set_threshold(*gc_threshold)
+        if stop is not None:  # what was held and has arrived by the end is delivered
+            self._deliver_all_held(*stop)
         if progress is not None and frontend is not None:
             progress(frontend, now)  # the final state, so a progress bar can reach its end
+
+    # --- held messages (Core.latest_wins) -------------------------------------------------------------
+    def _deliver_held(self, proc: _Proc, t: float, q: int) -> int:
+        """Hand ``proc`` the held messages that arrive before (time t, sequence q): of several from one
+        sender about one job only the last (the core declared that the others do not matter)."""
+        held = proc.held
+        ev = held[-1]
+        if ev[0] < t or (ev[0] == t and ev[1] < q):  # usually all have arrived
+            n = len(held)
+        else:
+            n = 0
+            for ev in held:
+                if ev[0] > t or (ev[0] == t and ev[1] > q):
+                    break
+                n += 1
+        if n == 1:
+            at, _seq, sender, msg = held.pop(0)
+            effects = proc.on_message(at, sender, msg)
+            if effects:
+                self.errors["error.held-effects"] += 1
+                self._apply(proc, effects, at)
+            return 1
+        if not n:
+            return 0
+        last: dict[tuple[str, type, int], tuple[float, int, str, Any]] = {}
+        for ev in held[:n]:
+            msg = ev[3]
+            last[ev[2], type(msg), msg.job_id] = ev
+        del held[:n]
+        for at, _seq, sender, msg in last.values():
+            effects = proc.on_message(at, sender, msg)
+            if effects:  # the core broke its promise: apply them rather than lose them
+                self.errors["error.held-effects"] += 1
+                self._apply(proc, effects, at)
+        return n
+
+    def _deliver_all_held(self, t: float, q: int) -> None:
+        """Every process's held messages that arrive before (t, q) (the end of a run)."""
+        for p in self.procs.values():
+            if p.held:
+                self.events += self._deliver_held(p, t, q)
 
     # --- slow paths ----------------------------------------------------------------------------------
     def _apply(self, proc: _Proc, effects: list[Any], now: float | None = None) -> None:

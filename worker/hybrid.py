@@ -155,6 +155,8 @@ class HybridNodeCore(Core):
         self.bitvector = b""
         self.stamp = -1.0
         self._dirty = True  # the queue changed since the last heartbeat
+        if srpt:  # on_message's RemainingUpdate overwrites the job's entries' count (only SRPT reads it)
+            self.latest_wins = frozenset({RemainingUpdate})
 
     # --- state ---------------------------------------------------------------------------------------
     @property

@@ -166,7 +166,7 @@ class HybridQueue:
     methods here that do).
     """
 
-    __slots__ = ("_blocks", "_by_job", "_head", "_live", "longs", "reservations", "threshold")
+    __slots__ = ("_blocks", "_by_job", "_head", "_live", "_pending", "longs", "reservations", "threshold")
 
     def __init__(self, threshold: float = 5.0) -> None:
         self.threshold = threshold
@@ -174,6 +174,9 @@ class HybridQueue:
         self._head = 0  # blocks before it are empty
         self._live = 0
         self._by_job: dict[tuple[str, int], list[Entry]] = {}  # live entries by (scheduler, job)
+        # Remaining counts told but not yet written into the entries (by (scheduler, job), the last
+        # one told): written before anything reads them, so many updates cost one write.
+        self._pending: dict[tuple[str, int], int] = {}
         self.longs = 0  # live long entries (placed or probes)
         self.reservations = 0  # live probe reservations plus live placed tasks
 
@@ -183,6 +186,8 @@ class HybridQueue:
 
     def __iter__(self) -> Iterator[Entry]:
         """Live entries, head first."""
+        if self._pending:
+            self._write_pending()
         blocks = self._blocks
         for k in range(self._head, len(blocks)):
             for e in blocks[k].entries:
@@ -196,6 +201,10 @@ class HybridQueue:
 
     # --- changes ---------------------------------------------------------------------------------
     def push(self, entry: Entry) -> None:
+        if self._pending:  # a count told before this entry came is not its own
+            told = self._pending.pop((entry.scheduler, entry.job_id), None)
+            if told is not None:
+                self._write_remaining(entry.scheduler, entry.job_id, told)
         blocks = self._blocks
         if len(blocks) == self._head or len(blocks[-1].entries) >= BLOCK:
             blocks.append(_Block())
@@ -274,6 +283,10 @@ class HybridQueue:
 
     def cancel(self, scheduler: str, job_id: int) -> int:
         """Drop the job's queued probes; returns how many reservations that drops."""
+        if self._pending:  # placed tasks of the job stay: they get what was told
+            told = self._pending.pop((scheduler, job_id), None)
+            if told is not None:
+                self._write_remaining(scheduler, job_id, told)
         same = self._by_job.get((scheduler, job_id))
         if not same:
             return 0
@@ -284,6 +297,18 @@ class HybridQueue:
         return n
 
     def set_remaining(self, scheduler: str, job_id: int, remaining: int) -> None:
+        """The job has ``remaining`` tasks not handed out (what its entries' SRPT work is made of);
+        written into the entries before anything reads them (the last one told wins)."""
+        if (scheduler, job_id) in self._by_job:
+            self._pending[scheduler, job_id] = remaining
+
+    def _write_pending(self) -> None:
+        pending = self._pending
+        self._pending = {}
+        for (scheduler, job_id), remaining in pending.items():
+            self._write_remaining(scheduler, job_id, remaining)
+
+    def _write_remaining(self, scheduler: str, job_id: int, remaining: int) -> None:
         for e in self._by_job.get((scheduler, job_id), ()):
             before = e.remaining
             e.remaining = remaining
@@ -298,6 +323,8 @@ class HybridQueue:
                     b.min_work = work
 
     def entries_of(self, scheduler: str, job_id: int) -> list[Entry]:
+        if self._pending:
+            self._write_pending()
         return list(self._by_job.get((scheduler, job_id), ()))
 
     def _tidy(self) -> None:
@@ -316,6 +343,8 @@ class HybridQueue:
     # --- selection -------------------------------------------------------------------------------
     def first(self) -> Entry | None:
         """FIFO: the first live entry that can take a slot now."""
+        if self._pending:
+            self._write_pending()
         blocks = self._blocks
         threshold = self.threshold
         for k in range(self._head, len(blocks)):
@@ -337,6 +366,8 @@ class HybridQueue:
         slack (threshold x estimate - bypass counter) of every entry in front of it. When nothing is
         chosen the first entry that can take a slot is returned (FIFO), which may be the long one.
         """
+        if self._pending:
+            self._write_pending()
         blocks = self._blocks
         threshold = self.threshold
         best: Entry | None = None

@@ -1,0 +1,146 @@
+"""The simulator's shortcuts give exactly the plain delivery: multicasts (one message object sent to
+several targets), held ``Core.latest_wins`` messages, and the node queue's deferred remaining counts."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from aviary.common.core import Core
+from aviary.common.effects import Launch, Send, SetTimer
+from aviary.common.messages import GetTask, RemainingUpdate
+from aviary.common.model import JobSpec
+from aviary.launch.registry import policy_cluster
+from aviary.launch.sim import Simulator, _Proc, simulate
+from aviary.worker.queues import Entry, HybridQueue
+
+
+class Logger(Core):
+    """Runs a script of effects at given times and logs every input in one shared list."""
+
+    def __init__(self, name: str, log: list[Any], script: dict[float, list[Any]] | None = None) -> None:
+        super().__init__(name)
+        self.log = log
+        self.script = script or {}
+
+    def start(self, now: float) -> list[Any]:
+        return [SetTimer(("at", t), t) for t in self.script]
+
+    def on_timer(self, now: float, key: Any) -> list[Any]:
+        self.log.append((now, self.name, "timer", key))
+        return list(self.script.get(key[1], [])) if key[0] == "at" else []
+
+    def on_task_exit(self, now: float, task_id: Any, ok: bool) -> list[Any]:
+        self.log.append((now, self.name, "exit", task_id))
+        return []
+
+    def on_message(self, now: float, sender: str, msg: Any) -> list[Any]:
+        self.log.append((now, self.name, sender, msg))
+        return []
+
+
+def test_a_multicast_is_delivered_in_the_order_of_separate_sends() -> None:
+    def run(shared: bool) -> list[Any]:
+        log: list[Any] = []
+        m = GetTask(7)
+
+        def msg() -> GetTask:
+            return m if shared else GetTask(7)
+
+        script = {
+            0.0: [
+                Send("b", msg()),
+                Send("c", msg()),
+                Launch((0, 0), 0.25),
+                Send("b", msg()),
+                Send("c", msg()),
+            ],
+            0.25: [Send("c", msg()), Send("b", msg())],
+        }
+        sim = Simulator([Logger("a", log, script), Logger("b", log), Logger("c", log)], net_delay=0.25)
+        sim.run()
+        return log
+
+    assert run(shared=True) == run(shared=False)
+    assert [e[1] for e in run(shared=True) if e[2] == "a"] == ["b", "c", "b", "c", "c", "b"]
+
+
+class Holder(Logger):
+    latest_wins = frozenset({RemainingUpdate})
+
+
+def test_held_messages_arrive_before_the_next_input_and_only_the_last_per_job() -> None:
+    log: list[Any] = []
+    a = Logger(
+        "a",
+        log,
+        {
+            0.0: [
+                Send("b", RemainingUpdate(1, 5)),
+                Send("b", RemainingUpdate(1, 4)),
+                Send("b", RemainingUpdate(2, 9)),
+            ],
+            1.0: [Send("b", GetTask(3)), Send("b", RemainingUpdate(1, 1))],
+        },
+    )
+    b = Holder("b", log, {0.1: [], 0.5: []})
+    sim = Simulator([a, b], net_delay=0.25)
+    sim.run()
+    got = [(e[0], e[3]) for e in log if e[1] == "b"]
+    assert got == [
+        (0.1, ("at", 0.1)),  # sent at 0, not arrived yet
+        (0.25, RemainingUpdate(1, 4)),  # the last about job 1, then job 2's, before the next input
+        (0.25, RemainingUpdate(2, 9)),
+        (0.5, ("at", 0.5)),
+        (1.25, GetTask(3)),
+        (1.25, RemainingUpdate(1, 1)),  # delivered when the run ends
+    ]
+    assert sim.messages()["RemainingUpdate"] == 4
+    assert sim.events == 4 + 4 + 1  # timers of a and b, updates (held ones too), GetTask
+
+
+def test_deferred_remaining_counts_reach_the_entries_that_were_there() -> None:
+    q = HybridQueue()
+    old = Entry("s", 1, 1.0, probe=True, remaining=10)
+    q.push(old)
+    q.set_remaining("s", 1, 6)
+    new = Entry("s", 1, 1.0, probe=True, remaining=4)  # a probe sent after the update
+    q.push(new)
+    assert (old.remaining, new.remaining) == (6, 4)
+    q.set_remaining("s", 1, 3)
+    assert [e.remaining for e in q.entries_of("s", 1)] == [3, 3]
+    q.set_remaining("s", 2, 1)  # no entry of that job: nothing to remember
+    assert q.srpt() is old
+
+
+def eagle_times(nodes: int, seed: int) -> dict[int, tuple[float, float, float]]:
+    rng = random.Random(seed)
+    jobs = []
+    t = 0.0
+    for i in range(120):
+        t += rng.expovariate(4.0)
+        n = rng.choice([1, 2, 5, 30, 80])
+        durations = [rng.uniform(0.1, 3.0) * (400 if i % 9 == 0 else 1) for _ in range(n)]
+        jobs.append(JobSpec(i, t, durations, sum(durations) / n, long=i % 9 == 0))
+    cluster = policy_cluster(
+        "eagle", nodes=nodes, schedulers=3, seed=seed, params={"cutoff": 100.0}, bind_ports=False
+    )
+    out = simulate(cluster, jobs, net_delay=0.01)
+    assert out.frontend.done
+    return {i: (x.submit, x.first_start, x.finish) for i, x in out.frontend.times.items()}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_eagle_runs_the_same_with_and_without_held_updates(seed: int, monkeypatch: Any) -> None:
+    fast = eagle_times(40, seed)
+    plain = _Proc.__init__
+
+    def no_holding(self: _Proc, core: Core) -> None:
+        plain(self, core)
+        self.lazy = frozenset()
+
+    monkeypatch.setattr(_Proc, "__init__", no_holding)
+    monkeypatch.setattr(HybridQueue, "set_remaining", HybridQueue._write_remaining)
+    assert eagle_times(40, seed) == fast
