@@ -4,7 +4,8 @@ One central queue of tasks in arrival order; a task is placed (``PlaceTask``) on
 that node has a free slot, as known from the central scheduler's own bookkeeping of what it placed
 and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5). Jobs are booked
 in the shared central state (:mod:`aviary.central.state`); a DAG job's stages join the queue's end
-when their parents finish.
+when their parents finish. A dead node's tasks (``PeerDown``) go to the front of the queue, in
+their jobs' arrival order (the shared state's ``node_down``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import PeerDown, PeerUp, PlaceTask, SubmitJob, TaskFinished
 from .state import CentralState, JobState, slot_nodes
 
 
@@ -32,6 +33,7 @@ class CentralFifoCore(Core):
         # One entry per free slot, nodes interleaved so consecutive tasks spread over nodes.
         most = max(node_slots.values())
         self.free: deque[str] = deque(n for level in range(most) for n, s in node_slots.items() if s > level)
+        self.node_slots = dict(node_slots)
         self.queue: deque[JobState] = deque()  # jobs with runnable tasks not yet placed, in order
         self.queued: set[int] = set()
 
@@ -45,6 +47,19 @@ class CentralFifoCore(Core):
         if type(msg) is SubmitJob:
             refused = self.state.submit(now, sender, msg)
             return refused if refused is not None else self._dispatch(now)
+        if type(msg) is PeerDown:  # its tasks go back to the queue; its slots are no longer free
+            lost = {job.job_id: job for job, _, _ in self.state.node_down(now, msg.name)}
+            if lost:
+                self.state.fresh.clear()
+                first = sorted(lost.values(), key=lambda j: (j.arrival, j.job_id))
+                self.queue = deque([*first, *(j for j in self.queue if j.job_id not in lost)])
+                self.queued |= lost.keys()
+            self.free = deque(n for n in self.free if n != msg.name)
+            return self._dispatch(now)
+        if type(msg) is PeerUp:
+            if self.state.node_up(msg.name) is not None:
+                self.free.extend([msg.name] * self.node_slots[msg.name])
+            return self._dispatch(now)
         return self.unexpected(msg)
 
     def _dispatch(self, now: float) -> list[Effect]:
@@ -67,8 +82,9 @@ class CentralFifoCore(Core):
         return effects
 
     def _finished(self, now: float, node: str, msg: TaskFinished) -> list[Effect]:
-        if (msg.job_id, msg.task_index) not in self.state.placed:
-            self.counters["unknown_task_finished"] += 1
+        placed = self.state.placed.get((msg.job_id, msg.task_index))
+        if placed is None or placed[0].name != node:
+            self.counters["unknown_task_finished" if placed is None else "late_results_ignored"] += 1
             return []
         self.free.append(node)
         done = self.state.finish(now, node, msg)

@@ -18,6 +18,10 @@ task count is kept only for diagnostics (``heartbeat_count_mismatch``).
 The estimate in ``SubmitJob`` is ignored and ``PlaceTask`` carries 0.0 as estimate: nothing on the
 Kairos path uses runtime estimates. The task duration is passed through only because the node's
 executor needs it to run the (sleep) task.
+
+Failures (issue 14): a node declared dead (``PeerDown``) takes no more tasks (its cap is 0 until
+``PeerUp``); the tasks placed on it go back to the front of the queue, in placement order, and a late
+``TaskFinished`` or ``Heartbeat`` from it is counted and ignored.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import Heartbeat, PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import Heartbeat, PeerDown, PeerUp, PlaceTask, SubmitJob, TaskFinished
 from .state import CentralState, JobState, slot_nodes
 
 TIEBREAKS = ("var", "random", "sum")
@@ -79,6 +83,7 @@ class KairosCentralCore(Core):
         if tiebreak not in TIEBREAKS:
             raise ValueError(f"central scheduler {name}: tie-break {tiebreak!r} not one of {TIEBREAKS}")
         self.q = q
+        self.node_slots = dict(node_slots)
         self.tiebreak = tiebreak
         self.rng = random.Random(seed)
         self.nodes = [NodeState(n, i, s + q) for i, (n, s) in enumerate(node_slots.items())]
@@ -111,11 +116,37 @@ class KairosCentralCore(Core):
             # The estimate is booked but never read: Kairos uses no runtime estimates.
             refused = self.state.submit(now, sender, msg)
             return refused if refused is not None else self._dispatch(now)
+        if kind is PeerDown:
+            return self._node_down(now, msg.name)
+        if kind is PeerUp:
+            return self._node_up(now, msg.name)
         return self.unexpected(msg)
+
+    def _node_down(self, now: float, name: str) -> list[Effect]:
+        node = self.by_name.get(name)
+        if node is None or node.cap == 0:
+            return []
+        lost = self.state.node_down(now, name)
+        self.state.fresh.clear()  # their stages are queued here, task by task, not as new stages
+        for job, stage, index in reversed(lost):
+            self.queue.appendleft((job.job_id, index))
+            self.enqueued.add((job.job_id, stage.index))
+        self._leave(node)
+        node.cap = node.count = 0
+        self._enter(node)
+        return self._dispatch(now)
+
+    def _node_up(self, now: float, name: str) -> list[Effect]:
+        node = self.by_name.get(name)
+        if node is None or self.state.node_up(name) is None:
+            return []
+        node.cap = self.node_slots[name] + self.q
+        self._enter(node)
+        return self._dispatch(now)
 
     def _heartbeat(self, sender: str, msg: Heartbeat) -> list[Effect]:
         node = self.by_name.get(sender)
-        if node is None:
+        if node is None or node.cap == 0:
             self.counters["unknown_heartbeat"] += 1
             return []
         self.counters["heartbeats_received"] += 1
@@ -132,8 +163,9 @@ class KairosCentralCore(Core):
 
     def _finished(self, now: float, sender: str, msg: TaskFinished) -> list[Effect]:
         node = self.by_name.get(sender)
-        if node is None or (msg.job_id, msg.task_index) not in self.state.placed:
-            self.counters["unknown_task_finished"] += 1
+        placed = self.state.placed.get((msg.job_id, msg.task_index))
+        if node is None or placed is None or placed[0].name != sender:
+            self.counters["unknown_task_finished" if placed is None else "late_results_ignored"] += 1
             return []
         self._leave(node)
         node.count -= 1

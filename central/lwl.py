@@ -16,6 +16,10 @@ is once the whole job is placed, and the scheduler's clock as its timestamp.
 The same core serves the centralized baseline of §2.4.5 (``lwl``: every job, over all nodes) and Hawk
 without partitions (over all nodes).
 
+Failures (issue 14): a dead target (``PeerDown``) gets no more tasks (its waiting time is infinite until
+``PeerUp``); the tasks placed there, queued or running, are placed again by LWL on the live ones, and a
+``TaskStarted`` or ``TaskFinished`` from a node that no longer holds the task is counted and ignored.
+
 Speed: :class:`LwlIndex` finds the least-loaded node in O(log n) per task, with no per-job scan of the
 nodes: a node's waiting time at time t is ``Q + max(0, R - t)`` (Q the queued estimates, R the expected
 end of its running long task), so nodes whose running task is not expected to end yet are ordered by
@@ -33,8 +37,8 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import LongTask, SubmitJob, TaskFinished, TaskStarted
-from .state import CentralState, slot_nodes
+from ..common.messages import LongTask, PeerDown, PeerUp, SubmitJob, TaskFinished, TaskStarted
+from .state import CentralState, JobState, StageState, slot_nodes
 
 __all__ = ["CentralLwlCore", "LwlIndex"]
 
@@ -130,6 +134,18 @@ class LwlIndex:
         self.ends[i] = now + wait if wait > 0 else -math.inf
         self._push(i, now)
 
+    def disable(self, i: int, now: float) -> None:
+        """Node i died: it never has the least work (until :meth:`enable`)."""
+        self.queued[i] = math.inf
+        self.running[i] = []
+        self.ends[i] = -math.inf
+        self._push(i, now)
+
+    def enable(self, i: int, now: float) -> None:
+        """Node i rejoined, empty."""
+        self.queued[i] = 0.0
+        self._push(i, now)
+
     def finish(self, i: int, estimate: float, started_end: float | None, now: float) -> None:
         """A task of node i ended: ``started_end`` is the expected end recorded when it started (None if
         it was never reported started; then it leaves the queued work)."""
@@ -191,7 +207,44 @@ class CentralLwlCore(Core):
             return self._finished(now, sender, msg)
         if kind is SubmitJob:
             return self._submit(now, sender, msg)
+        if kind is PeerDown:
+            return self._node_down(now, msg.name)
+        if kind is PeerUp:
+            k = self.index.get(msg.name)
+            if k is not None and self.state.node_up(msg.name) is not None:
+                self.lwl.enable(k, now)
+            return []
         return self.unexpected(msg)
+
+    def _node_down(self, now: float, name: str) -> list[Effect]:
+        k = self.index.get(name)
+        if k is None:
+            return []
+        lost = self.state.node_down(now, name)
+        self.state.fresh.clear()
+        self.lwl.disable(k, now)
+        if self.longs[k]:
+            self.longs[k] = 0
+            self.bits &= ~(1 << self.bit[k])
+        effects: list[Effect] = []
+        for job, stage, index in lost:
+            self.ends.pop((job.job_id, index), None)
+            effects += self._place(now, job, stage)
+        return effects
+
+    def _place(self, now: float, job: JobState, stage: StageState) -> list[Effect]:
+        """The stage's next task (a lost one first) on the node with the least long work left."""
+        k = self.lwl.least(now)
+        if self.state.nodes[k].dead:  # every target is dead: the frontend ends the replay
+            return []
+        self.lwl.add(k, job.estimate, now)
+        i = self.state.assign(now, job, stage, self.state.nodes[k], started=False)
+        if self.longs[k] == 0:
+            self.bits |= 1 << self.bit[k]
+        self.longs[k] += 1
+        self.counters["long_tasks_placed"] += 1
+        bv, stamp = (self.bitvector(), now) if self.sss else (b"", -1.0)
+        return [Send(self.targets[k], LongTask(job.job_id, i, job.durations[i], job.estimate, bv, stamp))]
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
         state = self.state
@@ -221,6 +274,10 @@ class CentralLwlCore(Core):
         if job is None or k is None or not 0 <= msg.task_index < job.tasks:
             self.counters["unknown_task_started"] += 1
             return []
+        placed = self.state.placed.get((msg.job_id, msg.task_index))
+        if placed is None or placed[0].name != node:  # from a node declared dead: placed elsewhere now
+            self.counters["late_results_ignored"] += 1
+            return []
         self.state.started(now, job)
         self.lwl.start(k, job.estimate, now)
         self.ends[msg.job_id, msg.task_index] = now + job.estimate
@@ -229,8 +286,12 @@ class CentralLwlCore(Core):
     def _finished(self, now: float, node: str, msg: TaskFinished) -> list[Effect]:
         job = self.state.jobs.get(msg.job_id)
         k = self.index.get(node)
-        if job is None or k is None or (msg.job_id, msg.task_index) not in self.state.placed:
+        placed = self.state.placed.get((msg.job_id, msg.task_index))
+        if job is None or k is None or placed is None:
             self.counters["unknown_task_finished"] += 1
+            return []
+        if placed[0].name != node:  # from a node declared dead: placed elsewhere now
+            self.counters["late_results_ignored"] += 1
             return []
         self.lwl.finish(k, job.estimate, self.ends.pop((msg.job_id, msg.task_index), None), now)
         self.longs[k] -= 1

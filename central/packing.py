@@ -29,7 +29,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, SetTimer
-from ..common.messages import SubmitJob, TaskFinished
+from ..common.messages import PeerDown, PeerUp, SubmitJob, TaskFinished
 from ..common.resources import EPS, Resources
 from .state import CentralState, JobState, NodeSpec, NodeState, StageState
 
@@ -300,6 +300,12 @@ class PackingCore(Core):
         if kind is SubmitJob:
             refused = self.state.submit(now, sender, msg)
             return refused if refused is not None else self._match(now, [])
+        if kind is PeerDown:  # its tasks are runnable again, placed by the policy like new ones
+            self.state.node_down(now, msg.name)
+            return self._match(now, [])
+        if kind is PeerUp:
+            node = self.state.node_up(msg.name)
+            return self._match(now, [] if node is None else [node])
         return self.unexpected(msg)
 
     def on_timer(self, now: float, key: Any) -> list[Effect]:

@@ -40,6 +40,7 @@ class StageState:
     waiting: int = 0  # parent stages not finished
     placed: int = 0
     finished: int = 0
+    retry: list[int] = field(default_factory=list)  # tasks to place again (their node died)
 
     @property
     def unplaced(self) -> int:
@@ -82,6 +83,7 @@ class NodeState:
     attributes: dict[str, Any]
     free: Resources
     running: int = 0  # tasks placed here and not finished
+    dead: bool = False  # declared dead (PeerDown): no room until it rejoins
 
 
 NodeSpec = tuple[str, Resources, dict[str, Any]]
@@ -199,8 +201,10 @@ class CentralState:
             self.core.counters["unknown_task_finished"] += 1
             return []
         node, stage, start = entry
-        if node.name != node_name:
-            self.core.counters["task_finished_elsewhere"] += 1
+        if node.name != node_name:  # not the node running it: a late or forged result
+            self.placed[key] = entry
+            self.core.counters["late_results_ignored"] += 1
+            return []
         job = self.jobs[msg.job_id]
         node.free = node.free.plus(stage.demand)
         node.running -= 1
@@ -229,7 +233,7 @@ class CentralState:
         """Book ``stage``'s next task on ``node`` (its demand reserved there) and return the task's
         index. ``started``: the job's first start is now (else the policy calls :meth:`started` when
         the node says the task started)."""
-        index = stage.offset + stage.placed
+        index = stage.retry.pop(0) if stage.retry else stage.offset + stage.placed
         stage.placed += 1
         if stage.placed == stage.tasks:
             job.runnable.remove(stage)
@@ -273,6 +277,47 @@ class CentralState:
         self.core.counters["tasks_placed"] += 1
         duration = self.duration(job, index, node, gang)
         return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.demand)))
+
+    # --- failures (issue 14) -------------------------------------------------------------------------
+    def node_down(self, now: float, name: str) -> list[tuple[JobState, StageState, int]]:
+        """A node died: it has no room until :meth:`node_up`, and the tasks placed on it are runnable
+        again (``tasks_rerun``; ``rerun_lost_ms``: milliseconds of run time lost); they are returned,
+        in placement order, and their jobs are in ``active`` and ``fresh``. A late ``TaskFinished`` from
+        the dead node is ignored (``unknown_task_finished``, or ``late_results_ignored`` once the task
+        runs elsewhere)."""
+        node = self.by_name.get(name)
+        if node is None or node.dead:
+            return []
+        node.dead = True
+        node.free = ZERO
+        counters = self.core.counters
+        lost = [(key, entry) for key, entry in self.placed.items() if entry[0] is node]
+        out = []
+        for (job_id, index), (_, stage, start) in lost:
+            del self.placed[job_id, index]
+            job = self.jobs[job_id]
+            job.usage = job.usage.minus(stage.demand)
+            job.running -= 1
+            stage.placed -= 1
+            stage.retry.append(index)
+            if stage not in job.runnable:
+                job.runnable.append(stage)
+            self.active[job_id] = job
+            self.fresh[job_id] = job
+            counters["tasks_rerun"] += 1
+            counters["rerun_lost_ms"] += round((now - start) * 1000)
+            out.append((job, stage, index))
+        node.running = 0
+        return out
+
+    def node_up(self, name: str) -> NodeState | None:
+        """A dead node rejoins, empty; returns it (None if it was not dead)."""
+        node = self.by_name.get(name)
+        if node is None or not node.dead:
+            return None
+        node.dead = False
+        node.free = node.capacity
+        return node
 
     def dominant_share(self, job: JobState) -> float:
         return job.usage.dominant_share(self.capacity_total)

@@ -12,6 +12,16 @@ At the end (:meth:`collect`) it asks every process for its ``Stats`` with ``GetS
 A ``JobDone`` counts only from the scheduler the job was submitted to: one for a job this frontend did
 not submit (``unknown_job_done``) or from another sender (``job_done_from_stranger``) is counted, logged
 once, and dropped.
+
+Failures (issue 14). The frontend is the testbed's failure detector: with ``liveness`` (the real
+runtime) it says ``Hello`` to every process every period once the replay began and declares one dead
+that has not answered for ``misses`` periods; a driver may also declare a process dead at once
+(:meth:`declare_dead`: its child exited, or the simulator's injected failure after the same detection
+delay). A death goes to every live process as ``PeerDown`` (they stop sending it work and re-run what it
+held); the jobs of a dead scheduler are submitted again to a live one of the same role (a later
+``JobDone`` from the dead one is a late result, counted and ignored). Where no process of that role is
+left (the central scheduler, say) the replay has :attr:`failed`, with one line naming the process. A
+dead process that answers again rejoins (``PeerUp``).
 """
 
 from __future__ import annotations
@@ -24,11 +34,12 @@ from typing import Any
 
 from .core import Core
 from .effects import Effect, Send, SetTimer
-from .messages import GetStats, Hello, JobDone, Register, Shutdown, Stats, SubmitJob
+from .messages import GetStats, Hello, JobDone, PeerDown, PeerUp, Register, Shutdown, Stats, SubmitJob
 from .model import JobSpec
 
 SUBMIT = "submit"
 HELLO = "hello"
+PING = "ping"
 
 log = logging.getLogger("aviary.frontend")
 
@@ -59,6 +70,14 @@ def submit_message(job: JobSpec) -> SubmitJob:
     )
 
 
+FAILURE_COUNTERS = (
+    "processes_declared_dead",
+    "processes_rejoined",
+    "jobs_resubmitted",
+    "late_results_ignored",
+)
+"""The frontend's failure counters, written even when 0."""
+
 Router = Callable[[JobSpec, int], str]
 """Chooses the scheduler for the n-th submitted job."""
 
@@ -82,6 +101,9 @@ class FrontendCore(Core):
         wait_for: list[str] = (),  # type: ignore[assignment]
         hello_interval: float = 0.5,
         hold: bool = False,
+        roles: dict[str, str] | None = None,
+        liveness: tuple[float, int] | None = None,
+        epoch: int = 0,
     ) -> None:
         super().__init__(name)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
@@ -99,6 +121,17 @@ class FrontendCore(Core):
         self.finished = 0
         self.last_progress = 0.0
         self.stats: dict[str, Stats] = {}
+        self.roles = dict(roles or {})
+        """Every other process by name, with its role (``node``, ``scheduler``, ``central``): who hears of a
+        death, and who can take a dead scheduler's jobs."""
+        self.liveness = liveness  # (Hello period in seconds, periods missed before a process is dead)
+        self.epoch = epoch  # this replay's, in every Hello: its processes drop an earlier replay's work
+        self.last_heard: dict[str, float] = {}
+        self.dead: dict[str, float] = {}  # name -> replay clock when it was declared dead
+        self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
+        self.failed: str | None = None
+        """Why the replay cannot go on (a process no other can replace died), or None."""
+        self.counters.update(dict.fromkeys(FAILURE_COUNTERS, 0))
 
     # --- phases ------------------------------------------------------------------------------------
     @property
@@ -107,7 +140,8 @@ class FrontendCore(Core):
 
     @property
     def done(self) -> bool:
-        return self.finished == len(self.jobs)
+        """Every job finished, or the replay :attr:`failed`."""
+        return self.finished == len(self.jobs) or self.failed is not None
 
     @property
     def submitted(self) -> int:
@@ -119,21 +153,28 @@ class FrontendCore(Core):
         return [] if self.hold else self.begin(now)
 
     def _hello(self) -> list[Effect]:
-        return [*(Send(p, Hello()) for p in sorted(self.waiting)), SetTimer(HELLO, self.hello_interval)]
+        hello = Hello(self.epoch)
+        return [*(Send(p, hello) for p in sorted(self.waiting)), SetTimer(HELLO, self.hello_interval)]
 
     def begin(self, now: float) -> list[Effect]:
         """Start the replay clock and the submissions."""
         self.t0 = now
         self.last_progress = now
-        if not self.jobs:
-            return []
-        return [SetTimer(SUBMIT, self.jobs[0].submit)]
+        effects: list[Effect] = []
+        if self.liveness is not None:
+            self.last_heard = dict.fromkeys(self.roles, now)
+            effects.append(SetTimer(PING, self.liveness[0]))
+        if self.jobs:
+            effects.append(SetTimer(SUBMIT, self.jobs[0].submit))
+        return effects
 
     def on_timer(self, now: float, key: Any) -> list[Effect]:
         if key == HELLO:
             return self._hello() if self.waiting else []
         if key == SUBMIT:
             return self._submit_due(now)
+        if key == PING:
+            return self._ping(now)
         return []
 
     def _submit_due(self, now: float) -> list[Effect]:
@@ -144,7 +185,10 @@ class FrontendCore(Core):
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
             job = jobs[self.next]
             self.times[job.job_id].submit = clock
-            to = self.routed[job.job_id] = self.route(job, self.next)
+            to = self.route(job, self.next)
+            if to in self.dead:  # the replay goes on only while one of its role lives
+                to = self._stand_in(to, self.next)
+            self.routed[job.job_id] = to
             effects.append(Send(to, submit_message(job)))
             self.next += 1
         if self.next < len(jobs):
@@ -157,6 +201,9 @@ class FrontendCore(Core):
             return self._job_done(now, sender, msg)
         if kind is Register:
             self.registered[sender] = msg
+            self.last_heard[sender] = now
+            if sender in self.dead:
+                return self._rejoin(sender)
             if sender in self.waiting:
                 self.waiting.discard(sender)
                 if not self.waiting and not self.hold:
@@ -174,13 +221,17 @@ class FrontendCore(Core):
                 "unknown_job_done", f"a JobDone from {sender!r} for job {msg.job_id}, not submitted"
             )
         if (to := self.routed.get(msg.job_id)) != sender:
+            if sender in self.dead or msg.job_id in self.resubmitted:
+                self.counters["late_results_ignored"] += 1
+                return []
             text = f"a JobDone from {sender!r} for job {msg.job_id}, submitted to {to!r}"
             return self._refuse("job_done_from_stranger", text)
         if times.finish is not None:
             self.counters["duplicate_job_done"] += 1
             return []
         times.finish = now - self.t0
-        times.first_start = times.submit + msg.first_start_delay
+        # The delay is measured from the job's arrival at the scheduler that finished it.
+        times.first_start = self.resubmitted.get(msg.job_id, times.submit) + msg.first_start_delay
         self.finished += 1
         self.last_progress = now
         return []
@@ -190,6 +241,59 @@ class FrontendCore(Core):
         if self.counters[counter] == 1:
             log.warning("%s: dropped %s (further ones are only counted)", self.name, text)
         return []
+
+    # --- failures -----------------------------------------------------------------------------------
+    def _ping(self, now: float) -> list[Effect]:
+        """Say Hello to every process (the dead too: one that answers rejoins); declare dead the live
+        ones silent for ``misses`` periods."""
+        assert self.liveness is not None
+        period, misses = self.liveness
+        hello = Hello(self.epoch)
+        effects: list[Effect] = [Send(p, hello) for p in self.roles]
+        for name in sorted(self.roles):
+            if name not in self.dead and now - self.last_heard.get(name, now) > period * misses:
+                effects += self.declare_dead(now, name, f"no answer for {now - self.last_heard[name]:.1f} s")
+        if not self.failed:
+            effects.append(SetTimer(PING, period))
+        return effects
+
+    def declare_dead(self, now: float, name: str, why: str = "") -> list[Effect]:
+        """``name`` is dead: every live process hears ``PeerDown``; a scheduler's unfinished jobs go to a
+        live one of its role (or the replay :attr:`failed`)."""
+        role = self.roles.get(name)
+        if role is None or name in self.dead or self.t0 is None:
+            return []
+        clock = now - self.t0
+        self.dead[name] = clock
+        self.counters["processes_declared_dead"] += 1
+        log.warning("%s: %s declared dead at %.1f s%s", self.name, name, clock, f" ({why})" if why else "")
+        down = PeerDown(name)
+        effects: list[Effect] = [Send(p, down) for p in self.roles if p not in self.dead]
+        if not any(r == role and p not in self.dead for p, r in self.roles.items()):
+            self.failed = f"{role} {name} died and no other {role} is left to take its work"
+            return effects
+        for job_id, to in list(self.routed.items()):
+            if to == name and self.times[job_id].finish is None:
+                stand_in = self._stand_in(name, job_id)
+                self.routed[job_id] = stand_in
+                self.resubmitted[job_id] = clock
+                self.counters["jobs_resubmitted"] += 1
+                effects.append(Send(stand_in, submit_message(self.by_id[job_id])))
+        return effects
+
+    def _stand_in(self, dead: str, n: int) -> str:
+        """A live process of ``dead``'s role for the n-th job (round robin); the caller checked there is
+        one."""
+        role = self.roles.get(dead, "")
+        live = sorted(p for p, r in self.roles.items() if r == role and p not in self.dead)
+        return live[n % len(live)]
+
+    def _rejoin(self, name: str) -> list[Effect]:
+        del self.dead[name]
+        self.counters["processes_rejoined"] += 1
+        log.warning("%s: %s answers again: it rejoins", self.name, name)
+        up = PeerUp(name)
+        return [Send(p, up) for p in self.roles if p not in self.dead and p != name]
 
     # --- the end -----------------------------------------------------------------------------------
     def collect(self, processes: list[str], *, shutdown: bool) -> list[Effect]:

@@ -241,7 +241,10 @@ class PlaceTask:
 @message(20)
 @dataclasses.dataclass(slots=True)
 class Hello:
-    """Frontend -> any process: answer with Register when ready."""
+    """Frontend -> any process: answer with Register when ready. ``epoch``: the replay it belongs to
+    (0: none); a process hearing a new one from its frontend starts afresh (:class:`Runtime`)."""
+
+    epoch: int = 0
 
 
 @message(21)
@@ -279,6 +282,23 @@ class Stats:
 @dataclasses.dataclass(slots=True)
 class GetStats:
     """Frontend -> any process: reply with Stats and keep running."""
+
+
+@message(25)
+@dataclasses.dataclass(slots=True)
+class PeerDown:
+    """Frontend -> every live process: ``name`` was declared dead (missed heartbeats, an exit, or an
+    injected failure); stop sending it work and re-run what it held."""
+
+    name: str
+
+
+@message(26)
+@dataclasses.dataclass(slots=True)
+class PeerUp:
+    """Frontend -> every live process: ``name``, declared dead earlier, answers again: it rejoins."""
+
+    name: str
 
 
 # --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------

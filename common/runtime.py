@@ -1,10 +1,17 @@
 """The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
 
 It decodes frames into messages for the core and carries out the core's effects. Control messages
-(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike; a ``Shutdown`` only from
-the cluster's frontend or a launcher's ``control`` (:attr:`Transport.controllers`: with keys, names
-proven by their keys). A bad frame, a ``Shutdown`` from anyone else, a send to an unknown peer or an
-exception inside a core is counted, logged once per kind, and survived.
+(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike; a ``Shutdown``, like
+the failure news ``PeerDown`` and ``PeerUp``, only from the cluster's frontend or a launcher's
+``control`` (:attr:`Transport.controllers`: with keys, names proven by their keys). A bad frame, one of
+those from anyone else, a send to an unknown peer or an exception inside a core is counted, logged once
+per kind, and survived.
+
+Each replay is an epoch of its own (issue 14): a ``Hello`` from the frontend carries the replay's epoch,
+and a process that hears a new one after an earlier replay starts afresh: a new core from ``rebuild``
+(the counters carry on), every task still running killed and its exit ignored (``stale_tasks_killed``),
+the old core's timers cancelled. Work and completions left from the earlier replay then reach a core
+that never heard of them and are counted (``unknown_*``), never mixed into the new replay's results.
 """
 
 from __future__ import annotations
@@ -13,16 +20,19 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .core import Core
 from .effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend
-from .messages import BadFrame, GetStats, Hello, Register, Shutdown, Stats, decode, encode
+from .messages import BadFrame, GetStats, Hello, PeerDown, PeerUp, Register, Shutdown, Stats, decode, encode
 from .transport import FrameTooLarge, Transport, UnknownPeer
 
 log = logging.getLogger("aviary.runtime")
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats"})
+FROM_FRONTEND = (PeerDown, PeerUp)
+"""Failure news the core hears only from the frontend (or a launcher's ``control``)."""
 
 
 class Runtime:
@@ -33,8 +43,18 @@ class Runtime:
     and ``executor.<kind>`` for what the executor counted (kills, ignored requests).
     """
 
-    def __init__(self, core: Core, transport: Transport, executor_kind: str | None = None) -> None:
+    def __init__(
+        self,
+        core: Core,
+        transport: Transport,
+        executor_kind: str | None = None,
+        rebuild: Callable[[], Core] | None = None,
+    ) -> None:
         self.core = core
+        self.rebuild = rebuild
+        self.epoch = 0
+        self.tasks: set[Any] = set()  # launched and not exited
+        self.stale: set[Any] = set()  # killed at a new epoch: their exits are ignored
         self.transport = transport
         self.executor_kind = executor_kind
         self.executor: Any = None
@@ -109,10 +129,16 @@ class Runtime:
             return
         if type(msg).__name__ in CONTROL_KINDS and self._control(sender, msg):
             return
+        if isinstance(msg, FROM_FRONTEND) and sender not in self.transport.controllers:
+            kind = type(msg).__name__
+            self._drop(f"{kind.lower()}-from-stranger", f"ignored a {kind} from {sender!r}, not a frontend")
+            return
         self._call(self.core.on_message, sender, msg)
 
     def _control(self, sender: str, msg: Any) -> bool:
         if isinstance(msg, Hello):
+            if msg.epoch and msg.epoch != self.epoch and sender in self.transport.controllers:
+                self._new_epoch(msg.epoch)
             self._send(sender, Register(self.core.role, getattr(self.core, "slots", 0)))
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())
@@ -125,6 +151,25 @@ class Runtime:
         else:
             return False
         return True
+
+    def _new_epoch(self, epoch: int) -> None:
+        """A new replay: after an earlier one, a fresh core and none of the old one's tasks or timers."""
+        first, self.epoch = self.epoch == 0, epoch
+        if first or self.rebuild is None:
+            return
+        counters = self.core.counters
+        self.core = self.rebuild()
+        self.core.counters = counters
+        counters["epochs"] += 1
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in self.tasks:
+            self.executor.kill(task)
+        counters["stale_tasks_killed"] += len(self.tasks)
+        self.stale |= self.tasks
+        self.tasks = set()
+        self._apply(self.core.start(self.now()))
 
     def _fire(self, key: Any) -> None:
         self._timers.pop(key, None)
@@ -154,6 +199,10 @@ class Runtime:
     def _task_exit(self, task_id: Any, ok: bool) -> None:
         if self._hold(self._task_exit, task_id, ok):
             return
+        if task_id in self.stale:  # an earlier replay's task
+            self.stale.discard(task_id)
+            return
+        self.tasks.discard(task_id)
         self._call(self.core.on_task_exit, task_id, ok)
         self._after_outside_drain()
 
@@ -202,6 +251,7 @@ class Runtime:
                 if handle is not None:
                     handle.cancel()
             elif kind is Launch:
+                self.tasks.add(effect.task_id)
                 self.executor.launch(effect.task_id, effect.duration)
             elif kind is Suspend:
                 self.executor.suspend(effect.task_id)

@@ -28,6 +28,11 @@ Ablation switches: ``min_probes=0`` (no minimum), ``sss=False`` (nodes accept ev
 is re-sent), ``updates=False`` (no remaining updates, for FIFO nodes without SRPT), ``sticky=False``
 (probes are used up by the task they bring, as in Sparrow).
 
+Failures (issue 14), as Sparrow's (:meth:`SparrowCore.node_down
+<aviary.distributed.sparrow.SparrowCore.node_down>`): a dead node is never probed again (nor picked as
+free of long work), its tasks are handed out again and the job gets new first-round probes for them and
+for the reservations the node held; a ``TaskFinished`` counts only from the node running the task.
+
 Counters (written even when 0, Table 3.2): ``probes`` (first-round probes), ``probes_rescheduled``
 (re-sent after a rejection; also split into ``probes_to_free`` and ``probes_to_short``),
 ``remaining_updates``, the leftover counters of :data:`~aviary.distributed.sparrow.LEFTOVER_COUNTERS`;
@@ -49,6 +54,8 @@ from ..common.messages import (
     AssignTask,
     GetTask,
     NoTask,
+    PeerDown,
+    PeerUp,
     Probe,
     ProbeRejected,
     RemainingUpdate,
@@ -57,7 +64,14 @@ from ..common.messages import (
 )
 from ..common.model import GOOGLE_CUTOFF
 from ..worker.hybrid import LAST_ATTEMPT
-from .sparrow import LEFTOVER_COUNTERS, leftover_probes, probe_sends, sample_nodes
+from .sparrow import (
+    LEFTOVER_COUNTERS,
+    finished_where_placed,
+    leftover_probes,
+    probe_sends,
+    sample_nodes,
+    take_lost,
+)
 
 __all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
 
@@ -89,10 +103,12 @@ class EagleJob:
     first_start: float | None = None
     told: int = 0  # remaining count last sent to the nodes
     probed: Counter[str] = field(default_factory=Counter)  # node -> probe reservations it holds
+    placed: dict[int, tuple[str, float]] = field(default_factory=dict)  # running task -> (node, since)
+    retry: list[int] = field(default_factory=list)  # tasks to hand out again (their node died)
 
     @property
     def unassigned(self) -> int:
-        return len(self.durations) - self.next_task
+        return len(self.durations) - self.next_task + len(self.retry)
 
 
 class EagleSchedulerCore(Core):
@@ -144,6 +160,10 @@ class EagleSchedulerCore(Core):
         self._bv_of: int | None = None  # the ``bits`` that ``_bv`` holds as bytes
         self._bv = b""
         self.jobs: dict[int, EagleJob] = {}
+        # Probe targets: the nodes not declared dead (the same lists until one is).
+        self.live, self.live_short, self.live_general = self.nodes, self.short, self.general
+        self.position = {n: i for i, n in enumerate(self.nodes)}
+        self.dead_bits = 0  # bit i: node i is dead (never free of long work)
 
     # --- inputs --------------------------------------------------------------------------------------
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
@@ -151,11 +171,15 @@ class EagleSchedulerCore(Core):
         if kind is GetTask:
             return self._get_task(now, sender, msg.job_id)
         if kind is TaskFinished:
-            return self._task_finished(msg)
+            return self._task_finished(sender, msg)
         if kind is ProbeRejected:
             return self._rejected(sender, msg)
         if kind is SubmitJob:
             return self._submit(now, sender, msg)
+        if kind is PeerDown:
+            return self.node_down(now, msg.name)
+        if kind is PeerUp:
+            return self.node_up(msg.name)
         return self.unexpected(msg)
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
@@ -168,16 +192,24 @@ class EagleSchedulerCore(Core):
         if long:  # a long job sent here (no central scheduler): Sparrow over the general partition
             self.counters["jobs_long"] += 1
             k = math.ceil(self.probe_ratio * t)
-            picks = sample_nodes(self.rng, self.general or self.nodes, k)
-            self.counters["probes_long"] += k
-            job.probed.update(picks)
-            return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, t, c, long=True))
+            return self._probe_long(msg.job_id, job, k)
         self.counters["jobs"] += 1
         k = max(self.min_probes, math.ceil(self.probe_ratio * t))
-        picks = sample_nodes(self.rng, self.nodes, k)
+        return self._probe_short(msg.job_id, job, k)
+
+    def _probe_long(self, job_id: int, job: EagleJob, k: int) -> list[Effect]:
+        picks = sample_nodes(self.rng, self.live_general or self.live, k)
+        self.counters["probes_long"] += k
+        job.probed.update(picks)
+        left = job.unassigned
+        return probe_sends(picks, lambda c: Probe(job_id, job.estimate, left, c, long=True))
+
+    def _probe_short(self, job_id: int, job: EagleJob, k: int) -> list[Effect]:
+        picks = sample_nodes(self.rng, self.live, k)
         self.counters["probes"] += k
         job.probed.update(picks)
-        return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, t, c))
+        left = job.unassigned
+        return probe_sends(picks, lambda c: Probe(job_id, job.estimate, left, c))
 
     # --- SSS -----------------------------------------------------------------------------------------
     def _rejected(self, node: str, msg: ProbeRejected) -> list[Effect]:
@@ -203,7 +235,7 @@ class EagleSchedulerCore(Core):
             attempt = LAST_ATTEMPT
         if picks is None:
             attempt = LAST_ATTEMPT
-            picks = self._random(self.short or self.nodes, count)
+            picks = self._random(self.live_short or self.live, count)
             self.counters["probes_to_short"] += count
         else:
             self.counters["probes_to_free"] += count
@@ -221,10 +253,11 @@ class EagleSchedulerCore(Core):
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
         bitvector (short-partition nodes always qualify); None when there is none."""
         nodes, is_short, rng = self.nodes, self.is_short, self.rng
-        if self._bv_of is not self.bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
-            self._bv_of = self.bits
-            size = (max(len(nodes), self.bits.bit_length()) + 7) // 8
-            self._bv = self.bits.to_bytes(size, "little") if self.bits else b""
+        bits = self.bits | self.dead_bits if self.dead_bits else self.bits
+        if self._bv_of is not bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
+            self._bv_of = bits
+            size = (max(len(nodes), bits.bit_length()) + 7) // 8
+            self._bv = bits.to_bytes(size, "little") if bits else b""
         bv = self._bv
         n = len(nodes)
         # What randrange(n) calls for n > 0: the same draws, less overhead.
@@ -239,7 +272,7 @@ class EagleSchedulerCore(Core):
                         picks[nodes[i]] += 1
                         break
                 else:
-                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (self.bits >> i) & 1]
+                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (bits >> i) & 1]
             if candidates is not None:
                 if not candidates:
                     return None
@@ -249,14 +282,18 @@ class EagleSchedulerCore(Core):
     # --- late binding, SBP ---------------------------------------------------------------------------
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
         job = self.jobs.get(job_id)
-        if job is None or job.next_task >= len(job.durations):
+        if job is None or not job.unassigned:
             if job is not None:
                 self._forget(job, node)
             return [Send(node, NoTask(job_id))]
         if not self.sticky:
             self._forget(job, node)
-        index = job.next_task
-        job.next_task += 1
+        if job.retry:
+            index = job.retry.pop(0)
+        else:
+            index = job.next_task
+            job.next_task += 1
+        job.placed[index] = (node, now)
         if job.first_start is None:
             job.first_start = now
         left = job.unassigned
@@ -286,9 +323,46 @@ class EagleSchedulerCore(Core):
         else:
             job.probed[node] = left - 1
 
-    def _task_finished(self, msg: TaskFinished) -> list[Effect]:
+    def _task_finished(self, sender: str, msg: TaskFinished) -> list[Effect]:
         job = self.jobs.get(msg.job_id)
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
+        if not finished_where_placed(self.counters, job.placed, sender, msg.task_index):
+            return []
         return self.task_finished(self.jobs, msg)
+
+    # --- failures ------------------------------------------------------------------------------------
+    def node_down(self, now: float, node: str) -> list[Effect]:
+        """A node died: never probed again; its tasks and reservations are issued again (first round)."""
+        i = self.position.get(node)
+        if i is None or self.dead_bits >> i & 1:
+            return []
+        self.dead_bits |= 1 << i
+        self._live_lists()
+        effects: list[Effect] = []
+        for job_id, job in self.jobs.items():
+            lost = take_lost(self.counters, job.placed, node, now)
+            job.retry.extend(lost)
+            held = job.probed.pop(node, 0)
+            self.counters["probes_lost"] += held
+            k = held + math.ceil(self.probe_ratio * len(lost))
+            if k and job.unassigned and self.live:
+                effects += self._probe_long(job_id, job, k) if job.long else self._probe_short(job_id, job, k)
+        return effects
+
+    def node_up(self, node: str) -> list[Effect]:
+        i = self.position.get(node)
+        if i is not None and self.dead_bits >> i & 1:
+            self.dead_bits &= ~(1 << i)
+            self._live_lists()
+        return []
+
+    def _live_lists(self) -> None:
+        dead = self.dead_bits
+        alive = [not dead >> i & 1 for i in range(len(self.nodes))]
+        self.live = [n for n, ok in zip(self.nodes, alive, strict=True) if ok]
+        self.live_short = [n for n in self.short if alive[self.position[n]]]
+        self.live_general = [n for n in self.general if alive[self.position[n]]]
+        short = set(self.short)
+        self.is_short = [ok and n in short for n, ok in zip(self.nodes, alive, strict=True)]

@@ -47,8 +47,28 @@ class HawkSchedulerCore(SparrowCore):
     ) -> None:
         super().__init__(name, list(nodes), probe_ratio=probe_ratio, cancel=cancel, seed=seed)
         self.general = list(general) or self.nodes
+        self.known_general = frozenset(self.general)
         self.cutoff = cutoff
         self.counters["probes_rescheduled"] = 0  # Table 3.2's column; Hawk's re-scheduled probes are steals
+
+    def node_down(self, now: float, node: str) -> list[Effect]:
+        if node in self.general and self.general is not self.nodes:
+            self.general = [n for n in self.general if n != node]
+        return super().node_down(now, node)
+
+    def node_up(self, node: str) -> list[Effect]:
+        if node in self.known_general and node not in self.general and self.general is not self.nodes:
+            self.general.append(node)
+        return super().node_up(node)
+
+    def reprobe(self, job_id: int, job: JobState, k: int) -> list[Effect]:
+        if job.estimate < self.cutoff or not self.general:
+            return self.probe(job_id, job, k)
+        picks = sample_nodes(self.rng, self.general, k)
+        job.probed.update(picks)
+        self.counters["probes_long"] += k
+        remaining = job.unassigned
+        return probe_sends(picks, lambda c: Probe(job_id, job.estimate, remaining, c, long=True))
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
         if (refused := self.refuse_submit(frontend, msg, self.jobs)) is not None:

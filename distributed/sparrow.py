@@ -16,6 +16,12 @@ Counters, both modes: ``probes_leftover`` (reservations still out when the job's
 out), ``probes_leftover_cancelled`` (of those, the ones a ``CancelProbes`` went out for) and
 ``probes_leftover_kept`` (left in the queues); which one is non-zero says which mode a run used.
 
+Failures (issue 14): on ``PeerDown`` of a node the scheduler stops probing it, puts the tasks it had
+handed to it back (``tasks_rerun``; ``rerun_lost_ms``: milliseconds of their run time lost) and sends
+new probes for them and for the reservations the node held (``probes_lost``); a later ``TaskFinished``
+from a node other than the one now running the task is a late result (``late_results_ignored``).
+``PeerUp`` makes the node a probe target again.
+
 Probes for the same node are batched into one message (``Probe.count``); this happens only when
 d*t exceeds the number of nodes, where probes must repeat nodes.
 """
@@ -36,6 +42,8 @@ from ..common.messages import (
     CancelProbes,
     GetTask,
     NoTask,
+    PeerDown,
+    PeerUp,
     Probe,
     SubmitJob,
     TaskFinished,
@@ -54,10 +62,12 @@ class JobState:
     finished: int = 0
     first_start: float | None = None
     probed: Counter[str] = field(default_factory=Counter)  # node -> reservations not yet used
+    placed: dict[int, tuple[str, float]] = field(default_factory=dict)  # running task -> (node, since)
+    retry: list[int] = field(default_factory=list)  # tasks to hand out again (their node died)
 
     @property
     def unassigned(self) -> int:
-        return len(self.durations) - self.next_task
+        return len(self.durations) - self.next_task + len(self.retry)
 
 
 LEFTOVER_COUNTERS = ("probes", "probes_leftover", "probes_leftover_cancelled", "probes_leftover_kept")
@@ -107,6 +117,31 @@ def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
     return picks
 
 
+def take_lost(
+    counters: Counter[str], placed: dict[int, tuple[str, float]], node: str, now: float
+) -> list[int]:
+    """The tasks of ``placed`` (task -> (node, since)) running on ``node``, which died: taken out, in
+    hand-out order, and counted (``tasks_rerun``, ``rerun_lost_ms``)."""
+    lost = [i for i, (n, _) in placed.items() if n == node]
+    for i in lost:
+        counters["rerun_lost_ms"] += round((now - placed.pop(i)[1]) * 1000)
+    counters["tasks_rerun"] += len(lost)
+    return lost
+
+
+def finished_where_placed(
+    counters: Counter[str], placed: dict[int, tuple[str, float]], sender: str, index: int
+) -> bool:
+    """Whether a ``TaskFinished`` of task ``index`` from ``sender`` counts: only from the node running it
+    (else a late result from a node declared dead, counted ``late_results_ignored``)."""
+    where = placed.get(index)
+    if where is None or where[0] != sender:
+        counters["late_results_ignored"] += 1
+        return False
+    del placed[index]
+    return True
+
+
 class SparrowCore(Core):
     """A distributed scheduler doing batch sampling over ``nodes``."""
 
@@ -121,6 +156,7 @@ class SparrowCore(Core):
         if probe_ratio < 1:
             raise ValueError(f"scheduler {name}: probe ratio must be at least 1, got {probe_ratio}")
         self.nodes = list(nodes)
+        self.known_nodes = frozenset(nodes)
         self.probe_ratio = probe_ratio
         self.cancel = cancel
         self.rng = random.Random(f"{seed}/{name}")
@@ -132,9 +168,13 @@ class SparrowCore(Core):
         if kind is GetTask:
             return self._get_task(now, sender, msg.job_id)
         if kind is TaskFinished:
-            return self._task_finished(now, msg)
+            return self._task_finished(now, sender, msg)
         if kind is SubmitJob:
             return self._submit(now, sender, msg)
+        if kind is PeerDown:
+            return self.node_down(now, msg.name)
+        if kind is PeerUp:
+            return self.node_up(msg.name)
         return self.unexpected(msg)
 
     def _submit(self, now: float, frontend: str, msg: SubmitJob) -> list[Effect]:
@@ -157,20 +197,52 @@ class SparrowCore(Core):
         job = self.jobs.get(job_id)
         if job is not None and job.probed[node] > 0:
             job.probed[node] -= 1
-        if job is None or job.next_task >= len(job.durations):
+        if job is None or not job.unassigned:
             return [Send(node, NoTask(job_id))]
-        index = job.next_task
-        job.next_task += 1
+        if job.retry:
+            index = job.retry.pop(0)
+        else:
+            index = job.next_task
+            job.next_task += 1
+        job.placed[index] = (node, now)
         if job.first_start is None:
             job.first_start = now
         effects: list[Effect] = [Send(node, AssignTask(job_id, index, job.durations[index], job.estimate))]
-        if job.next_task == len(job.durations):
+        if not job.unassigned:
             effects.extend(leftover_probes(self.counters, job_id, job.probed, self.cancel))
         return effects
 
-    def _task_finished(self, now: float, msg: TaskFinished) -> list[Effect]:
+    def _task_finished(self, now: float, sender: str, msg: TaskFinished) -> list[Effect]:
         job = self.jobs.get(msg.job_id)
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
+        if not finished_where_placed(self.counters, job.placed, sender, msg.task_index):
+            return []
         return self.task_finished(self.jobs, msg)
+
+    # --- failures ----------------------------------------------------------------------------------
+    def node_down(self, now: float, node: str) -> list[Effect]:
+        """A node died: no more probes to it; its tasks and reservations are issued again."""
+        if node not in self.nodes:
+            return []
+        self.nodes.remove(node)
+        effects: list[Effect] = []
+        for job_id, job in self.jobs.items():
+            lost = take_lost(self.counters, job.placed, node, now)
+            job.retry.extend(lost)
+            held = job.probed.pop(node, 0)
+            self.counters["probes_lost"] += held
+            k = held + math.ceil(self.probe_ratio * len(lost))
+            if k and job.unassigned and self.nodes:
+                effects += self.reprobe(job_id, job, k)
+        return effects
+
+    def reprobe(self, job_id: int, job: JobState, k: int) -> list[Effect]:
+        """Probes for a job that lost tasks or reservations with a dead node."""
+        return self.probe(job_id, job, k)
+
+    def node_up(self, node: str) -> list[Effect]:
+        if node in self.known_nodes and node not in self.nodes:
+            self.nodes.append(node)
+        return []

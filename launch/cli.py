@@ -450,6 +450,13 @@ def build_parser() -> Parser:
         "(default %(default)s)",
     )
     rp.add_argument(
+        "--fail",
+        default=None,
+        metavar="NAME@TIME,...",
+        help="kill processes on purpose at replay times, e.g. 'node-3@30s,sched-0@45s' (real processes: "
+        "SIGKILL; the simulator: the same events); their work is re-run elsewhere (default: none)",
+    )
+    rp.add_argument(
         "--stall-timeout",
         type=_positive_float,
         default=None,

@@ -467,6 +467,8 @@ def _settle(client: Any, workdir: Path, cluster: Cluster, names: list[str], wait
             f"{name}: container {cname} is {c.attrs.get('State')} but not listening on "
             f"{spec.bind or spec.host}:{spec.port} after {wait:.0f} s: {_last_line(c)}"
         )
+    order = {name: i for i, name in enumerate(names)}  # the file's order, whichever exited first
+    started.failed.sort(key=lambda line: order.get(line.split(":", 1)[0], len(order)))
     return started
 
 

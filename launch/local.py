@@ -79,6 +79,12 @@ class LocalTestbed:
                 return False
         return True
 
+    def kill(self, name: str) -> None:
+        """SIGKILL the named child (an injected failure, ``--fail``); a name not started here is ignored."""
+        child = self.children.get(name)
+        if child is not None and child.poll() is None:
+            child.kill()
+
     def stop(self, grace: float = 5.0) -> None:
         alive = [p for p in self.children.values() if p.poll() is None]
         for p in alive:

@@ -22,7 +22,8 @@ async def serve(cluster_path: str, name: str) -> None:
     spec = cluster.get(name)
     core = build_core(spec, cluster)
     transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
-    runtime = Runtime(core, transport, cluster.executor if spec.role == "node" else None)
+    executor = cluster.executor if spec.role == "node" else None
+    runtime = Runtime(core, transport, executor, rebuild=lambda: build_core(spec, cluster))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, runtime.stop)

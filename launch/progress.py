@@ -120,7 +120,8 @@ class ProgressBar:
 class StopSignals:
     """SIGINT and SIGTERM during a replay (a context manager; the main thread only): the first one is
     recorded in :attr:`reason` (its name) and, with ``raise_first``, raises ``KeyboardInterrupt`` (to
-    break the simulator's loop); a second one raises ``KeyboardInterrupt`` at once."""
+    break a wait); a second one raises ``KeyboardInterrupt`` at once. A loop that can poll
+    :attr:`reason` should (a handler's exception that lands in a gc callback is only printed)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -1,9 +1,13 @@
 """Drives a replay on real processes: the frontend core on the real runtime, in this process.
 
 A :class:`FrontendSession` waits until every process of the cluster has registered, lets the
-frontend submit the jobs at their arrival times, shows progress, and gives up with a clear message
-when no job has finished for ``stall_timeout`` seconds (a node monitor died, say), reporting which
-jobs did not finish. ``stop()`` (polled every tick) ends the wait early: a replay interrupted by
+frontend submit the jobs at their arrival times, shows progress, and judges liveness from the
+processes: the frontend core's ``Hello`` every :data:`LIVENESS_PERIOD` s (a process silent for
+:data:`LIVENESS_MISSES` of them is declared dead, its work re-run or resubmitted) and, on a local
+testbed, a child's exit (declared at once). It stops with one line when a process no other can replace
+died (:attr:`FrontendCore.failed`), and, as a last resort, when no job has finished for
+``stall_timeout`` seconds, reporting which jobs did not finish. ``failures`` kill processes on purpose
+at replay times (``--fail``). ``stop()`` (polled every tick) ends the wait early: a replay interrupted by
 SIGINT or SIGTERM keeps what finished. At the end it collects every process's counters and message
 counts.
 """
@@ -11,6 +15,7 @@ counts.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.cluster import Cluster, ProcessSpec
+from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ..common.frontend import FrontendCore, Router, round_robin
 from ..common.model import JobSpec
 from ..common.runtime import Runtime
@@ -66,11 +72,20 @@ class FrontendSession:
         frontend: ProcessSpec | None = None,
         members: list[str] | None = None,
         dead: Callable[[], dict[str, int]] = dict,
+        kill: Callable[[str], None] | None = None,
     ) -> None:
         spec = frontend or cluster.frontend
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
+        roles = {p.name: p.role for p in cluster.processes if p.name in self.members}
         self.core = FrontendCore(
-            spec.name, jobs, route or round_robin(self.members), wait_for=self.members, hold=True
+            spec.name,
+            jobs,
+            route or round_robin(self.members),
+            wait_for=self.members,
+            hold=True,
+            roles=roles,
+            liveness=(LIVENESS_PERIOD, LIVENESS_MISSES),
+            epoch=random.getrandbits(62) | 1,  # this replay's: the processes drop an earlier one's work
         )
         try:
             self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
@@ -78,6 +93,7 @@ class FrontendSession:
             raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
         self.runtime = Runtime(self.core, self.transport)
         self.dead = dead
+        self.kill = kill
         self.problems: list[str] = []
         self.lost: set[str] = set()
         self._task: asyncio.Task[None] | None = None
@@ -100,6 +116,8 @@ class FrontendSession:
             if name not in self.lost:
                 self.lost.add(name)
                 self.problems.append(f"process {name} exited with code {code}")
+                if self.core.t0 is not None:  # replaying: its work goes elsewhere now
+                    self.runtime.inject(self.core.declare_dead, name, f"exited with code {code}")
 
     async def registered(
         self, timeout: float = 60.0, progress: Progress | None = None, stop: Stop = _never
@@ -129,14 +147,19 @@ class FrontendSession:
         progress: Progress | None = None,
         tick: float = 0.1,
         stop: Stop = _never,
+        failures: list[Failure] | None = None,
     ) -> float:
-        """Wait until every job finished, the replay stalled or ``stop()`` gave a reason (then the jobs
-        left are named in :attr:`problems`); returns the wall time it took."""
+        """Wait until every job finished, the replay stalled or failed, or ``stop()`` gave a reason (then
+        the jobs left are named in :attr:`problems`); returns the wall time it took. ``failures``: kill
+        these processes (SIGKILL, with the session's ``kill``) at their replay times."""
         core, runtime = self.core, self.runtime
         start = time.monotonic()
         runtime.inject(core.begin)
+        pending = sorted(failures or [], key=lambda f: f.at)
         while not core.done:
             await asyncio.sleep(tick)
+            while pending and time.monotonic() - start >= pending[0].at and self.kill is not None:
+                self.kill(pending.pop(0).name)
             self._check()
             if progress is not None:
                 progress(core, time.monotonic() - start)
@@ -146,6 +169,12 @@ class FrontendSession:
                 self.problems.append(
                     f"interrupted by {reason} after {time.monotonic() - start:.1f} s: "
                     f"{len(left)} of {len(core.jobs)} jobs did not finish"
+                )
+                break
+            if core.failed is not None:
+                left = core.unfinished()
+                self.problems.append(
+                    f"gave up: {core.failed}; {len(left)} of {len(core.jobs)} jobs did not finish"
                 )
                 break
             if core.submitted == len(core.jobs) and runtime.now() - core.last_progress > stall_timeout:
@@ -163,7 +192,7 @@ class FrontendSession:
     async def collect(self, *, shutdown: bool, timeout: float = 10.0) -> tuple[Counter[str], Counter[str]]:
         """Every live process's sent messages by kind and counters (and stop them, with ``shutdown``)."""
         core = self.core
-        alive = [m for m in self.members if m not in self.lost]
+        alive = [m for m in self.members if m not in self.lost and m not in core.dead]
         core.stats.clear()
         self.runtime.inject(lambda now: core.collect(alive, shutdown=shutdown))
         deadline = time.monotonic() + timeout
@@ -196,23 +225,33 @@ async def run_real(
     dead: Callable[[], dict[str, int]] = dict,
     progress: Progress | None = None,
     stop: Stop = _never,
+    failures: list[Failure] | None = None,
+    kill: Callable[[str], None] | None = None,
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
-    ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far."""
-    async with FrontendSession(cluster, jobs, route, dead=dead) as session:
+    ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far. ``failures``
+    are carried out with ``kill`` (a local testbed's)."""
+    async with FrontendSession(cluster, jobs, route, dead=dead, kill=kill) as session:
         await session.registered(register_timeout, progress, stop)
         if stop() is not None:  # before the first submission: nothing ran
             session.problems.append(f"interrupted by {stop()} before the replay started")
             await session.collect(shutdown=shutdown, timeout=2.0)
             return RealOutcome(session.core, 0.0, Counter(), Counter(), session.problems, interrupted=stop())
         # Processes of a running testbed count from their start: report this replay's share only.
-        base_messages, base_counters = await session.collect(shutdown=False)
+        await session.collect(shutdown=False)
+        base, base_sent = dict(session.core.stats), Counter(session.runtime.sent)
         base_log, base_cycles = session.task_log(), session.cycle_log()
-        wall = await session.replay(stall_timeout=stall_timeout, progress=progress, stop=stop)
+        wall = await session.replay(
+            stall_timeout=stall_timeout, progress=progress, stop=stop, failures=failures
+        )
         messages, counters = await session.collect(shutdown=shutdown)
-        messages.subtract(base_messages)
-        counters.subtract(base_counters)
+        messages.subtract(base_sent)
+        for name in session.core.stats:  # those that answered (a dead process's share is unknown)
+            if name in base:
+                messages.subtract(base[name].messages)
+                counters.subtract(base[name].counters)
+        counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
         log = session.task_log()[len(base_log) :]
         cycles = session.cycle_log()[len(base_cycles) :]
         outcome = RealOutcome(

@@ -24,6 +24,7 @@ prediction from :mod:`~aviary.launch.predict`, the progress bar and the stop sig
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import signal
 import time
@@ -37,6 +38,7 @@ from rich.console import Console
 
 from ..common.cluster import Cluster, ClusterError, load_cluster, slot_node
 from ..common.dags import GOOGLE_TRACE, DagTraceError
+from ..common.failures import Failure, parse_failures
 from ..common.frontend import FrontendCore
 from ..common.gshet import gshet_attributes
 from ..common.model import JobSpec
@@ -75,6 +77,8 @@ class ReplaySetup:
     extra: dict[str, Any] = field(default_factory=dict)
     prediction: Prediction | None = None
     """A real replay's prediction on the simulator (:func:`predict`)."""
+    failures: list[Failure] = field(default_factory=list)
+    """Processes killed on purpose at replay times (``--fail``)."""
 
 
 REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0, "gshet": 10.0}
@@ -244,7 +248,32 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
     }
     if spec.workload == "gshet":  # the recipe's mix and sizes (keyword defaults of gshet_jobs)
         extra["gshet"] = gshet_defaults() | gshet_options(spec.gshet)
-    return ReplaySetup(cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra)
+    failures = injected_failures(spec, cluster)
+    if failures:
+        extra["failures"] = [[f.name, f.at] for f in failures]
+    return ReplaySetup(
+        cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra, failures=failures
+    )
+
+
+def injected_failures(spec: ReplaySpec, cluster: Cluster) -> list[Failure]:
+    """``--fail``'s failures, checked against the cluster (one-line errors)."""
+    if spec.fail is None:
+        return []
+    if spec.connect is not None:
+        raise UsageError("--fail: kills processes this replay starts; with --connect, kill them yourself")
+    try:
+        failures = parse_failures(spec.fail)
+    except ValueError as exc:
+        raise UsageError(f"--fail: {exc}") from None
+    names = {p.name for p in cluster.processes if p.role != "frontend"}
+    for f in failures:
+        if f.name not in names:
+            close = ", ".join(difflib.get_close_matches(f.name, sorted(names), 3)) or ", ".join(
+                sorted(names)[:5]
+            )
+            raise UsageError(f"--fail: no process {f.name!r} in this testbed (such as {close})")
+    return failures
 
 
 def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
@@ -273,11 +302,24 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
     bar = ProgressBar(
         len(jobs), label, not quiet, end=end, virtual=setup.runtime == "sim", last_arrival=arrivals
     )
-    with StopSignals(raise_first=setup.runtime == "sim") as stop, bar:
+    with StopSignals(raise_first=False) as stop, bar:
         if setup.runtime == "sim":
+
+            def progress(fe: FrontendCore, now: float) -> None:
+                # The simulator stops here, in its own frame: a KeyboardInterrupt raised by the signal
+                # handler could land in a gc callback, where Python only prints it.
+                bar.update(fe, now)
+                if stop.reason is not None:
+                    raise KeyboardInterrupt
+
             started = time.monotonic()
             outcome = simulate(
-                cluster, jobs, net_delay=setup.net_delay, progress=bar.update, interruptible=True
+                cluster,
+                jobs,
+                net_delay=setup.net_delay,
+                progress=progress,
+                interruptible=True,
+                failures=setup.failures,
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
@@ -371,6 +413,8 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     dead=dict if bed is None else bed.dead,
                     progress=bar.update,
                     stop=lambda: stop.reason,
+                    failures=setup.failures,
+                    kill=None if bed is None else bed.kill,
                 )
             )
         except ReplayError as exc:

@@ -37,13 +37,14 @@ import heapq
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.cluster import Cluster
 from ..common.core import Core
-from ..common.effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend, TaskId
+from ..common.effects import CancelTimer, Effect, Kill, Launch, Resume, Send, SetTimer, Suspend, TaskId
+from ..common.failures import EXIT_DETECT_SECONDS, Failure
 from ..common.frontend import FrontendCore
 from ..common.model import JobSpec
 from ..common.runtime import CONTROL_KINDS
@@ -92,12 +93,12 @@ class _Proc:
     def __init__(self, core: Core) -> None:
         self.core = core
         self.name = core.name
-        self.on_message = core.on_message
+        self.on_message: Callable[..., list[Effect]] = core.on_message
         self.lazy = core.latest_wins
         # Messages of ``lazy`` kinds sent to it, in arrival order: (time, seq, sender, msg).
         self.held: list[tuple[float, int, str, Any]] = []
-        self.on_timer = core.on_timer
-        self.on_task_exit = core.on_task_exit
+        self.on_timer: Callable[..., list[Effect]] = core.on_timer
+        self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
         # task -> [sequence number of the live exit event (0 while suspended), remaining, started]
         self.tasks: dict[TaskId, list[Any]] = {}
@@ -441,6 +442,29 @@ class Simulator:
             else:
                 self._executor(proc, e, now)
 
+    # --- failures ------------------------------------------------------------------------------------
+    def kill(self, name: str) -> None:
+        """The process dies now, as by kill -9: its timers and tasks are gone, and what reaches it later
+        is dropped (``error.sent-to-dead``). Others learn of it only when told (``PeerDown``)."""
+        proc = self.procs[name]
+
+        def dropped(*_: Any) -> list[Effect]:
+            self.errors["error.sent-to-dead"] += 1
+            return []
+
+        proc.on_message = proc.on_timer = dropped
+        proc.on_task_exit = lambda *_: []
+        proc.timers.clear()
+        proc.held.clear()
+        proc.lazy = frozenset()
+        for entry in proc.tasks.values():
+            entry[0] = -1  # its exit event is now stale
+        proc.tasks.clear()
+
+    def apply(self, name: str, effects: list[Effect]) -> None:
+        """Carry out effects of the named core produced outside the event loop (a driver's call)."""
+        self._apply(self.procs[name], effects, self.now)
+
     def _executor(self, proc: _Proc, e: Any, now: float) -> None:
         """The virtual executor: Launch / Suspend / Resume / Kill, as the real ``TimerExecutor``."""
         k = type(e)
@@ -496,6 +520,8 @@ def simulate(
     progress_every: int = 20_000,
     wall_limit: float | None = None,
     interruptible: bool = False,
+    failures: Sequence[Failure] = (),
+    detect: float = EXIT_DETECT_SECONDS,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
@@ -504,11 +530,17 @@ def simulate(
     ``wall_limit``: stop after about this many seconds of real time (checked every ``progress_every``
     events); ``interruptible``: a ``KeyboardInterrupt`` (Ctrl-C, or a handler that raises it) stops
     the run too, the frontend keeping the times of the jobs that finished. Either way the outcome says
-    so in ``stopped``."""
+    so in ``stopped``.
+
+    ``failures``: processes killed (as by kill -9) at replay times; the frontend declares each dead
+    ``detect`` seconds later: by default as soon as a real replay notices its child's exit
+    (:data:`~aviary.common.failures.EXIT_DETECT_SECONDS`); ``DETECT_SECONDS`` models a death found by
+    missed heartbeats."""
     t0 = time.perf_counter()
     policy = get_policy(cluster.policy)
     fspec = cluster.frontend
-    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster))
+    roles = {p.name: p.role for p in cluster.processes if p.role != "frontend"}
+    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay)
     deadline = t0 + (wall_limit or 0.0)
@@ -524,7 +556,18 @@ def simulate(
     stopped = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
     try:
-        sim.run(frontend=frontend, progress=hook, progress_every=progress_every)
+        steps = sorted([(f.at, 0, f.name) for f in failures] + [(f.at + detect, 1, f.name) for f in failures])
+        for at, declare, name in steps:
+            sim.run(frontend=frontend, progress=hook, progress_every=progress_every, until=at)
+            if frontend.done:
+                break
+            sim.now = max(sim.now, at)
+            if declare:
+                sim.apply(frontend.name, frontend.declare_dead(sim.now, name, "injected failure"))
+            else:
+                sim.kill(name)
+        if not frontend.done:
+            sim.run(frontend=frontend, progress=hook, progress_every=progress_every)
     except _WallLimit:
         stopped = "wall limit"
     except KeyboardInterrupt:

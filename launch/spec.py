@@ -96,6 +96,8 @@ class ReplaySpec:
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None
+    fail: str | None = None
+    """Processes to kill at replay times, ``NAME@TIME,...`` (:mod:`aviary.common.failures`)."""
     gshet: str | None = None
     """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
     params: dict[str, Any] = field(default_factory=dict)

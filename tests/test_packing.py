@@ -538,19 +538,21 @@ def test_resource_node_answers_bad_demands_and_runs_an_undeclared_one_as_one_cor
     assert node.counters["unknown_task_exit"] == 1
 
 
-def test_a_finish_releases_the_room_where_the_task_was_placed_and_a_duplicate_is_ignored():
+def test_only_the_node_running_a_task_can_finish_it_and_a_duplicate_is_ignored():
     core = PackingCore("c", [("a", Resources(4, 4), {}), ("b", Resources(4, 4), {})], Drf())
     placed = placements(core.on_message(0.0, "fe", submit(1, [(2, 1, (3, 3), ())])))
     assert placed == [("a", 1, 0), ("b", 1, 1)]
     a, b = core.state.nodes
-    # Reported by the wrong node: counted, and the room is released on a, where the task ran.
+    # Reported by the wrong node (a late result, or a forged one): counted and dropped, a keeps the task.
     assert core.on_message(1.0, "b", TaskFinished(1, 0)) == []
-    assert core.counters["task_finished_elsewhere"] == 1
-    assert (a.free, b.free, a.running) == (Resources(4, 4), Resources(1, 1), 0)
-    assert core.on_message(1.0, "x", TaskFinished(1, 0)) == []  # again, from a stranger: counted only
+    assert core.counters["late_results_ignored"] == 1
+    assert (a.free, b.free, a.running) == (Resources(1, 1), Resources(1, 1), 1)
+    assert core.on_message(1.0, "a", TaskFinished(1, 0)) == []
+    assert (a.free, a.running) == (Resources(4, 4), 0)
+    assert core.on_message(1.0, "a", TaskFinished(1, 0)) == []  # again: counted only
     assert core.counters["unknown_task_finished"] == 1 and a.free == Resources(4, 4)
     done = core.on_message(2.0, "b", TaskFinished(1, 1))
-    assert [e.msg for e in done] == [JobDone(1, 0.0)] and core.counters["task_finished_elsewhere"] == 1
+    assert [e.msg for e in done] == [JobDone(1, 0.0)] and core.counters["late_results_ignored"] == 1
 
 
 def test_slot_fair_counts_a_finished_task_off_its_job():
@@ -591,12 +593,14 @@ def test_a_task_runs_slower_where_its_job_s_placement_preference_is_unmet():
     assert sent == [("a", 3.0, 3.0), ("b", 6.0, 3.0)]  # the estimate the node sees stays the job's
 
 
-def test_a_finish_reported_by_another_node_refills_the_node_that_gained_room():
+def test_a_finish_refills_the_node_that_gained_room():
     core = PackingCore("c", [("a", Resources(4, 8), {}), ("b", Resources(4, 8), {})], Drf())
     placed = placements(core.on_message(0.0, "fe", submit(1, [(3, 1, (4, 1), ())])))
     assert [n for n, _, _ in placed] == ["a", "b"]
-    again = placements(core.on_message(1.0, "b", TaskFinished(1, placed[0][2])))  # a's task, told by b
-    assert again == [("a", 1, 2)] and core.counters["task_finished_elsewhere"] == 1
+    assert placements(core.on_message(1.0, "b", TaskFinished(1, placed[0][2]))) == []  # a's task, told by b
+    assert core.counters["late_results_ignored"] == 1
+    again = placements(core.on_message(1.0, "a", TaskFinished(1, placed[0][2])))
+    assert again == [("a", 1, 2)]
     assert placements(core.on_message(1.0, "stranger", TaskFinished(1, 99))) == []  # unknown: counted
     assert core.counters["unknown_task_finished"] == 1
 

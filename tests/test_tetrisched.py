@@ -182,7 +182,7 @@ def test_only_gangs_planned_to_start_now_are_launched():
     assert tag[0] == 2 and tag[4] == pytest.approx(5.0)  # 20 s: absolute quantum 5
     # The gang starts whole: both of its tasks at once, when the running job's nodes free.
     for i in range(2):
-        core.on_message(19.0, "n0" + str(i), TaskFinished(1, i))
+        core.on_message(19.0, core.state.placed[1, i][0].name, TaskFinished(1, i))
     assert sorted(t for _, _, t in cycle(core, 20.0)) == [0, 1]
 
 

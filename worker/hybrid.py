@@ -37,6 +37,12 @@ that ran at once on its thief was "rescued" and is not counted), ``steals`` (pro
 by this node), ``probes_rejected``; and ``probes_received``, ``steal_requests``, ``steal_successes``,
 ``probes_given`` (stolen from this node), ``tasks_launched``, ``long_launched``, ``tasks_finished``,
 ``no_task``, ``probes_cancelled``, ``sticky_tasks`` (tasks a probe brought after its first, SBP).
+
+Failures (issue 14): on ``PeerDown`` of a scheduler (distributed or central) the node drops its queued
+entries (``entries_dropped``), frees the slots held for its unanswered ``GetTask``
+(``get_task_abandoned``) and kills its running tasks (``tasks_orphaned``), telling it nothing more until
+``PeerUp``; of another node, the stealer never asks it again (and asks the next victim if it was waiting
+on that one).
 """
 
 from __future__ import annotations
@@ -46,13 +52,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..common.core import Core
-from ..common.effects import Effect, Launch, Send, SetTimer, TaskId
+from ..common.effects import Effect, Kill, Launch, Send, SetTimer, TaskId
 from ..common.messages import (
     AssignTask,
     CancelProbes,
     GetTask,
     LongTask,
     NoTask,
+    PeerDown,
+    PeerUp,
     PlaceTask,
     Probe,
     ProbeRejected,
@@ -155,6 +163,7 @@ class HybridNodeCore(Core):
         self.bitvector = b""
         self.stamp = -1.0
         self._dirty = True  # the queue changed since the last heartbeat
+        self.dead: set[str] = set()  # peers declared dead (PeerDown)
         if srpt:  # on_message's RemainingUpdate overwrites the job's entries' count (only SRPT reads it)
             self.latest_wins = frozenset({RemainingUpdate})
 
@@ -237,7 +246,32 @@ class HybridNodeCore(Core):
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
+        if kind is PeerDown:
+            return self._peer_down(now, msg.name)
+        if kind is PeerUp:
+            self.dead.discard(msg.name)
+            if self.stealer is not None:
+                self.stealer.up(msg.name)
+            return []
         return self.unexpected(msg)
+
+    def _peer_down(self, now: float, name: str) -> list[Effect]:
+        """A scheduler died: forget its work here; a node died: stop stealing from it."""
+        self.dead.add(name)
+        effects: list[Effect] = []
+        for key in [k for k in self.requests if k[0] == name]:
+            for entry, _ in self.requests.pop(key):
+                self.free += 1
+                self.counters["get_task_abandoned"] += 1
+                if self.sticky and entry.probe:
+                    self.queue.activate(entry, -1)
+        self.counters["entries_dropped"] += self.queue.drop_scheduler(name)
+        orphans = [task for task, run in self.running.items() if run.scheduler == name]
+        self.counters["tasks_orphaned"] += len(orphans)
+        effects += [Kill(task) for task in orphans]
+        if self.stealer is not None:
+            effects += self.stealer.down(name, self._idle())
+        return effects + self._serve(now, idle_check=True)
 
     def _probe(self, now: float, sender: str, msg: Probe) -> list[Effect]:
         count = max(1, msg.count)
@@ -310,6 +344,8 @@ class HybridNodeCore(Core):
             self.running_long -= 1
             if not self.running_long:
                 self._long_busy += now - self._long_since
+        if run.scheduler in self.dead:  # an orphan (killed, or ended meanwhile): nobody to tell
+            return self._serve(now, idle_check=True)
         if run.entry is not None and self.sticky and run.entry.probe:
             self._release(run.entry, now)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1

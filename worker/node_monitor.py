@@ -9,6 +9,11 @@ directly by a central scheduler (``PlaceTask``) waits in the same queue and star
 trip when it reaches the head.
 
 The queue discipline is FIFO here; later policies (SRPT, LAS) replace :class:`FifoQueue`.
+
+Failures (issue 14): on ``PeerDown`` of a scheduler the node drops what it queued for it, frees the slots
+held for its unanswered ``GetTask`` (``get_task_abandoned``) and kills the tasks it placed
+(``tasks_orphaned``: its jobs run again from the scheduler that took them over); nothing more is sent to
+it until ``PeerUp``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..common.core import Core
-from ..common.effects import Effect, Launch, Send, TaskId
-from ..common.messages import AssignTask, CancelProbes, GetTask, NoTask, PlaceTask, Probe, TaskFinished
+from ..common.effects import Effect, Kill, Launch, Send, TaskId
+from ..common.messages import (
+    AssignTask,
+    CancelProbes,
+    GetTask,
+    NoTask,
+    PeerDown,
+    PeerUp,
+    PlaceTask,
+    Probe,
+    TaskFinished,
+)
 
 
 @dataclass(slots=True)
@@ -74,6 +89,14 @@ class FifoQueue:
             )
         return n
 
+    def drop_scheduler(self, scheduler: str) -> int:
+        """Drop every entry (probes and placed tasks) of ``scheduler``; returns how many."""
+        before = len(self._q)
+        self._q = deque(e for e in self._q if e.scheduler != scheduler)
+        for key in [k for k in self._queued if k[0] == scheduler]:
+            del self._queued[key]
+        return before - len(self._q)
+
     def pop(self) -> Entry | None:
         """The next entry; a multi-count probe yields one reservation at a time."""
         q = self._q
@@ -114,6 +137,7 @@ class NodeMonitorCore(Core):
         self.queue = FifoQueue()
         self.requests: Counter[tuple[str, int]] = Counter()  # GetTask sent, answer pending
         self.running: dict[TaskId, str] = {}  # task -> scheduler to tell when it ends
+        self.dead: set[str] = set()  # schedulers declared dead (PeerDown)
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
@@ -138,7 +162,25 @@ class NodeMonitorCore(Core):
         if kind is PlaceTask:
             self.queue.push(TaskEntry(sender, msg.job_id, msg.task_index, msg.duration, msg.estimate))
             return self._serve()
+        if kind is PeerDown:
+            return self._scheduler_down(msg.name)
+        if kind is PeerUp:
+            self.dead.discard(msg.name)
+            return []
         return self.unexpected(msg)
+
+    def _scheduler_down(self, name: str) -> list[Effect]:
+        """Forget a dead scheduler's queued work, free the slots waiting on it, kill its tasks."""
+        self.dead.add(name)
+        self.counters["entries_dropped"] += self.queue.drop_scheduler(name)
+        held = [key for key in self.requests if key[0] == name]
+        for key in held:
+            n = self.requests.pop(key)
+            self.free += n
+            self.counters["get_task_abandoned"] += n
+        orphans = [task for task, scheduler in self.running.items() if scheduler == name]
+        self.counters["tasks_orphaned"] += len(orphans)
+        return [*(Kill(task) for task in orphans), *self._serve()]
 
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
         scheduler = self.running.pop(task_id, None)
@@ -146,6 +188,8 @@ class NodeMonitorCore(Core):
             self.counters["unknown_task_exit"] += 1
             return []
         self.free += 1
+        if scheduler in self.dead:  # an orphan we killed, or one that ended meanwhile: nobody to tell
+            return self._serve()
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
         return [Send(scheduler, TaskFinished(task_id[0], task_id[1], ok)), *self._serve()]
 

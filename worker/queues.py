@@ -296,6 +296,15 @@ class HybridQueue:
             self.remove(e)
         return n
 
+    def drop_scheduler(self, scheduler: str) -> int:
+        """Take out every entry of ``scheduler`` (it died); returns how many."""
+        if self._pending:
+            self._write_pending()
+        doomed = [e for key, same in self._by_job.items() if key[0] == scheduler for e in same]
+        for e in doomed:
+            self.remove(e)
+        return len(doomed)
+
     def set_remaining(self, scheduler: str, job_id: int, remaining: int) -> None:
         """The job has ``remaining`` tasks not handed out (what its entries' SRPT work is made of);
         written into the entries before anything reads them (the last one told wins)."""

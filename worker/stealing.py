@@ -31,7 +31,7 @@ __all__ = ["Stealer"]
 class Stealer:
     """The stealing rounds of one node: pick victims, ask them one at a time."""
 
-    __slots__ = ("attempts", "in_round", "me", "rng", "tried", "victims")
+    __slots__ = ("attempts", "dead", "in_round", "me", "rng", "tried", "victims")
 
     def __init__(self, me: str, victims: Sequence[str], attempts: int, rng: random.Random) -> None:
         self.me = me
@@ -40,6 +40,7 @@ class Stealer:
         self.rng = rng
         self.in_round = False
         self.tried: list[str] = []
+        self.dead: set[str] = set()  # victims declared dead (PeerDown): never asked
 
     def _next_victim(self) -> str | None:
         """A random general-partition node not asked yet in this round (never ``me``)."""
@@ -49,10 +50,10 @@ class Stealer:
             return None
         for _ in range(64):
             v = victims[self.rng.randrange(n)]
-            if v != self.me and v not in self.tried:
+            if v != self.me and v not in self.tried and v not in self.dead:
                 return v
         # Few candidates: pick among the ones left explicitly.
-        left = [v for v in victims if v != self.me and v not in self.tried]
+        left = [v for v in victims if v != self.me and v not in self.tried and v not in self.dead]
         return self.rng.choice(left) if left else None
 
     def start(self) -> list[Effect]:
@@ -79,6 +80,16 @@ class Stealer:
             self.in_round = False
             return []
         return self._ask()
+
+    def down(self, victim: str, still_idle: bool) -> list[Effect]:
+        """``victim`` died: never ask it again; if the round waits on its answer, ask the next one."""
+        self.dead.add(victim)
+        if self.in_round and self.tried and self.tried[-1] == victim:
+            return self.failed(still_idle)
+        return []
+
+    def up(self, victim: str) -> None:
+        self.dead.discard(victim)
 
     def succeeded(self) -> None:
         self.in_round = False

@@ -1,0 +1,52 @@
+"""Failures injected on purpose (issue 14): ``--fail "node-3@30s,sched-0@45s"``.
+
+Each names a process and a replay time (seconds since the first submission; ``s``, ``m`` or ``h`` may
+follow the number). The real runtime kills the process with SIGKILL at that time; the simulator drops it
+at the same virtual time. Either way the frontend learns of the death only as it would of a real one:
+the replay's own testbed sees its child exit within one poll (:data:`EXIT_DETECT_SECONDS`, what the
+simulator waits after an injected kill); a process it did not start (``--connect``, other hosts) or one
+that stalls is declared dead after :data:`DETECT_SECONDS` of silence (the frontend's ``Hello`` every
+:data:`LIVENESS_PERIOD` s, :data:`LIVENESS_MISSES` unanswered).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+LIVENESS_PERIOD = 0.5
+"""Seconds between the frontend's liveness ``Hello``s on the real runtime."""
+LIVENESS_MISSES = 6
+"""Periods without an answer before a process is declared dead."""
+DETECT_SECONDS = LIVENESS_PERIOD * LIVENESS_MISSES
+"""How long a silent process goes before it is declared dead (3 s): a 20 s stall is declared, its work
+re-run elsewhere, and the process rejoins when it answers again."""
+
+EXIT_DETECT_SECONDS = 0.1
+"""How soon a replay notices that a child of its own testbed exited (its poll period)."""
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    name: str
+    at: float  # replay seconds
+
+
+def parse_failures(text: str) -> list[Failure]:
+    """``"node-3@30s,sched-0@45"`` -> failures in time order; ValueError names the bad item."""
+    out = []
+    for item in (part.strip() for part in text.split(",")):
+        name, sep, when = item.partition("@")
+        if not sep or not name or not when:
+            raise ValueError(f"{item!r}: expected PROCESS@TIME, such as node-3@30s")
+        number, unit = (when[:-1], when[-1]) if when[-1] in _UNITS else (when, "s")
+        try:
+            at = float(number) * _UNITS[unit]
+        except ValueError:
+            raise ValueError(f"{item!r}: {when!r} is not a time such as 30s, 2m, 1h") from None
+        if not (at >= 0 and math.isfinite(at)):
+            raise ValueError(f"{item!r}: the time must be >= 0")
+        out.append(Failure(name.strip(), at))
+    return sorted(out, key=lambda f: (f.at, f.name))

@@ -1,0 +1,254 @@
+"""Failures (issue 14): dead nodes' tasks re-run, dead schedulers' jobs resubmitted, a dead central
+scheduler ends the replay in one line; the cores on their own and whole runs in the simulator."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from aviary.central.fifo import CentralFifoCore
+from aviary.central.kairos import KairosCentralCore
+from aviary.common.effects import Kill, Send, SetTimer
+from aviary.common.failures import EXIT_DETECT_SECONDS, Failure, parse_failures
+from aviary.common.frontend import PING, FrontendCore, round_robin
+from aviary.common.messages import (
+    AssignTask,
+    GetTask,
+    Hello,
+    JobDone,
+    PeerDown,
+    PeerUp,
+    PlaceTask,
+    Probe,
+    Register,
+    SubmitJob,
+    TaskFinished,
+)
+from aviary.common.model import JobSpec
+from aviary.distributed.sparrow import SparrowCore
+from aviary.launch.registry import policy_cluster
+from aviary.launch.sim import simulate
+from aviary.worker.node_monitor import NodeMonitorCore
+
+
+def job(job_id: int, submit: float, *durations: float) -> JobSpec:
+    return JobSpec(job_id, submit, list(durations), sum(durations) / len(durations), long=False)
+
+
+def sent(effects: list, kind: type) -> list[tuple[str, object]]:
+    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+
+# --- --fail ------------------------------------------------------------------------------------------
+
+
+def test_failures_parse_names_and_times_in_order() -> None:
+    assert parse_failures("sched-0@45s, node-3@30") == [Failure("node-3", 30.0), Failure("sched-0", 45.0)]
+    assert parse_failures("central@1.5m") == [Failure("central", 90.0)]
+    for bad in ("node-3", "@3s", "node-3@", "node-3@soon", "node-3@-1s"):
+        with pytest.raises(ValueError, match=r"node-3|@3s"):
+            parse_failures(bad)
+
+
+# --- the frontend: the failure detector -------------------------------------------------------------
+
+ROLES = {"s0": "scheduler", "s1": "scheduler", "n0": "node", "n1": "node"}
+
+
+def frontend(jobs: list[JobSpec], **kw: object) -> FrontendCore:
+    fe = FrontendCore("fe", jobs, round_robin(["s0", "s1"]), roles=dict(ROLES), **kw)  # type: ignore[arg-type]
+    fe.start(0.0)
+    return fe
+
+
+def test_a_dead_scheduler_s_unfinished_jobs_go_to_a_live_one_and_its_late_results_are_ignored() -> None:
+    fe = frontend([job(i, 0.0, 1.0) for i in range(4)])
+    first = fe.on_timer(0.0, "submit")
+    assert [to for to, _ in sent(first, SubmitJob)] == ["s0", "s1", "s0", "s1"]
+    assert fe.on_message(1.0, "s0", JobDone(0, 0.1)) == []  # job 0 done before s0 dies
+    out = fe.declare_dead(2.0, "s0", "test")
+    # Everyone alive hears of it; s0's unfinished job 2 (not 0) is submitted again, to s1.
+    assert sorted(to for to, _ in sent(out, PeerDown)) == ["n0", "n1", "s1"]
+    assert [(to, m.job_id) for to, m in sent(out, SubmitJob)] == [("s1", 2)]
+    assert fe.counters["processes_declared_dead"] == fe.counters["jobs_resubmitted"] == 1
+    assert fe.on_message(2.5, "s0", JobDone(2, 0.0)) == []  # from the dead one: late, ignored
+    assert fe.counters["late_results_ignored"] == 1 and fe.times[2].finish is None
+    fe.on_message(3.0, "s1", JobDone(2, 0.25))
+    # Its first start counts from the resubmission, where s1 measured the delay from.
+    assert (fe.times[2].finish, fe.times[2].first_start) == (3.0, 2.25)
+    assert fe.declare_dead(4.0, "s0") == [] and fe.counters["processes_declared_dead"] == 1  # once
+
+
+def test_jobs_routed_to_a_dead_scheduler_later_go_to_a_live_one() -> None:
+    fe = frontend([job(0, 0.0, 1.0), job(1, 5.0, 1.0), job(2, 6.0, 1.0)])
+    fe.on_timer(0.0, "submit")
+    fe.declare_dead(1.0, "s1")
+    later = fe.on_timer(5.0, "submit") + fe.on_timer(6.0, "submit")
+    assert [to for to, _ in sent(later, SubmitJob)] == ["s0", "s0"]
+
+
+def test_the_last_of_a_role_dying_fails_the_replay_in_one_line() -> None:
+    fe = frontend([job(0, 0.0, 1.0)])
+    fe.on_timer(0.0, "submit")
+    fe.declare_dead(1.0, "s0")
+    assert fe.failed is None and not fe.done
+    fe.declare_dead(1.5, "s1")
+    assert fe.failed == "scheduler s1 died and no other scheduler is left to take its work"
+    assert fe.done and fe.unfinished() == [0]
+
+
+def test_liveness_declares_a_silent_process_dead_and_it_rejoins_when_it_answers() -> None:
+    fe = FrontendCore(
+        "fe", [job(0, 100.0, 1.0)], round_robin(["s0", "s1"]), roles=dict(ROLES), liveness=(0.5, 4)
+    )
+    assert SetTimer(PING, 0.5) in fe.start(0.0)
+    t = 0.0
+    while t < 2.5:  # everyone but n1 answers every Hello
+        t += 0.5
+        out = fe.on_timer(t, PING)
+        assert sorted(to for to, _ in sent(out, Hello)) == sorted(ROLES)
+        for name in ("s0", "s1", "n0"):
+            fe.on_message(t, name, Register("x"))
+        assert ("n1" in fe.dead) == (t > 2.0)  # silent for more than 4 periods
+    assert fe.counters["processes_declared_dead"] == 1
+    back = fe.on_message(t + 0.1, "n1", Register("node"))
+    assert sorted(to for to, _ in sent(back, PeerUp)) == ["n0", "s0", "s1"]
+    assert "n1" not in fe.dead and fe.counters["processes_rejoined"] == 1
+
+
+# --- the cores: what a death means to each ----------------------------------------------------------
+
+
+def test_sparrow_re_runs_a_dead_node_s_tasks_and_re_issues_its_reservations() -> None:
+    s = SparrowCore("s", ["a", "b", "c", "d"], probe_ratio=1.0)
+    s.rng = random.Random(0)
+    out = s.on_message(0.0, "fe", SubmitJob(1, [5.0, 5.0, 5.0], 5.0))
+    probed = {to for to, _ in sent(out, Probe)}
+    assert len(probed) == 3
+    a, b, c = sorted(probed)
+    s.on_message(0.1, a, GetTask(1))
+    s.on_message(0.1, b, GetTask(1))  # tasks 0 and 1 run on a and b; c still holds a reservation
+    out = s.on_message(1.0, "fe", PeerDown(a))
+    again = sent(out, Probe)
+    # Task 0 goes back (one probe, ratio 1); a held no reservation any more; a is never probed again.
+    assert len(again) == 1 and again[0][0] != a and s.counters["tasks_rerun"] == 1
+    assert s.counters["rerun_lost_ms"] == 900 and a not in s.nodes
+    assert s.on_message(2.0, a, TaskFinished(1, 0)) == []  # the dead node's late result
+    assert s.counters["late_results_ignored"] == 1
+    # The re-run task is handed out first, then the job's last task.
+    assert sent(s.on_message(2.0, again[0][0], GetTask(1)), AssignTask)[0][1].task_index == 0
+    assert sent(s.on_message(2.0, c, GetTask(1)), AssignTask)[0][1].task_index == 2
+    s.on_message(3.0, "fe", PeerUp(a))
+    assert a in s.nodes
+
+
+def test_a_node_frees_what_a_dead_scheduler_held_and_kills_its_tasks() -> None:
+    n = NodeMonitorCore("n", slots=2)
+    n.on_message(0.0, "s0", Probe(1, 1.0, 1))
+    n.on_message(0.0, "s1", Probe(2, 1.0, 1))  # both slots wait on a GetTask
+    n.on_message(0.1, "s0", AssignTask(1, 0, 9.0, 9.0))  # s0's task runs; s1 never answers
+    n.on_message(0.2, "s1", Probe(3, 1.0, 1))
+    out = n.on_message(1.0, "fe", PeerDown("s1"))
+    assert out == [] and n.free == 1 and len(n.queue) == 0
+    assert n.counters["get_task_abandoned"] == 1 and n.counters["entries_dropped"] == 1
+    out = n.on_message(1.0, "fe", PeerDown("s0"))
+    assert out == [Kill((1, 0))] and n.counters["tasks_orphaned"] == 1
+    assert n.on_task_exit(1.1, (1, 0), False) == [] and n.free == 2  # nobody to tell
+
+
+def test_central_fifo_puts_a_dead_node_s_tasks_first_in_its_queue() -> None:
+    c = CentralFifoCore("c", {"a": 1, "b": 1})
+    out = c.on_message(0.0, "fe", SubmitJob(1, [5.0, 5.0], 5.0)) + c.on_message(
+        0.0, "fe", SubmitJob(2, [1.0], 1.0)
+    )
+    assert [(to, m.job_id, m.task_index) for to, m in sent(out, PlaceTask)] == [("a", 1, 0), ("b", 1, 1)]
+    out = c.on_message(1.0, "fe", PeerDown("a"))
+    assert sent(out, PlaceTask) == [] and c.counters["tasks_rerun"] == 1
+    # b frees: job 1's lost task 0 goes before job 2; a late result from a is ignored.
+    assert c.on_message(1.5, "a", TaskFinished(1, 0)) == []
+    out = c.on_message(2.0, "b", TaskFinished(1, 1))
+    assert [(to, m.job_id, m.task_index) for to, m in sent(out, PlaceTask)] == [("b", 1, 0)]
+    out = c.on_message(3.0, "fe", PeerUp("a"))
+    assert [(to, m.job_id) for to, m in sent(out, PlaceTask)] == [("a", 2)]
+
+
+def test_kairos_requeues_a_dead_node_s_tasks_at_the_front_and_stops_using_it() -> None:
+    k = KairosCentralCore("k", {"a": 1, "b": 1}, q=0)
+    out = k.on_message(0.0, "fe", SubmitJob(1, [5.0, 5.0, 5.0], 0.0))
+    assert [to for to, _ in sent(out, PlaceTask)] == ["a", "b"]
+    lost = sent(out, PlaceTask)[0][1].task_index
+    assert sent(k.on_message(1.0, "fe", PeerDown("a")), PlaceTask) == []
+    out = k.on_message(2.0, "b", TaskFinished(1, sent(out, PlaceTask)[1][1].task_index))
+    assert [(to, m.task_index) for to, m in sent(out, PlaceTask)] == [("b", lost)]
+    assert k.counts()["a"] == 0 and k.counters["tasks_rerun"] == 1
+
+
+# --- whole runs in the simulator ------------------------------------------------------------------
+
+
+def jobs_for(n: int = 30, seed: int = 3) -> list[JobSpec]:
+    rng = random.Random(seed)
+    return [job(i, i * 0.4, *(rng.uniform(0.5, 3.0) for _ in range(rng.randint(1, 6)))) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["sparrow", "fifo", "kairos", "drf", "tetris", "hawk", "eagle", "eagle-nosbp", "lwl", "hawk-nocentral"],
+)
+def test_every_job_finishes_when_a_node_dies_mid_run(policy: str) -> None:
+    cluster = policy_cluster(policy, nodes=6, slots=2, schedulers=2, bind_ports=False)
+    jobs = jobs_for()
+    clean = simulate(cluster, jobs)
+    out = simulate(cluster, jobs, failures=[Failure("node-1", 4.0)])
+    assert out.frontend.unfinished() == [] and out.frontend.failed is None
+    c = out.counters
+    assert c["processes_declared_dead"] == 1 and c["tasks_rerun"] >= 1
+    assert out.messages["JobDone"] == len(jobs)  # each job completed once
+    assert out.messages["PeerDown"] == len(cluster.processes) - 2  # all but the frontend and the dead
+    # The death costs time: detection delay and lost work.
+    assert (
+        max(t.finish for t in out.frontend.times.values())
+        >= max(t.finish for t in clean.frontend.times.values()) - 1e-9
+    )
+    assert c["rerun_lost_ms"] > 0
+
+
+def test_a_dead_scheduler_s_jobs_finish_on_the_other_one() -> None:
+    cluster = policy_cluster("sparrow", nodes=6, slots=2, schedulers=2, bind_ports=False)
+    jobs = jobs_for()
+    out = simulate(cluster, jobs, failures=[Failure("sched-0", 3.0)])
+    assert out.frontend.unfinished() == [] and out.counters["jobs_resubmitted"] >= 1
+    fe = out.frontend
+    assert all(fe.routed[j.job_id] == "sched-1" for j in jobs if j.submit >= 3.0)
+    assert len(fe.resubmitted) == out.counters["jobs_resubmitted"]
+    assert all(fe.routed[j] == "sched-1" and fe.times[j].submit < 3.0 for j in fe.resubmitted)
+
+
+def test_a_dead_central_scheduler_ends_the_replay_with_what_finished() -> None:
+    cluster = policy_cluster("fifo", nodes=4, slots=1, bind_ports=False)
+    out = simulate(cluster, jobs_for(), failures=[Failure("central", 5.0)])
+    assert out.frontend.failed == "central central died and no other central is left to take its work"
+    assert 0 < len(out.frontend.unfinished()) < 30
+    assert out.virtual_seconds == pytest.approx(5.0 + EXIT_DETECT_SECONDS)
+
+
+def test_failures_in_the_simulator_are_deterministic() -> None:
+    cluster = policy_cluster("sparrow", nodes=6, slots=2, schedulers=2, bind_ports=False)
+    fail = [Failure("node-2", 2.0), Failure("sched-1", 6.0)]
+    a, b = (simulate(cluster, jobs_for(), failures=fail) for _ in range(2))
+    assert {i: t.finish for i, t in a.frontend.times.items()} == {
+        i: t.finish for i, t in b.frontend.times.items()
+    }
+    assert a.counters == b.counters
+
+
+@pytest.mark.parametrize("policy", ["hawk", "eagle"])
+def test_long_jobs_placed_centrally_are_placed_again_when_their_node_dies(policy: str) -> None:
+    # Every job long (estimate above the Google cutoff): LWL places them all; node-0 dies at 500 s.
+    jobs = [job(i, i * 100.0, 1500.0, 2000.0) for i in range(8)]
+    cluster = policy_cluster(policy, nodes=6, slots=1, schedulers=1, bind_ports=False)
+    out = simulate(cluster, jobs, failures=[Failure("node-0", 500.0)])
+    assert out.frontend.unfinished() == []
+    assert out.cores["central"].counters["tasks_rerun"] >= 1
+    assert out.counters["long_tasks_placed"] == 16 + out.cores["central"].counters["tasks_rerun"]

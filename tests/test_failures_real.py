@@ -1,0 +1,125 @@
+"""Integration (issue 14): real processes on loopback, killed with SIGKILL or stopped with SIGSTOP
+mid-replay; every job still finishes, or the replay ends in one line when it cannot."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aviary.launch.cli import main
+
+pytestmark = pytest.mark.integration
+
+FLAGS = ["--jobs", "100", "--start", "6000", "--nodes", "10", "--duration", "6s", "--load", "0.8",
+         "--seed", "3", "--quiet", "--yes"]  # fmt: skip
+
+
+def summary(out: Path) -> dict[str, Any]:
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("policy", "victim"),
+    [("sparrow", "node-1"), ("sparrow", "sched-0"), ("eagle", "node-1"), ("kairos", "node-2")],
+)
+def test_every_job_finishes_when_a_process_is_killed(tmp_path, no_leftover_children, policy, victim):
+    out = tmp_path / "run"
+    flags = [*FLAGS, "--policy", policy, "--schedulers", "2", "--fail", f"{victim}@2s", "--out", str(out)]
+    assert main(["replay", *flags]) == 0
+    s = summary(out)
+    c = s["counters"]
+    assert s["finished"] == s["jobs"] == 100 and s["unfinished"] == []
+    assert c["processes_declared_dead"] == 1 and s["extra"]["failures"] == [[victim, 2.0]]
+    if not victim.startswith("sched"):  # (a dead scheduler's message counts die with it)
+        assert s["messages"]["JobDone"] == 100  # each job completed once
+    assert 0 < s["utilization"] <= 1
+    assert any(f"process {victim} exited with code -9" in p for p in s["extra"]["problems"])
+
+
+def test_a_dead_central_scheduler_ends_the_replay_in_one_line(tmp_path, no_leftover_children, capsys):
+    out = tmp_path / "run"
+    assert main(["replay", *FLAGS, "--policy", "fifo", "--fail", "central@2s", "--out", str(out)]) == 1
+    s = summary(out)
+    assert 0 < s["finished"] < 100 and len(s["unfinished"]) == 100 - s["finished"]
+    gave_up = [p for p in s["extra"]["problems"] if p.startswith("gave up")]
+    assert gave_up == [f"gave up: central central died and no other central is left to take its work; "
+                       f"{100 - s['finished']} of 100 jobs did not finish"]  # fmt: skip
+    assert "gave up: central central died" in capsys.readouterr().err
+
+
+def test_a_node_stopped_for_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
+    tmp_path, no_leftover_children
+):
+    """SIGSTOP for 5 s: missed heartbeats declare it dead (its tasks run elsewhere), SIGCONT brings it
+    back; the replay goes on and every job finishes, the stopped node's late results ignored."""
+    out = tmp_path / "run"
+    pids: dict[str, int] = {}
+
+    def stop_node() -> None:  # node-3's pid from its log folder's process list
+        import psutil
+
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = p.info["cmdline"] or []
+            if cmd[-1:] == ["node-3"] and str(out) in " ".join(cmd):
+                pids["node-3"] = p.info["pid"]
+        if "node-3" in pids:
+            os.kill(pids["node-3"], signal.SIGSTOP)
+            threading.Timer(5.0, os.kill, (pids["node-3"], signal.SIGCONT)).start()
+
+    timer = threading.Timer(4.0, stop_node)  # about 1.5 s into the replay
+    timer.start()
+    try:
+        flags = [*FLAGS, "--duration", "10s", "--out", str(out)]
+        assert main(["replay", *flags]) == 0
+    finally:
+        timer.cancel()
+    assert "node-3" in pids
+    s = summary(out)
+    c = s["counters"]
+    assert s["finished"] == 100
+    assert c["processes_declared_dead"] == 1 and c["processes_rejoined"] == 1
+
+
+def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
+    """A replay that stops early leaves a 3 s task running; the next replay on the same testbed submits
+    a job with the same id: it must not be mistaken for the old one (its completion is its own), and
+    the old work is killed and counted."""
+    import uvloop
+
+    from aviary.common.model import JobSpec
+    from aviary.launch.local import LocalTestbed
+    from aviary.launch.real import FrontendSession
+    from aviary.launch.registry import get_policy, policy_cluster
+
+    cluster = policy_cluster("sparrow", nodes=2, slots=1, schedulers=1)
+    route = get_policy("sparrow").route(cluster)
+
+    async def replay(jobs: list[JobSpec], stop_after: float | None):
+        async with FrontendSession(cluster, jobs, route, dead=bed.dead) as s:
+            await s.registered(10)
+            await s.collect(shutdown=False)
+            stopping = stop_after is not None
+            run = s.replay(stall_timeout=10, tick=0.02, stop=lambda: "test" if stopping else None)
+            if stop_after is not None:
+                await asyncio.sleep(stop_after)
+            wall = await run
+            _, counters = await s.collect(shutdown=False)
+            return s.core, counters, wall
+
+    import asyncio
+
+    with LocalTestbed(cluster, tmp_path) as bed:
+        first, _, _ = uvloop.run(replay([JobSpec(0, 0.0, [3.0], 3.0, False)], stop_after=0.0))
+        assert first.unfinished() == [0]
+        second, counters, _ = uvloop.run(replay([JobSpec(0, 0.0, [0.05], 0.05, False)], stop_after=None))
+    assert second.unfinished() == []
+    t = second.times[0]
+    assert t.finish - t.submit < 1.0  # its own 0.05 s task, not the old 3 s one finishing
+    assert counters["epochs"] == 3  # the scheduler and both nodes started afresh
+    assert counters["stale_tasks_killed"] == 1 and counters["duplicate_job"] == 0
