@@ -22,6 +22,11 @@ to the nodes still holding tasks of the job when a ``TaskStarted`` lowers the co
 (:func:`~aviary.distributed.eagle.update_due` with the same ``update_ratio``, §3.4.3), so that neither
 side of the §3.6.2 comparison gets more exact remaining counts than the other.
 
+Failures (issue 14): a dead node (``PeerDown``) gets no more tasks (its estimated wait is infinite until
+``PeerUp``), and the tasks placed there, queued or running, are placed again on the live node with the
+least estimated wait (``tasks_rerun``); a ``TaskStarted`` or ``TaskFinished`` from a node that no longer
+holds the task is counted (``late_results_ignored``) and ignored.
+
 Counters: ``jobs``, ``jobs_long``, and, written even when 0, ``tasks_placed``, ``remaining_updates``,
 ``reports``.
 """
@@ -38,6 +43,8 @@ from ..central.lwl import LwlIndex
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import (
+    PeerDown,
+    PeerUp,
     QueueReport,
     QueueTask,
     RemainingUpdate,
@@ -62,6 +69,7 @@ class _Job:
     finished: int = 0
     first_start: float | None = None
     waiting: Counter[str] = field(default_factory=Counter)  # node -> tasks of the job not started there
+    placed: dict[int, tuple[str, float | None]] = field(default_factory=dict)  # task -> (node, started at)
 
 
 class DlwlSchedulerCore(Core):
@@ -113,9 +121,16 @@ class DlwlSchedulerCore(Core):
         if kind is TaskStarted:
             return self._started(now, sender, msg)
         if kind is TaskFinished:
-            return self._finished(msg)
+            return self._finished(sender, msg)
         if kind is SubmitJob:
             return self._submit(now, sender, msg)
+        if kind is PeerDown:
+            return self._node_down(now, msg.name)
+        if kind is PeerUp:
+            for _, index, lwl in self.views.values():
+                if (i := index.get(msg.name)) is not None:
+                    lwl.enable(i, now)
+            return []
         return self.unexpected(msg)
 
     def _report(self, now: float, node: str, wait: float) -> list[Effect]:
@@ -140,18 +155,38 @@ class DlwlSchedulerCore(Core):
         self.jobs[msg.job_id] = job
         self.counters["jobs_long" if long else "jobs"] += 1
         self.counters["tasks_placed"] += t
+        return [self._place(now, msg.job_id, job, i, long) for i in range(t)]
+
+    def _place(self, now: float, job_id: int, job: _Job, i: int, long: bool) -> Send:
+        """Task i of the job on the node with the least estimated wait (in the job's view)."""
         names, _, lwl = self.views[long]
         _, other_index, other = self.views[not long]
+        k = lwl.least(now)
+        lwl.add(k, job.estimate, now)
+        node = names[k]
+        j = other_index.get(node)
+        if j is not None:
+            other.add(j, job.estimate, now)
+        job.waiting[node] += 1
+        job.placed[i] = (node, None)
+        return Send(node, QueueTask(job_id, i, job.durations[i], job.estimate, job.not_started, long))
+
+    def _node_down(self, now: float, node: str) -> list[Effect]:
+        for _, index, lwl in self.views.values():
+            if (i := index.get(node)) is not None:
+                lwl.disable(i, now)
         effects: list[Effect] = []
-        for i, d in enumerate(msg.durations):
-            k = lwl.least(now)
-            lwl.add(k, msg.estimate, now)
-            node = names[k]
-            j = other_index.get(node)
-            if j is not None:
-                other.add(j, msg.estimate, now)
-            job.waiting[node] += 1
-            effects.append(Send(node, QueueTask(msg.job_id, i, d, msg.estimate, t, long)))
+        for job_id, job in self.jobs.items():
+            lost = [(i, started) for i, (n, started) in job.placed.items() if n == node]
+            if not lost:
+                continue
+            job.waiting.pop(node, None)
+            self.counters["tasks_rerun"] += len(lost)
+            for i, started in lost:
+                if started is not None:
+                    job.not_started += 1
+                    self.counters["rerun_lost_ms"] += round((now - started) * 1000)
+                effects.append(self._place(now, job_id, job, i, job.estimate >= self.cutoff))
         return effects
 
     def _started(self, now: float, node: str, msg: TaskStarted) -> list[Effect]:
@@ -159,6 +194,10 @@ class DlwlSchedulerCore(Core):
         if job is None:
             self.counters["unknown_task_started"] += 1
             return []
+        if job.placed.get(msg.task_index, ("", now)) != (node, None):  # placed elsewhere, or twice
+            self.counters["late_results_ignored"] += 1
+            return []
+        job.placed[msg.task_index] = (node, now)
         if job.first_start is None:
             job.first_start = now
         job.not_started -= 1
@@ -174,9 +213,13 @@ class DlwlSchedulerCore(Core):
             return [Send(n, update) for n in job.waiting]
         return []
 
-    def _finished(self, msg: TaskFinished) -> list[Effect]:
+    def _finished(self, sender: str, msg: TaskFinished) -> list[Effect]:
         job = self.jobs.get(msg.job_id)
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
+        if job.placed.get(msg.task_index, ("",))[0] != sender:  # from a node declared dead
+            self.counters["late_results_ignored"] += 1
+            return []
+        del job.placed[msg.task_index]
         return self.task_finished(self.jobs, msg)

@@ -194,7 +194,19 @@ def jobs_for(n: int = 30, seed: int = 3) -> list[JobSpec]:
 
 @pytest.mark.parametrize(
     "policy",
-    ["sparrow", "fifo", "kairos", "drf", "tetris", "hawk", "eagle", "eagle-nosbp", "lwl", "hawk-nocentral"],
+    [
+        "sparrow",
+        "fifo",
+        "kairos",
+        "drf",
+        "tetris",
+        "hawk",
+        "eagle",
+        "eagle-nosbp",
+        "lwl",
+        "hawk-nocentral",
+        "dlwl",
+    ],
 )
 def test_every_job_finishes_when_a_node_dies_mid_run(policy: str) -> None:
     cluster = policy_cluster(policy, nodes=6, slots=2, schedulers=2, bind_ports=False)
@@ -252,3 +264,20 @@ def test_long_jobs_placed_centrally_are_placed_again_when_their_node_dies(policy
     assert out.frontend.unfinished() == []
     assert out.cores["central"].counters["tasks_rerun"] >= 1
     assert out.counters["long_tasks_placed"] == 16 + out.cores["central"].counters["tasks_rerun"]
+
+
+def test_a_hybrid_node_drops_an_assignment_it_did_not_ask_for_and_forgets_a_dead_scheduler() -> None:
+    from aviary.worker.hybrid import HybridNodeCore
+
+    n = HybridNodeCore("n", slots=2, srpt=True, sticky=True, sss=True)
+    assert n.on_message(0.0, "s0", AssignTask(4, 0, 1.0, 1.0, 3)) == []  # forged: nobody asked
+    assert n.counters["unsolicited_assign"] == 1 and not n.running and n.free == 2
+    n.on_message(0.0, "s0", Probe(1, 1.0, 2))  # a GetTask goes out, a slot waits on s0
+    n.on_message(0.0, "s1", Probe(2, 1.0, 1))
+    n.on_message(0.1, "s1", AssignTask(2, 0, 5.0, 1.0, 0))  # s1's task runs
+    out = n.on_message(1.0, "fe", PeerDown("s0"))
+    assert n.counters["get_task_abandoned"] == 1 and n.counters["entries_dropped"] == 1
+    assert not [e for e in out if isinstance(e, Kill)]  # s0 ran nothing here
+    out = n.on_message(1.0, "fe", PeerDown("s1"))
+    assert out[0] == Kill((2, 0)) and n.counters["tasks_orphaned"] == 1
+    assert n.on_task_exit(1.1, (2, 0), False) == [] and n.free == 2  # nobody to tell

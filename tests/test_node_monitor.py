@@ -101,11 +101,13 @@ def test_slots_never_overcommitted():
     assert len(node.running) == 2
 
 
-def test_unsolicited_assignment_is_queued_not_lost():
+def test_an_assignment_for_a_probe_the_node_does_not_hold_is_counted_and_dropped():
     node = NodeMonitorCore("n", slots=1)
-    out = node.on_message(0, "a", AssignTask(4, 0, 1.0, 1.0))
-    assert launches(out) == [Launch((4, 0), 1.0)]
-    assert node.counters["unsolicited_assign"] == 1
+    assert node.on_message(0, "a", AssignTask(4, 0, 1.0, 1.0)) == []  # no probe of job 4 asked for it
+    assert node.counters["unsolicited_assign"] == 1 and node.free == 1 and not node.running
+    node.on_message(0, "a", Probe(5, 1.0, 1))  # a GetTask for job 5 is out: only its answer runs
+    assert node.on_message(0, "a", AssignTask(4, 0, 1.0, 1.0)) == []
+    assert launches(node.on_message(0, "a", AssignTask(5, 0, 1.0, 1.0))) == [Launch((5, 0), 1.0)]
 
 
 def test_failed_task_is_reported_not_ok():

@@ -292,14 +292,9 @@ class HybridNodeCore(Core):
     def _assigned(self, now: float, sender: str, msg: AssignTask) -> list[Effect]:
         key = (sender, msg.job_id)
         pending = self.requests.get(key)
-        if not pending:
-            # An assignment nobody asked for still runs, never dropped: queue it as a placed task.
+        if not pending:  # not the answer to a GetTask of ours: counted and dropped (NodeMonitorCore)
             self.counters["unsolicited_assign"] += 1
-            self.queue.push(
-                Entry(sender, msg.job_id, msg.estimate, probe=False, task_index=msg.task_index,
-                      duration=msg.duration, mark=self.long_clock(now))
-            )  # fmt: skip
-            return self._serve(now)
+            return []
         entry, behind = pending.popleft()
         if not pending:
             del self.requests[key]

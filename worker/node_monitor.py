@@ -198,11 +198,11 @@ class NodeMonitorCore(Core):
         if self.requests[key] > 0:
             self._answered(key)
             return [*self._launch(sender, msg.job_id, msg.task_index, msg.duration), *self._serve()]
-        # An assignment nobody asked for still gets run, never dropped: queue it as a placed task.
+        # Not the answer to a GetTask of ours (forged, or from a scheduler declared dead, or from an
+        # earlier replay): counted and dropped, never run in a slot nobody reserved for it.
         self.requests.pop(key, None)
         self.counters["unsolicited_assign"] += 1
-        self.queue.push(TaskEntry(sender, msg.job_id, msg.task_index, msg.duration, msg.estimate))
-        return self._serve()
+        return []
 
     def _answered(self, key: tuple[str, int]) -> None:
         if self.requests[key] == 1:
