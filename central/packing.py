@@ -187,6 +187,9 @@ class PlacementPolicy:
     def on_finished(self, job: JobState) -> None:
         """A task of ``job`` finished (its usage, running and finished counts changed)."""
 
+    def on_nodes_changed(self) -> None:
+        """A node died or rejoined (``NodeState.dead``); its tasks are runnable again."""
+
 
 class OrderedPolicy(PlacementPolicy):
     """Jobs in the order of :meth:`job_key` (smallest first), the job's first runnable stage in the
@@ -302,9 +305,11 @@ class PackingCore(Core):
             return refused if refused is not None else self._match(now, [])
         if kind is PeerDown:  # its tasks are runnable again, placed by the policy like new ones
             self.state.node_down(now, msg.name)
+            self.policy.on_nodes_changed()
             return self._match(now, [])
         if kind is PeerUp:
             node = self.state.node_up(msg.name)
+            self.policy.on_nodes_changed()
             return self._match(now, [] if node is None else [node])
         return self.unexpected(msg)
 

@@ -76,7 +76,10 @@ class RayonCS(PlacementPolicy):
             self.reservations[job.job_id] = Reservation(booked[0], booked[1], k)
 
     def plan(self, now: float) -> list[Placement]:
-        gangs = [(job, s) for job in self.state.active.values() for s in job.runnable if not s.placed]
+        # Pending gangs: stages not started, and what a dead node ran of a started one (its retry).
+        gangs = [
+            (job, s) for job in self.state.active.values() for s in job.runnable if not s.placed or s.retry
+        ]
         for job, stage in gangs:
             if job.job_id not in self.seen:
                 self.admit(job, stage)

@@ -244,8 +244,8 @@ class TetriSched(PlacementPolicy):
         out = []
         for job in self.state.active.values():
             for stage in job.runnable:
-                if stage.placed:
-                    continue  # not a pending gang (never happens when every launch is a whole gang)
+                if stage.placed and not stage.retry:
+                    continue  # running (a gang launches whole); what a dead node ran is a gang again
                 deadline = None if job.deadline is None else job.arrival + job.deadline
                 slo = job.slo if job.slo in SLO_FACTORS and job.job_id not in self.demoted else "be"
                 out.append(Gang(job, stage, self.options(job, stage), slo, deadline))
@@ -301,9 +301,12 @@ class TetriSched(PlacementPolicy):
     def set_slots(self, name: str) -> int:
         """The slots of an equivalence set's nodes when all are free."""
         if name not in self._set_slots:
-            nodes = (n for n in self.state.nodes if self.members(name, n))
+            nodes = (n for n in self.state.nodes if not n.dead and self.members(name, n))
             self._set_slots[name] = sum(self.slots(n.capacity, n) for n in nodes)
         return self._set_slots[name]
+
+    def on_nodes_changed(self) -> None:
+        self._set_slots.clear()  # a dead node's slots are no set's any more
 
     def value(self, g: Gang, completion: float, now: float, d_max: float) -> float:
         """v(c) of §6.2.2 / spec §1.6: SLO constant up to the deadline, else 0; BE linear decay."""
@@ -335,7 +338,7 @@ class TetriSched(PlacementPolicy):
         parts of each set and the nodes of each part (only nodes that can hold a slot)."""
         members: dict[Hashable, list[NodeState]] = defaultdict(list)
         for node in self.state.nodes:
-            if self.slots(node.capacity, node) == 0:
+            if node.dead or self.slots(node.capacity, node) == 0:
                 continue
             signature = tuple(s for s in sets if self.members(s, node))
             members[signature].append(node)

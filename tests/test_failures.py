@@ -206,6 +206,10 @@ def jobs_for(n: int = 30, seed: int = 3) -> list[JobSpec]:
         "lwl",
         "hawk-nocentral",
         "dlwl",
+        "tetrisched",
+        "rayon-cs",
+        "carbyne",
+        "graphene",
     ],
 )
 def test_every_job_finishes_when_a_node_dies_mid_run(policy: str) -> None:
@@ -281,3 +285,20 @@ def test_a_hybrid_node_drops_an_assignment_it_did_not_ask_for_and_forgets_a_dead
     out = n.on_message(1.0, "fe", PeerDown("s1"))
     assert out[0] == Kill((2, 0)) and n.counters["tasks_orphaned"] == 1
     assert n.on_task_exit(1.1, (2, 0), False) == [] and n.free == 2  # nobody to tell
+
+
+def test_tetrisched_plans_again_the_part_of_a_gang_a_dead_node_ran() -> None:
+    from aviary.launch.replay import _setup
+    from aviary.launch.spec import ReplaySpec
+
+    spec = ReplaySpec(
+        runtime="sim", policy="tetrisched", workload="gshet", nodes=16, jobs=15, fail="node-3@100s"
+    )
+    setup = _setup(spec)
+    out = simulate(setup.cluster, setup.jobs, failures=setup.failures)
+    central = out.cores["central"]
+    assert out.frontend.unfinished() == [] and central.counters["tasks_rerun"] >= 1
+    # The lost tasks launched again (as a gang of their own), each once.
+    assert (
+        central.counters["tasks_placed"] == sum(j.tasks for j in setup.jobs) + central.counters["tasks_rerun"]
+    )
