@@ -34,7 +34,19 @@ from typing import Any
 
 from .core import Core
 from .effects import Effect, Send, SetTimer
-from .messages import GetStats, Hello, JobDone, PeerDown, PeerUp, Register, Shutdown, Stats, SubmitJob
+from .messages import (
+    Counters,
+    GetCounters,
+    GetStats,
+    Hello,
+    JobDone,
+    PeerDown,
+    PeerUp,
+    Register,
+    Shutdown,
+    Stats,
+    SubmitJob,
+)
 from .model import JobSpec
 
 SUBMIT = "submit"
@@ -77,6 +89,9 @@ FAILURE_COUNTERS = (
     "late_results_ignored",
 )
 """The frontend's failure counters, written even when 0."""
+
+COUNTERS_EVERY = 10
+"""Every this many liveness pings the frontend also asks for every live process's ``Counters``."""
 
 Router = Callable[[JobSpec, int], str]
 """Chooses the scheduler for the n-th submitted job."""
@@ -128,6 +143,8 @@ class FrontendCore(Core):
         self.epoch = epoch  # this replay's, in every Hello: its processes drop an earlier replay's work
         self.last_heard: dict[str, float] = {}
         self.dead: dict[str, float] = {}  # name -> replay clock when it was declared dead
+        self.reported: dict[str, Counters] = {}  # each process's last Counters (kept when it dies)
+        self.pings = 0
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
         self.failed: str | None = None
         """Why the replay cannot go on (a process no other can replace died), or None."""
@@ -212,6 +229,10 @@ class FrontendCore(Core):
         if kind is Stats:
             self.stats[sender] = msg
             return []
+        if kind is Counters:
+            self.reported[sender] = msg
+            self.last_heard[sender] = now
+            return []
         return self.unexpected(msg)
 
     def _job_done(self, now: float, sender: str, msg: JobDone) -> list[Effect]:
@@ -248,8 +269,12 @@ class FrontendCore(Core):
         ones silent for ``misses`` periods."""
         assert self.liveness is not None
         period, misses = self.liveness
+        self.pings += 1
         hello = Hello(self.epoch)
         effects: list[Effect] = [Send(p, hello) for p in self.roles]
+        if self.pings % COUNTERS_EVERY == 0:  # what is kept of a process that dies later
+            ask = GetCounters()
+            effects += [Send(p, ask) for p in self.roles if p not in self.dead]
         for name in sorted(self.roles):
             if name not in self.dead and now - self.last_heard.get(name, now) > period * misses:
                 effects += self.declare_dead(now, name, f"no answer for {now - self.last_heard[name]:.1f} s")

@@ -301,6 +301,22 @@ class PeerUp:
     name: str
 
 
+@message(27)
+@dataclasses.dataclass(slots=True)
+class GetCounters:
+    """Frontend -> any process, now and then during a replay: reply with ``Counters``."""
+
+
+@message(28)
+@dataclasses.dataclass(slots=True)
+class Counters:
+    """A process's counters and sent-message counts so far (``Stats`` without the logs): what the replay
+    keeps of a process that dies before the end."""
+
+    counters: dict
+    messages: dict
+
+
 # --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------
 
 

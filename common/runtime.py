@@ -25,12 +25,25 @@ from typing import Any
 
 from .core import Core
 from .effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend
-from .messages import BadFrame, GetStats, Hello, PeerDown, PeerUp, Register, Shutdown, Stats, decode, encode
+from .messages import (
+    BadFrame,
+    Counters,
+    GetCounters,
+    GetStats,
+    Hello,
+    PeerDown,
+    PeerUp,
+    Register,
+    Shutdown,
+    Stats,
+    decode,
+    encode,
+)
 from .transport import FrameTooLarge, Transport, UnknownPeer
 
 log = logging.getLogger("aviary.runtime")
 
-CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats"})
+CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
 FROM_FRONTEND = (PeerDown, PeerUp)
 """Failure news the core hears only from the frontend (or a launcher's ``control``)."""
 
@@ -95,12 +108,14 @@ class Runtime:
         """The core's clock: monotonic, in seconds (uvloop's own clock only has milliseconds)."""
         return time.monotonic()
 
-    def stats(self) -> Stats:
+    def stats(self, logs: bool = True) -> Stats:
         counters = dict(self.core.counters)
         counters.update({f"dropped.{k}": v for k, v in self.transport.counts().items()})
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
         if self.executor is not None:
             counters.update({f"executor.{k}": v for k, v in self.executor.counters.items()})
+        if not logs:
+            return Stats(counters, dict(self.sent))
         return Stats(counters, dict(self.sent), self.core.task_log(), self.core.cycle_log())
 
     # --- inputs ------------------------------------------------------------------------------------
@@ -142,6 +157,9 @@ class Runtime:
             self._send(sender, Register(self.core.role, getattr(self.core, "slots", 0)))
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())
+        elif isinstance(msg, GetCounters):
+            stats = self.stats(logs=False)
+            self._send(sender, Counters(stats.counters, stats.messages))
         elif isinstance(msg, Shutdown):
             if sender not in self.transport.controllers:
                 self._drop("shutdown-from-stranger", f"ignored a Shutdown from {sender!r}, not a frontend")

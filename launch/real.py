@@ -247,10 +247,15 @@ async def run_real(
         )
         messages, counters = await session.collect(shutdown=shutdown)
         messages.subtract(base_sent)
-        for name in session.core.stats:  # those that answered (a dead process's share is unknown)
+        for name in session.core.stats:  # those that answered: this replay's share
             if name in base:
                 messages.subtract(base[name].messages)
                 counters.subtract(base[name].counters)
+        for name, last in session.core.reported.items():  # the dead: their last report's share
+            if name not in session.core.stats and name in base:
+                messages.update(Counter(last.messages) - Counter(base[name].messages))
+                counters.update(Counter(last.counters) - Counter(base[name].counters))
+                counters["processes_counted_from_last_report"] += 1
         counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
         log = session.task_log()[len(base_log) :]
         cycles = session.cycle_log()[len(base_cycles) :]

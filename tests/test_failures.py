@@ -302,3 +302,20 @@ def test_tetrisched_plans_again_the_part_of_a_gang_a_dead_node_ran() -> None:
     assert (
         central.counters["tasks_placed"] == sum(j.tasks for j in setup.jobs) + central.counters["tasks_rerun"]
     )
+
+
+def test_the_frontend_asks_for_counters_now_and_then_and_keeps_the_last() -> None:
+    from aviary.common.frontend import COUNTERS_EVERY
+    from aviary.common.messages import Counters, GetCounters
+
+    fe = FrontendCore("fe", [job(0, 100.0, 1.0)], round_robin(["s0"]), roles=dict(ROLES), liveness=(0.5, 100))
+    fe.start(0.0)
+    asked = []
+    for i in range(1, 2 * COUNTERS_EVERY + 1):
+        asked.append(len(sent(fe.on_timer(0.5 * i, PING), GetCounters)))
+    assert asked.count(len(ROLES)) == 2 and asked.count(0) == 2 * COUNTERS_EVERY - 2
+    fe.on_message(11.0, "n1", Counters({"tasks_launched": 3}, {}))
+    fe.declare_dead(12.0, "n1")
+    assert fe.reported["n1"].counters == {"tasks_launched": 3}
+    later = [fe.on_timer(0.5 * i, PING) for i in range(2 * COUNTERS_EVERY + 1, 3 * COUNTERS_EVERY + 1)]
+    assert len(sent(later[-1], GetCounters)) == len(ROLES) - 1  # not the dead one

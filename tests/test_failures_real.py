@@ -42,6 +42,16 @@ def test_every_job_finishes_when_a_process_is_killed(tmp_path, no_leftover_child
     assert any(f"process {victim} exited with code -9" in p for p in s["extra"]["problems"])
 
 
+def test_a_dead_process_s_counters_are_kept_from_its_last_report(tmp_path, no_leftover_children):
+    out = tmp_path / "run"
+    flags = [*FLAGS, "--duration", "9s", "--fail", "node-4@6.5s", "--out", str(out)]
+    assert main(["replay", *flags]) == 0
+    s = summary(out)
+    c = s["counters"]
+    assert s["finished"] == 100 and c["processes_counted_from_last_report"] == 1
+    assert 0 < s["utilization"] <= 1
+
+
 def test_a_dead_central_scheduler_ends_the_replay_in_one_line(tmp_path, no_leftover_children, capsys):
     out = tmp_path / "run"
     assert main(["replay", *FLAGS, "--policy", "fifo", "--fail", "central@2s", "--out", str(out)]) == 1
