@@ -4,8 +4,6 @@ mid-replay; every job still finishes, or the replay ends in one line when it can
 from __future__ import annotations
 
 import json
-import os
-import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -63,33 +61,40 @@ def test_a_dead_central_scheduler_ends_the_replay_in_one_line(tmp_path, no_lefto
     assert "gave up: central central died" in capsys.readouterr().err
 
 
-def test_a_node_stopped_for_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
-    tmp_path, no_leftover_children
+@pytest.mark.parametrize("victim", ["node-3", "sched-0"])
+def test_a_process_stopped_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
+    tmp_path, no_leftover_children, monkeypatch, victim
 ):
-    """SIGSTOP for 5 s: missed heartbeats declare it dead (its tasks run elsewhere), SIGCONT brings it
-    back; the replay goes on and every job finishes, the stopped node's late results ignored."""
+    """SIGSTOP for 5 s, 1.5 s into the replay: missed heartbeats declare it dead (a node's tasks run
+    elsewhere, a scheduler's jobs go to the other one), SIGCONT brings it back; the replay goes on and
+    every job finishes, the stopped process's late results ignored."""
+    import psutil
+
+    from aviary.launch.real import FrontendSession
+
     out = tmp_path / "run"
-    pids: dict[str, int] = {}
+    stopped: list[int] = []
+    replay = FrontendSession.replay
 
-    def stop_node() -> None:  # node-3's pid from its log folder's process list
-        import psutil
+    def stop_later() -> None:
+        for p in psutil.Process().children(recursive=True):
+            if p.cmdline()[-1:] == [victim]:
+                stopped.append(p.pid)
+                p.suspend()
+                threading.Timer(5.0, p.resume).start()
 
-        for p in psutil.process_iter(["pid", "cmdline"]):
-            cmd = p.info["cmdline"] or []
-            if cmd[-1:] == ["node-3"] and str(out) in " ".join(cmd):
-                pids["node-3"] = p.info["pid"]
-        if "node-3" in pids:
-            os.kill(pids["node-3"], signal.SIGSTOP)
-            threading.Timer(5.0, os.kill, (pids["node-3"], signal.SIGCONT)).start()
+    async def replay_and_stop(self, **kw):  # the stop begins with the replay, whatever the start-up took
+        timer = threading.Timer(1.5, stop_later)
+        timer.start()
+        try:
+            return await replay(self, **kw)
+        finally:
+            timer.cancel()
 
-    timer = threading.Timer(4.0, stop_node)  # about 1.5 s into the replay
-    timer.start()
-    try:
-        flags = [*FLAGS, "--duration", "10s", "--out", str(out)]
-        assert main(["replay", *flags]) == 0
-    finally:
-        timer.cancel()
-    assert "node-3" in pids
+    monkeypatch.setattr(FrontendSession, "replay", replay_and_stop)
+    flags = [*FLAGS, "--schedulers", "2", "--duration", "10s", "--out", str(out)]
+    assert main(["replay", *flags]) == 0
+    assert len(stopped) == 1
     s = summary(out)
     c = s["counters"]
     assert s["finished"] == 100
