@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from ..common.cluster import ClusterError
 from ..common.dags import GOOGLE_TRACE
+from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ..common.params import Param
 from ..common.resources import DEFAULT_MACHINE, Resources
 from .registry import POLICIES
@@ -455,6 +456,20 @@ def build_parser() -> Parser:
         metavar="NAME@TIME,...",
         help="kill processes on purpose at replay times, e.g. 'node-3@30s,sched-0@45s' (real processes: "
         "SIGKILL; the simulator: the same events); their work is re-run elsewhere (default: none)",
+    )
+    rp.add_argument(
+        "--liveness-period",
+        type=_positive_float,
+        default=LIVENESS_PERIOD,
+        help="real processes: seconds of wall time between the frontend's liveness heartbeats to every "
+        "process (default %(default)s)",
+    )
+    rp.add_argument(
+        "--liveness-misses",
+        type=_positive_int,
+        default=LIVENESS_MISSES,
+        help="real processes: heartbeats a process may leave unanswered before it is declared dead and its "
+        "work goes elsewhere (default %(default)s, count)",
     )
     rp.add_argument(
         "--stall-timeout",

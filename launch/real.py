@@ -73,6 +73,7 @@ class FrontendSession:
         members: list[str] | None = None,
         dead: Callable[[], dict[str, int]] = dict,
         kill: Callable[[str], None] | None = None,
+        liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
     ) -> None:
         spec = frontend or cluster.frontend
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
@@ -84,7 +85,7 @@ class FrontendSession:
             wait_for=self.members,
             hold=True,
             roles=roles,
-            liveness=(LIVENESS_PERIOD, LIVENESS_MISSES),
+            liveness=liveness,
             epoch=random.getrandbits(62) | 1,  # this replay's: the processes drop an earlier one's work
         )
         try:
@@ -227,12 +228,14 @@ async def run_real(
     stop: Stop = _never,
     failures: list[Failure] | None = None,
     kill: Callable[[str], None] | None = None,
+    liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
     ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far. ``failures``
-    are carried out with ``kill`` (a local testbed's)."""
-    async with FrontendSession(cluster, jobs, route, dead=dead, kill=kill) as session:
+    are carried out with ``kill`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
+    periods missed before a process is declared dead."""
+    async with FrontendSession(cluster, jobs, route, dead=dead, kill=kill, liveness=liveness) as session:
         await session.registered(register_timeout, progress, stop)
         if stop() is not None:  # before the first submission: nothing ran
             session.problems.append(f"interrupted by {stop()} before the replay started")

@@ -38,7 +38,7 @@ from rich.console import Console
 
 from ..common.cluster import Cluster, ClusterError, load_cluster, slot_node
 from ..common.dags import GOOGLE_TRACE, DagTraceError
-from ..common.failures import Failure, parse_failures
+from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure, parse_failures
 from ..common.frontend import FrontendCore
 from ..common.gshet import gshet_attributes
 from ..common.model import JobSpec
@@ -79,6 +79,8 @@ class ReplaySetup:
     """A real replay's prediction on the simulator (:func:`predict`)."""
     failures: list[Failure] = field(default_factory=list)
     """Processes killed on purpose at replay times (``--fail``)."""
+    liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES)
+    """Real processes: heartbeat period (s) and heartbeats missed before a process is declared dead."""
 
 
 REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0, "gshet": 10.0}
@@ -251,8 +253,20 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
     failures = injected_failures(spec, cluster)
     if failures:
         extra["failures"] = [[f.name, f.at] for f in failures]
+    liveness = (spec.liveness_period, spec.liveness_misses)
+    if spec.runtime == "real":
+        extra["liveness"] = list(liveness)
     return ReplaySetup(
-        cluster, jobs, spec.runtime, out, stall, spec.net_delay, spec.connect, extra, failures=failures
+        cluster,
+        jobs,
+        spec.runtime,
+        out,
+        stall,
+        spec.net_delay,
+        spec.connect,
+        extra,
+        failures=failures,
+        liveness=liveness,
     )
 
 
@@ -415,6 +429,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     stop=lambda: stop.reason,
                     failures=setup.failures,
                     kill=None if bed is None else bed.kill,
+                    liveness=setup.liveness,
                 )
             )
         except ReplayError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..common.dags import GOOGLE_TRACE
+from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ..common.resources import Resources
 from .registry import POLICIES, get_policy
 
@@ -98,6 +99,10 @@ class ReplaySpec:
     time_scale: float | None = None
     fail: str | None = None
     """Processes to kill at replay times, ``NAME@TIME,...`` (:mod:`aviary.common.failures`)."""
+    liveness_period: float = LIVENESS_PERIOD
+    """Real processes: seconds between the frontend's liveness ``Hello``s."""
+    liveness_misses: int = LIVENESS_MISSES
+    """Real processes: heartbeats unanswered before a process is declared dead."""
     gshet: str | None = None
     """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
     params: dict[str, Any] = field(default_factory=dict)

@@ -61,13 +61,16 @@ def test_a_dead_central_scheduler_ends_the_replay_in_one_line(tmp_path, no_lefto
     assert "gave up: central central died" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("victim", ["node-3", "sched-0"])
+@pytest.mark.parametrize(
+    ("victim", "misses", "declared"), [("node-3", 6, 1), ("sched-0", 6, 1), ("node-3", 40, 0)]
+)
 def test_a_process_stopped_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
-    tmp_path, no_leftover_children, monkeypatch, victim
+    tmp_path, no_leftover_children, monkeypatch, victim, misses, declared
 ):
     """SIGSTOP for 5 s, 1.5 s into the replay: missed heartbeats declare it dead (a node's tasks run
     elsewhere, a scheduler's jobs go to the other one), SIGCONT brings it back; the replay goes on and
-    every job finishes, the stopped process's late results ignored."""
+    every job finishes, the stopped process's late results ignored. With 40 heartbeats allowed (20 s)
+    the stall is only waited out."""
     import psutil
 
     from aviary.launch.real import FrontendSession
@@ -92,13 +95,13 @@ def test_a_process_stopped_longer_than_the_liveness_limit_is_declared_dead_and_r
             timer.cancel()
 
     monkeypatch.setattr(FrontendSession, "replay", replay_and_stop)
-    flags = [*FLAGS, "--schedulers", "2", "--duration", "10s", "--out", str(out)]
-    assert main(["replay", *flags]) == 0
+    flags = [*FLAGS, "--schedulers", "2", "--duration", "10s", "--liveness-misses", str(misses)]
+    assert main(["replay", *flags, "--out", str(out)]) == 0
     assert len(stopped) == 1
     s = summary(out)
     c = s["counters"]
-    assert s["finished"] == 100
-    assert c["processes_declared_dead"] == 1 and c["processes_rejoined"] == 1
+    assert s["finished"] == 100 and s["extra"]["liveness"] == [0.5, misses]
+    assert c["processes_declared_dead"] == c["processes_rejoined"] == declared
 
 
 def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
