@@ -5,8 +5,8 @@
     python -m aviary.experiments.eagle_tail --report-only   # the report from the saved measurements
 
 Each run is the replay of ``experiments/hawk_eagle_sim.py`` (whole sample, 10 schedulers, seed 0,
-thesis parameters) on the same cores, with the node cores wrapped (per instance, nothing in the
-policies changes) to record where and when every short task ran and how every probe was received, and
+thesis parameters) on the same cores, with the simulator's observer hook recording (nothing in the
+policies changes) where and when every short task ran and how every probe was received, and
 the node states sampled every 1,000 s of virtual time. Controls: the same policies with Poisson
 arrivals at the sample's mean offered load (``--load``), Eagle without SSS (``eagle-nosss``), and Eagle
 with a 21 % short partition (the sample's own short share of task-seconds).
@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from aviary.common.effects import Launch
+from aviary.common.messages import Probe, ProbeRejected
 from aviary.experiments.tables import num, ratio
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +69,8 @@ def mean_load(nodes: int) -> float:
 
 
 class Recorder:
-    """Wraps hybrid node cores and records short-task launches and probe receptions by partition."""
+    """Observes hybrid node cores (the simulator's observer hook) and records short-task launches and
+    probe receptions by partition."""
 
     def __init__(self, short_nodes: set[str], submits: dict[int, float], classes: dict[int, str]) -> None:
         self.short_nodes = short_nodes
@@ -79,35 +82,25 @@ class Recorder:
         # (attempt, part, "rejected" | "accepted") -> probe reservations
         self.probes: dict[str, int] = {}
 
-    def wrap(self, core: Any) -> None:
+    def __call__(self, now: float, core: Any, input: tuple[Any, ...], effects: list[Any]) -> None:
+        """The simulator's observer hook: a node's short-task launches and the short probes it got."""
+        if core.role != "node":
+            return
         part = 1 if core.name in self.short_nodes else 0
-        launch, probe = core._launch, core._probe
-        table, job_parts, probes = self.launch[part], self.job_parts, self.probes
-        submits, classes = self.submits, self.classes
-
-        def on_launch(now: float, scheduler: str, entry: Any, job_id: int, index: int, duration: float):
-            if classes.get(job_id) == "short":
-                row = table.setdefault(int(now // BIN), [0, 0.0, 0.0])
+        classes = self.classes
+        for e in effects:
+            if type(e) is Launch and classes.get(e.task_id[0]) == "short":
+                job_id = e.task_id[0]
+                row = self.launch[part].setdefault(int(now // BIN), [0, 0.0, 0.0])
                 row[0] += 1
-                row[1] += duration
-                row[2] += now - submits[job_id]
-                job_parts.setdefault(job_id, [0, 0])[part] += 1
-            return launch(now, scheduler, entry, job_id, index, duration)
-
-        def on_probe(now: float, sender: str, msg: Any):
-            effects = probe(now, sender, msg)
-            if not msg.long:
-                rejected = (
-                    bool(effects) and type(getattr(effects[0], "msg", None)).__name__ == "ProbeRejected"
-                )
-                key = (
-                    f"{msg.attempt}/{'short' if part else 'general'}/{'rejected' if rejected else 'accepted'}"
-                )
-                probes[key] = probes.get(key, 0) + max(1, msg.count)
-            return effects
-
-        core._launch = on_launch
-        core._probe = on_probe
+                row[1] += e.duration
+                row[2] += now - self.submits[job_id]
+                self.job_parts.setdefault(job_id, [0, 0])[part] += 1
+        if input[0] == "message" and type(input[2]) is Probe and not input[2].long:
+            msg = input[2]
+            rejected = bool(effects) and type(getattr(effects[0], "msg", None)) is ProbeRejected
+            key = f"{msg.attempt}/{'short' if part else 'general'}/{'rejected' if rejected else 'accepted'}"
+            self.probes[key] = self.probes.get(key, 0) + max(1, msg.count)
 
 
 class Sampler:
@@ -159,13 +152,11 @@ def simulate_run(
     frontend = FrontendCore(cluster.frontend.name, jobs, get_policy(cluster.policy).route(cluster))
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     nodes_cores = [c for c in others if c.role == "node"]
-    for c in nodes_cores:
-        rec.wrap(c)
     sampler = Sampler(
         [c for c in nodes_cores if c.name not in short_nodes],
         [c for c in nodes_cores if c.name in short_nodes],
     )
-    sim = Simulator([*others, frontend], net_delay=setup.net_delay)
+    sim = Simulator([*others, frontend], net_delay=setup.net_delay, observer=rec)
     t0 = time.perf_counter()
     sim.run(frontend=frontend, progress=sampler, progress_every=2_000)
     wall = time.perf_counter() - t0
@@ -436,7 +427,7 @@ def report() -> str:
         "# Eagle's short-job tail on the bundled Google sample (issue 4)",
         "",
         "Generated by `python -m aviary.experiments.eagle_tail` (instrumented runs of the same replays as",
-        "`hawk_eagle_sim.md`: whole sample, 10 schedulers, seed 0, thesis parameters; node cores wrapped",
+        "`hawk_eagle_sim.md`: whole sample, 10 schedulers, seed 0, thesis parameters; node cores observed",
         "to record where and when short tasks ran and how probes were received, node states sampled every",
         f"{SAMPLE:,.0f} s). Times are seconds since the first submission; rows are {BIN:,.0f} s bins.",
         "The explanation that these numbers support is the last section of `hawk_eagle_sim.md`.",

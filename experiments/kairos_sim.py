@@ -32,7 +32,6 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -273,8 +272,8 @@ def control_lines(out: Path, baseline: str, seed: int, nodes: int) -> list[str]:
 
 def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict[str, Any]:
     """One more Kairos run on ``nodes``, instrumented: the central queue every 1,000 s, when each task
-    left it, and every suspension of every task (the cores are wrapped per instance, nothing else
-    changes). Returns aggregates for :func:`kairos_lines`."""
+    left it, and every suspension of every task (seen through the simulator's observer hook). Returns
+    aggregates for :func:`kairos_lines`."""
     from aviary.central.kairos import KairosCentralCore
     from aviary.common.core import Core
     from aviary.common.effects import Resume, Suspend
@@ -299,19 +298,13 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     if not isinstance(central, KairosCentralCore):
         raise TypeError(f"measure_kairos: expected Kairos's central core, got {type(central).__name__}")
 
-    def wrap_central(fn: Any) -> Any:
-        def wrapped(now: float, *args: Any) -> Any:
-            effects = fn(now, *args)
+    def observe(now: float, core: Core, _input: tuple[Any, ...], effects: list[Any]) -> None:
+        """What the dispatcher placed and what the nodes suspended (the simulator's observer hook)."""
+        if core is central:
             for e in effects:
                 if type(getattr(e, "msg", None)) is PlaceTask:
                     placed[(e.msg.job_id, e.msg.task_index)] = now
-            return effects
-
-        return wrapped
-
-    def wrap_node(fn: Any) -> Any:
-        def wrapped(now: float, *args: Any) -> Any:
-            effects = fn(now, *args)
+        elif core.role == "node":
             for e in effects:
                 k = type(e)
                 if k is Suspend:
@@ -319,22 +312,7 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
                     suspended.setdefault(e.task_id, [0, 0.0])[0] += 1
                 elif k is Resume and e.task_id in stops:
                     suspended[e.task_id][1] += now - stops.pop(e.task_id)
-            return effects
 
-        return wrapped
-
-    def instrument(core: Core, method: str, wrap: Callable[[Any], Any]) -> None:
-        # Shadows the bound method with an instance attribute, so only this core is instrumented (the
-        # Simulator binds each core's handlers by attribute when it is built, below). setattr because
-        # mypy rejects assigning to a method; what runs is the same as ``core.method = wrap(...)``.
-        setattr(core, method, wrap(getattr(core, method)))
-
-    instrument(central, "on_message", wrap_central)
-    for c in cores:
-        if c.role == "node":
-            instrument(c, "on_message", wrap_node)
-            instrument(c, "on_timer", wrap_node)
-            instrument(c, "on_task_exit", wrap_node)
     samples: list[tuple[float, int, int]] = []
 
     def sample(frontend: Any, now: float) -> None:
@@ -343,7 +321,7 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
             samples.append((now, len(q), sum(1 for j, _ in q if cls[j] == "short")))
 
     frontend = FrontendCore(cluster.frontend.name, jobs, get_policy(cluster.policy).route(cluster))
-    Simulator([*cores, frontend], net_delay=setup.net_delay).run(
+    Simulator([*cores, frontend], net_delay=setup.net_delay, observer=observe).run(
         frontend=frontend, progress=sample, progress_every=5_000
     )
 

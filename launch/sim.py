@@ -28,6 +28,12 @@ cancel to many nodes) are one FIFO entry, delivered to its targets in a row (the
 consecutive, so nothing could come between them); and a message of a kind the target declares in
 ``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the target and handed to it
 just before its next other input, only the last of each (sender, job) among those that have arrived.
+
+Observing a run (DESIGN §9, "observe, don't patch"): an ``observer(now, core, input, effects)`` given to
+the :class:`Simulator` (or :func:`simulate`) is called after every input a core handled, with the input
+as ``("start",)``, ``("message", sender, msg)``, ``("timer", key)`` or ``("exit", task_id, ok)`` and the
+effects the core returned (to read, not to change). Analyses record what they need from there instead
+of replacing a core's methods; without an observer the loop runs exactly as before.
 """
 
 from __future__ import annotations
@@ -81,6 +87,10 @@ class SimOutcome:
     ``"wall limit"`` (``wall_limit``); None when it ran to its end."""
 
 
+Observer = Callable[[float, Core, tuple[Any, ...], list[Effect]], None]
+"""Called after every input a core handled (module docstring)."""
+
+
 class _WallLimit(Exception):
     """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
@@ -104,19 +114,47 @@ class _Proc:
         self.tasks: dict[TaskId, list[Any]] = {}
 
 
+def _observe(proc: _Proc, observer: Observer) -> None:
+    """Wrap the process's handlers so that ``observer`` sees each input and its effects."""
+    core = proc.core
+    on_message, on_timer, on_task_exit = proc.on_message, proc.on_timer, proc.on_task_exit
+
+    def message(now: float, sender: str, msg: Any) -> list[Effect]:
+        effects = on_message(now, sender, msg)
+        observer(now, core, ("message", sender, msg), effects)
+        return effects
+
+    def timer(now: float, key: Any) -> list[Effect]:
+        effects = on_timer(now, key)
+        observer(now, core, ("timer", key), effects)
+        return effects
+
+    def task_exit(now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        effects = on_task_exit(now, task_id, ok)
+        observer(now, core, ("exit", task_id, ok), effects)
+        return effects
+
+    proc.on_message, proc.on_timer, proc.on_task_exit = message, timer, task_exit
+
+
 class Simulator:
     """Drives a set of cores on virtual time. :func:`simulate` builds one for a cluster and a replay;
     tests may build one from any cores (a name must be unique)."""
 
-    def __init__(self, cores: Iterable[Core], *, net_delay: float = 0.0005) -> None:
+    def __init__(
+        self, cores: Iterable[Core], *, net_delay: float = 0.0005, observer: Observer | None = None
+    ) -> None:
         if not net_delay >= 0:
             raise ValueError(f"net_delay must be >= 0, got {net_delay}")
         self.net_delay = float(net_delay)
+        self.observer = observer
         self.procs: dict[str, _Proc] = {}
         for core in cores:
             if core.name in self.procs:
                 raise ValueError(f"two cores named {core.name!r}")
-            self.procs[core.name] = _Proc(core)
+            self.procs[core.name] = proc = _Proc(core)
+            if observer is not None:
+                _observe(proc, observer)
         self.now = 0.0
         self.events = 0
         self.seq = 0
@@ -158,7 +196,10 @@ class Simulator:
             return
         self.started = True
         for p in list(self.procs.values()):
-            self._apply(p, p.core.start(self.now))
+            effects = p.core.start(self.now)
+            if self.observer is not None:
+                self.observer(self.now, p.core, ("start",), effects)
+            self._apply(p, effects, self.now)
 
     def run(
         self,
@@ -522,6 +563,7 @@ def simulate(
     interruptible: bool = False,
     failures: Sequence[Failure] = (),
     detect: float = EXIT_DETECT_SECONDS,
+    observer: Observer | None = None,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
@@ -535,14 +577,14 @@ def simulate(
     ``failures``: processes killed (as by kill -9) at replay times; the frontend declares each dead
     ``detect`` seconds later: by default as soon as a real replay notices its child's exit
     (:data:`~aviary.common.failures.EXIT_DETECT_SECONDS`); ``DETECT_SECONDS`` models a death found by
-    missed heartbeats."""
+    missed heartbeats. ``observer``: see the module docstring."""
     t0 = time.perf_counter()
     policy = get_policy(cluster.policy)
     fspec = cluster.frontend
     roles = {p.name: p.role for p in cluster.processes if p.role != "frontend"}
     frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
-    sim = Simulator([*others, frontend], net_delay=net_delay)
+    sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
     deadline = t0 + (wall_limit or 0.0)
 
     def bounded(fe: FrontendCore, now: float) -> None:

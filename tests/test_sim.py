@@ -293,3 +293,24 @@ def test_single_node_at_load_half_is_an_mm1_queue(policy: str) -> None:
     assert mean == pytest.approx(2.0, rel=0.05)
     # And the simulated queue is exactly the textbook FIFO queue on the same jobs, up to the delays.
     assert mean == pytest.approx(lindley_mean(jobs), abs=1e-3)
+
+
+def test_an_observer_sees_every_input_and_its_effects_and_changes_nothing() -> None:
+    cluster = local_cluster(nodes=3, slots=2, schedulers=2, seed=1)
+    jobs = [job(0, 0.0, 1.0, 2.0, 0.5), job(1, 0.1, 3.0), job(2, 0.2, 0.3, 0.3, 0.3, 0.3)]
+    seen: list[tuple[str, str]] = []
+    launches: list[Any] = []
+
+    def observer(now: float, core: Core, input: tuple[Any, ...], effects: list[Any]) -> None:
+        seen.append((core.name, input[0]))
+        launches.extend(e for e in effects if isinstance(e, Launch))
+
+    plain = simulate(cluster, jobs)
+    observed = simulate(cluster, jobs, observer=observer)
+    assert completion(plain) == completion(observed) and plain.events == observed.events
+    # Every core started once; every event was one input seen (the frontend's submissions are timers).
+    assert sorted(n for n, kind in seen if kind == "start") == sorted(p.name for p in cluster.processes)
+    assert len(seen) == observed.events + len(cluster.processes)
+    kinds = {kind for _, kind in seen}
+    assert kinds == {"start", "message", "timer", "exit"}
+    assert sorted(e.task_id for e in launches) == sorted((j.job_id, i) for j in jobs for i in range(j.tasks))
