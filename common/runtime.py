@@ -1,11 +1,11 @@
 """The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
 
 It decodes frames into messages for the core and carries out the core's effects. Control messages
-(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike; a ``Shutdown``, like
-the failure news ``PeerDown`` and ``PeerUp``, only from the cluster's frontend or a launcher's
-``control`` (:attr:`Transport.controllers`: with keys, names proven by their keys). A bad frame, one of
-those from anyone else, a send to an unknown peer or an exception inside a core is counted, logged once
-per kind, and survived.
+(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. A ``Shutdown``, the
+failure news ``PeerDown`` and ``PeerUp``, and a ``SubmitJob`` count only from the cluster's frontend or
+a launcher's ``control`` (:attr:`Transport.controllers`: with keys, names proven by their keys). A bad
+frame, one of those from anyone else, a send to an unknown peer or an exception inside a core is
+counted, logged once per kind, and survived.
 
 Each replay is an epoch of its own (issue 14): a ``Hello`` from the frontend carries the replay's epoch,
 and a process that hears a new one after an earlier replay starts afresh: a new core from ``rebuild``
@@ -36,6 +36,7 @@ from .messages import (
     Register,
     Shutdown,
     Stats,
+    SubmitJob,
     decode,
     encode,
 )
@@ -44,8 +45,8 @@ from .transport import FrameTooLarge, Transport, UnknownPeer
 log = logging.getLogger("aviary.runtime")
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
-FROM_FRONTEND = (PeerDown, PeerUp)
-"""Failure news the core hears only from the frontend (or a launcher's ``control``)."""
+FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob)
+"""What a core takes only from the frontend (or a launcher's ``control``): failure news and jobs."""
 
 
 class Runtime:

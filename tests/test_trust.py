@@ -21,7 +21,7 @@ import zmq
 
 from aviary.common.cluster import Cluster, load_cluster, write_cluster
 from aviary.common.keys import keys_folder, make_keys
-from aviary.common.messages import JobDone, Shutdown, encode
+from aviary.common.messages import JobDone, PeerDown, Shutdown, SubmitJob, encode
 from aviary.common.model import JobSpec
 from aviary.common.transport import FrameTooLarge, Transport, is_loopback
 from aviary.launch.cli import main
@@ -153,6 +153,27 @@ def test_without_keys_a_shutdown_from_a_stranger_is_counted_and_ignored(tmp_path
         assert counters(cluster, bed)["dropped.shutdown-from-stranger"] == 2
         assert "ignored a Shutdown from" in bed.log_tail("node-0", 50)
         outcome = replay(cluster, bed, jobs(4), shutdown=True)  # the frontend's Shutdown still works
+        assert outcome.frontend.done
+        assert bed.wait(10)
+
+
+def test_without_keys_jobs_and_failure_news_count_only_from_the_frontend(tmp_path):
+    cluster = small_cluster(tmp_path)
+    sched, node = cluster.schedulers[0], cluster.get("node-0")
+    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+        counters(cluster, bed)
+        to_sched, to_node = stranger(sched.address), stranger(node.address)
+        for i in range(50):  # a flood of made-up jobs would grow the scheduler's memory and fill nodes
+            to_sched.send(encode(SubmitJob(10_000 + i, [60.0] * 4, 60.0)))
+        to_sched.send(encode(PeerDown("node-0")))  # and a lie about a death
+        to_node.send(encode(PeerDown(sched.name)))
+        time.sleep(0.5)
+        to_sched.close()
+        to_node.close()
+        c = counters(cluster, bed)
+        assert c["dropped.submitjob-from-stranger"] == 50 and c["dropped.peerdown-from-stranger"] == 2
+        assert c.get("jobs", 0) == 0 and c["probes"] == 0
+        outcome = replay(cluster, bed, jobs(4), shutdown=True)  # node-0 and the scheduler still serve
         assert outcome.frontend.done
         assert bed.wait(10)
 
