@@ -4,9 +4,10 @@
 
 The same cores as ``kairos_real.py`` (30 nodes x 4 slots, Q = 4, W = 50 s, trace seconds), driven on
 the simulator by a small frontend of this script that can submit a job as stages (a reduce stage when
-its map stage is done). A wrapper around the central core records when each task is placed and when
-it finishes, and, for Kairos, which dispatch decisions had a real choice between tied nodes. The
-sections of ``DIR/analysis.md``:
+its map stage is done). The simulator's observer hook records when each task is placed and when it
+finishes; for Kairos a wrapper of Algorithm 3's pick (``_pick``, ``_dispatch``: no input or effect
+shows a tie, so this one analysis still wraps private methods) counts which dispatch decisions had a
+real choice between tied nodes. The sections of ``DIR/analysis.md``:
 
 1. does the tie-break have a choice? (every task of a job has the same duration and a job has >= 30
    tasks, so a count level is filled one task per node);
@@ -271,27 +272,27 @@ def simulate(
     placed: dict[tuple[int, int], float] = {}
     finished: dict[tuple[int, int], float] = {}
     run = Run(jobs, [], frontend.submitted, placed, finished)
-    queue_area, queue_busy, last = [0.0], [0.0], [0.0]
-    on_message = central.on_message
+    queue_area, queue_busy, last, backlog = [0.0], [0.0], [0.0], [0]
 
-    def recorded(now: float, sender: str, msg: Any) -> list[Effect]:
-        backlog = len(central.queue)  # type: ignore[attr-defined]
-        queue_area[0] += backlog * (now - last[0])
-        queue_busy[0] += (now - last[0]) if backlog else 0.0
+    def observe(now: float, core: Any, input: tuple[Any, ...], effects: list[Effect]) -> None:
+        """The simulator's observer hook: the dispatcher's backlog over time, placements, finishes."""
+        if core is not central or input[0] != "message":
+            return
+        queue_area[0] += backlog[0] * (now - last[0])  # the backlog since the last message
+        queue_busy[0] += (now - last[0]) if backlog[0] else 0.0
         last[0] = now
+        backlog[0] = len(central.queue)  # type: ignore[attr-defined]
+        msg = input[2]
         if type(msg) is TaskFinished:
             finished[msg.job_id, msg.task_index] = now
-        effects = on_message(now, sender, msg)
         for e in effects:
             if type(e) is Send and type(e.msg) is PlaceTask:
                 placed[e.msg.job_id, e.msg.task_index] = now
-        return effects
 
-    central.on_message = recorded  # type: ignore[method-assign]
     if ties and isinstance(central, KairosCentralCore):
         nodes = {c.name: c for c in cores if isinstance(c, KairosNodeCore)}
         watch_ties(central, nodes, run.ties)
-    sim = Simulator([*cores, frontend])
+    sim = Simulator([*cores, frontend], observer=observe)
     sim.run(frontend=frontend)  # type: ignore[arg-type]
     if not frontend.done:
         raise RuntimeError(f"{policy}: {len(jobs) - len(frontend.finish)} jobs never finished")

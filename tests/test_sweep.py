@@ -268,6 +268,24 @@ def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
             assert float(rows[cell]["makespan"]) == theirs["makespan"]
 
 
+@pytest.mark.parametrize("script", ["packing_sim", "carbyne_sim", "graphene_sim"])
+def test_each_dag_script_s_spec_holds_its_grid_and_flags(script: str) -> None:
+    """The specs of experiments/sweeps/ hold their scripts' grids, shared flags and baselines, so that
+    `aviary sweep` runs the same cells (the packing test above runs some: same jobs.csv, byte for byte)."""
+    import importlib
+
+    sweep = importlib.import_module(f"aviary.experiments.{script}").SWEEP
+    data = tomllib.loads((ROOT / "experiments" / "sweeps" / f"{script}.toml").read_text())
+    flags = dict(zip(sweep.flags[::2], sweep.flags[1::2], strict=True))
+    replay = {"jobs": sweep.jobs, "nodes": sweep.nodes, "seed": 0}
+    if "--capacity" in flags:
+        replay["capacity"] = flags.pop("--capacity")
+    assert data["replay"] == replay and not flags
+    assert data["grid"]["workload"] == list(sweep.workloads)
+    assert [str(x) for x in data["grid"]["load"]] == list(sweep.loads)
+    assert data["grid"]["policy"] == list(sweep.policies) and data["baseline"] == sweep.baseline
+
+
 def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY)
