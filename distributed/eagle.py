@@ -69,8 +69,8 @@ from .sparrow import (
     finished_where_placed,
     leftover_probes,
     probe_sends,
+    reissue,
     sample_nodes,
-    take_lost,
 )
 
 __all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
@@ -342,12 +342,8 @@ class EagleSchedulerCore(Core):
         self._live_lists()
         effects: list[Effect] = []
         for job_id, job in self.jobs.items():
-            lost = take_lost(self.counters, job.placed, node, now)
-            job.retry.extend(lost)
-            held = job.probed.pop(node, 0)
-            self.counters["probes_lost"] += held
-            k = held + math.ceil(self.probe_ratio * len(lost))
-            if k and job.unassigned and self.live:
+            k = reissue(self.counters, job, node, now, self.probe_ratio)
+            if k and self.live:
                 effects += self._probe_long(job_id, job, k) if job.long else self._probe_short(job_id, job, k)
         return effects
 

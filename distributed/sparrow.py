@@ -33,7 +33,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
@@ -117,16 +117,29 @@ def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
     return picks
 
 
-def take_lost(
-    counters: Counter[str], placed: dict[int, tuple[str, float]], node: str, now: float
-) -> list[int]:
-    """The tasks of ``placed`` (task -> (node, since)) running on ``node``, which died: taken out, in
-    hand-out order, and counted (``tasks_rerun``, ``rerun_lost_ms``)."""
-    lost = [i for i, (n, _) in placed.items() if n == node]
+class ProbedJob(Protocol):
+    """What the failure handling needs of a probing scheduler's job (Sparrow's, Hawk's, Eagle's)."""
+
+    probed: Counter[str]
+    placed: dict[int, tuple[str, float]]
+    retry: list[int]
+
+    @property
+    def unassigned(self) -> int: ...
+
+
+def reissue(counters: Counter[str], job: ProbedJob, node: str, now: float, ratio: float) -> int:
+    """``node`` died: the job's tasks it ran go back to be handed out again (in hand-out order) and its
+    reservations there are lost; counts them (``tasks_rerun``, ``rerun_lost_ms``, ``probes_lost``) and
+    returns how many probes to send again (the lost reservations, and ``ratio`` per lost task)."""
+    lost = [i for i, (n, _) in job.placed.items() if n == node]
     for i in lost:
-        counters["rerun_lost_ms"] += round((now - placed.pop(i)[1]) * 1000)
+        counters["rerun_lost_ms"] += round((now - job.placed.pop(i)[1]) * 1000)
     counters["tasks_rerun"] += len(lost)
-    return lost
+    job.retry.extend(lost)
+    held = job.probed.pop(node, 0)
+    counters["probes_lost"] += held
+    return held + math.ceil(ratio * len(lost)) if job.unassigned else 0
 
 
 def finished_where_placed(
@@ -229,12 +242,8 @@ class SparrowCore(Core):
         self.nodes.remove(node)
         effects: list[Effect] = []
         for job_id, job in self.jobs.items():
-            lost = take_lost(self.counters, job.placed, node, now)
-            job.retry.extend(lost)
-            held = job.probed.pop(node, 0)
-            self.counters["probes_lost"] += held
-            k = held + math.ceil(self.probe_ratio * len(lost))
-            if k and job.unassigned and self.nodes:
+            k = reissue(self.counters, job, node, now, self.probe_ratio)
+            if k and self.nodes:
                 effects += self.reprobe(job_id, job, k)
         return effects
 
