@@ -148,6 +148,9 @@ class FrontendCore(Core):
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
         self.failed: str | None = None
         """Why the replay cannot go on (a process no other can replace died), or None."""
+        self.closed = False
+        """The replay ended early (failed, interrupted, stalled): later completions are only counted, so
+        the results are what was done when it ended."""
         self.counters.update(dict.fromkeys(FAILURE_COUNTERS, 0))
 
     # --- phases ------------------------------------------------------------------------------------
@@ -236,6 +239,9 @@ class FrontendCore(Core):
         return self.unexpected(msg)
 
     def _job_done(self, now: float, sender: str, msg: JobDone) -> list[Effect]:
+        if self.closed:
+            self.counters["job_done_after_the_end"] += 1
+            return []
         times = self.times.get(msg.job_id)
         if times is None or times.submit is None or self.t0 is None:
             return self._refuse(

@@ -186,6 +186,7 @@ class FrontendSession:
                     f"{len(left)} jobs did not finish: {shown}"
                 )
                 break
+        core.closed = not core.done or core.failed is not None  # the results are what was done by now
         if progress is not None:
             progress(core, time.monotonic() - start)
         return time.monotonic() - start
