@@ -362,6 +362,9 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
             cycles = result.cycles
             interrupted = result.interrupted
     records = job_records(frontend, policy.name)
+    if frontend.dead or frontend.resubmitted:  # which processes died when, and the jobs that moved
+        setup.extra["declared_dead"] = {name: round(at, 3) for name, at in frontend.dead.items()}
+        setup.extra["resubmitted"] = sorted(frontend.resubmitted)
     dag: dict[str, Any] = {}
     if policy.dag:
         dag = {
