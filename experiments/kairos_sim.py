@@ -139,7 +139,7 @@ def table(results: dict[int, dict[str, dict]], baseline: str, note: str, cmd: st
         "Whole 10,000-job sample at its own arrival times, single-slot nodes, network delay 0.5 ms; Kairos "
         "Q = 2, W = 10,000 s, starvation guard after 3 missed quanta (for 2 W). Ratios below 1: Kairos "
         "better. *Offered load*: the sample's task-seconds over nodes x its span; *busy-part load*: the "
-        "same for the jobs submitted after 60,000 s (the first 60,000 s hold 31 of the 10,000 jobs), over "
+        "same for the jobs submitted after 60,000 s (the first 60,000 s hold 32 of the 10,000 jobs), over "
         "nodes x the time they arrive in (`hawk_eagle_sim.busy_load`): the cluster is overloaded while they "
         "arrive, then drains.",
     ]
