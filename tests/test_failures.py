@@ -319,3 +319,56 @@ def test_the_frontend_asks_for_counters_now_and_then_and_keeps_the_last() -> Non
     assert fe.reported["n1"].counters == {"tasks_launched": 3}
     later = [fe.on_timer(0.5 * i, PING) for i in range(2 * COUNTERS_EVERY + 1, 3 * COUNTERS_EVERY + 1)]
     assert len(sent(later[-1], GetCounters)) == len(ROLES) - 1  # not the dead one
+
+
+def test_a_dead_node_s_reservations_are_re_issued_and_nothing_more_for_a_job_handed_out_whole() -> None:
+    s = SparrowCore("s", ["a", "b", "c", "d", "e"], probe_ratio=2.0)
+    s.rng = random.Random(1)
+    probes = sent(s.on_message(0.0, "fe", SubmitJob(1, [5.0, 5.0], 5.0)), Probe)  # 4 reservations
+    holders = sorted(to for to, _ in probes)
+    s.on_message(0.0, "fe", SubmitJob(2, [1.0], 1.0))
+    two = s.jobs[2]
+    for node in list(two.probed):  # job 2: its only task handed out, its other reservation cancelled
+        s.on_message(0.1, node, GetTask(2))
+        break
+    assert two.unassigned == 0 and not two.probed
+    dead = holders[0]
+    out = s.on_message(1.0, "fe", PeerDown(dead))
+    again = sent(out, Probe)
+    # Job 1's one reservation on the dead node is sent again, to a live node; job 2 gets nothing.
+    assert [(m.job_id, m.count) for _, m in again] == [(1, 1)] and again[0][0] != dead
+    assert s.counters["probes_lost"] == 1 and s.counters["tasks_rerun"] == 0
+    assert s.on_message(1.0, "fe", PeerUp("stranger")) == [] and "stranger" not in s.nodes
+    # A second death adds to the counters.
+    s.on_message(2.0, "fe", PeerDown(holders[1]))
+    assert s.counters["probes_lost"] == 2
+
+
+def test_a_late_result_does_not_finish_the_task_it_no_longer_runs() -> None:
+    s = SparrowCore("s", ["a", "b"], probe_ratio=1.0)
+    s.on_message(0.0, "fe", SubmitJob(1, [5.0], 5.0))
+    (node,) = s.jobs[1].probed
+    s.on_message(0.1, node, GetTask(1))
+    s.on_message(1.0, "fe", PeerDown(node))
+    assert s.on_message(1.5, node, TaskFinished(1, 0)) == []
+    assert s.jobs[1].finished == 0 and s.jobs[1].retry == [0]  # still to run, not done
+    other = "a" if node == "b" else "b"
+    s.on_message(2.0, other, GetTask(1))
+    assert s.on_message(3.0, other, TaskFinished(1, 0)) == [Send("fe", JobDone(1, 0.1))]  # first start: 0.1
+
+
+def test_a_node_frees_exactly_what_a_dead_scheduler_held_and_keeps_the_rest() -> None:
+    n = NodeMonitorCore("n", slots=3)
+    n.on_message(0.0, "s0", Probe(1, 1.0, 1))  # a slot waits on s0
+    n.on_message(0.0, "s1", Probe(2, 1.0, 1))
+    n.on_message(0.0, "s1", AssignTask(2, 0, 9.0, 9.0))  # s1's task runs: one slot free
+    n.on_message(0.0, "s0", Probe(3, 1.0, 1))  # takes the free slot: GetTask to s0
+    n.on_message(0.0, "s0", Probe(4, 1.0, 2))  # queued: two reservations of s0
+    n.on_message(0.0, "s1", Probe(5, 1.0, 1))  # queued behind them
+    assert n.free == 0 and len(n.queue) == 2
+    out = n.on_message(1.0, "fe", PeerDown("s0"))
+    # Two slots back; s1's queued probe takes one of them (a GetTask to s1), the other stays free.
+    assert n.counters["get_task_abandoned"] == 2 and n.counters["entries_dropped"] == 1
+    assert sent(out, GetTask) == [("s1", GetTask(5))] and n.free == 1 and len(n.queue) == 0
+    n.on_message(2.0, "fe", PeerDown("s2"))
+    assert n.counters["get_task_abandoned"] == 2 and n.counters["tasks_orphaned"] == 0
