@@ -312,6 +312,13 @@ def build_parser() -> Parser:
         help="the interface every process listens on (default: its host address; 0.0.0.0 behind NAT)",
     )
     cl.add_argument(
+        "--keys",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="make CurveZMQ keys for the cluster (as 'aviary keys'; default: yes when a process listens "
+        "on a non-loopback address, so that only holders of the keys can drive the testbed)",
+    )
+    cl.add_argument(
         "--out",
         type=_out_file,
         required=True,

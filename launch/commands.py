@@ -28,6 +28,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from ..common.cluster import write_cluster
+    from ..common.transport import is_loopback
     from .hosts import spread
     from .up import cluster_table
 
@@ -39,6 +40,16 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         bind=args.bind,
     )
     write_cluster(cluster, args.out)
+    exposed = any(not is_loopback(p.bind_address) for p in cluster.processes)
+    if args.keys if args.keys is not None else exposed:  # hosts others can reach: keys unless told not
+        from ..common.cluster import load_cluster
+        from ..common.keys import make_keys
+
+        folder = make_keys(load_cluster(args.out), args.out)
+        cluster = load_cluster(args.out)
+        print(
+            f"keys: secret keys in {folder}/ (mode 0600), public keys in {args.out}: copy both to every host"
+        )
     Console().print(cluster_table(cluster))
     print(f"written: {args.out}; on each host: aviary host {args.out.name}")
     return 0

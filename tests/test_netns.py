@@ -65,14 +65,16 @@ def hosts() -> Iterator[dict[str, str]]:
 
 
 def test_replay_across_network_namespaces(hosts, tmp_path: Path):
-    """`aviary cluster` places the processes on the two hosts, `aviary host` runs each host's share
-    inside its namespace, and `aviary replay --connect` plays the frontend from the root namespace."""
+    """`aviary cluster` places the processes on the two hosts (with CurveZMQ keys: the addresses are not
+    loopback), `aviary host` runs each host's share inside its namespace, and `aviary replay --connect`
+    plays the frontend from the root namespace, every socket authenticated and encrypted."""
     path = tmp_path / "cluster.toml"
     flags = ["cluster", "--policy", "eagle", "--nodes", "6", "--slots", "2", "--schedulers", "2",
              "--seed", "3", "--time-scale", "50000", "--hosts", ",".join(hosts.values()),
              "--frontend-host", ROOT, "--out", str(path)]  # fmt: skip
     assert main(flags) == 0
     cluster = load_cluster(path)
+    assert cluster.keys is not None and (tmp_path / "cluster.keys").is_dir()
     placed = {p.name: p.host for p in cluster.processes}
     assert set(placed.values()) == {ROOT, *hosts.values()}
     launchers = {}
