@@ -199,6 +199,8 @@ class FrontendCore(Core):
 
     def _submit_due(self, now: float) -> list[Effect]:
         assert self.t0 is not None
+        if self.failed is not None:  # no process of a role the jobs need is left
+            return []
         clock = now - self.t0
         effects: list[Effect] = []
         jobs = self.jobs

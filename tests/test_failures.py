@@ -372,3 +372,11 @@ def test_a_node_frees_exactly_what_a_dead_scheduler_held_and_keeps_the_rest() ->
     assert sent(out, GetTask) == [("s1", GetTask(5))] and n.free == 1 and len(n.queue) == 0
     n.on_message(2.0, "fe", PeerDown("s2"))
     assert n.counters["get_task_abandoned"] == 2 and n.counters["tasks_orphaned"] == 0
+
+
+def test_a_failed_replay_submits_nothing_more() -> None:
+    fe = frontend([job(0, 0.0, 1.0), job(1, 5.0, 1.0)])
+    fe.on_timer(0.0, "submit")
+    fe.declare_dead(1.0, "s0")
+    fe.declare_dead(1.5, "s1")
+    assert fe.failed and fe.on_timer(5.0, "submit") == [] and fe.submitted == 1
