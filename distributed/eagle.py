@@ -67,6 +67,7 @@ from ..worker.hybrid import LAST_ATTEMPT
 from .sparrow import (
     LEFTOVER_COUNTERS,
     finished_where_placed,
+    hand_out,
     leftover_probes,
     probe_sends,
     reissue,
@@ -288,14 +289,7 @@ class EagleSchedulerCore(Core):
             return [Send(node, NoTask(job_id))]
         if not self.sticky:
             self._forget(job, node)
-        if job.retry:
-            index = job.retry.pop(0)
-        else:
-            index = job.next_task
-            job.next_task += 1
-        job.placed[index] = (node, now)
-        if job.first_start is None:
-            job.first_start = now
+        index = hand_out(job, node, now)
         left = job.unassigned
         effects: list[Effect] = [
             Send(node, AssignTask(job_id, index, job.durations[index], job.estimate, left))

@@ -123,9 +123,24 @@ class ProbedJob(Protocol):
     probed: Counter[str]
     placed: dict[int, tuple[str, float]]
     retry: list[int]
+    next_task: int
+    first_start: float | None
 
     @property
     def unassigned(self) -> int: ...
+
+
+def hand_out(job: ProbedJob, node: str, now: float) -> int:
+    """The job's next task for ``node`` (one a dead node ran first), booked as running there."""
+    if job.retry:
+        index = job.retry.pop(0)
+    else:
+        index = job.next_task
+        job.next_task += 1
+    job.placed[index] = (node, now)
+    if job.first_start is None:
+        job.first_start = now
+    return index
 
 
 def reissue(counters: Counter[str], job: ProbedJob, node: str, now: float, ratio: float) -> int:
@@ -212,14 +227,7 @@ class SparrowCore(Core):
             job.probed[node] -= 1
         if job is None or not job.unassigned:
             return [Send(node, NoTask(job_id))]
-        if job.retry:
-            index = job.retry.pop(0)
-        else:
-            index = job.next_task
-            job.next_task += 1
-        job.placed[index] = (node, now)
-        if job.first_start is None:
-            job.first_start = now
+        index = hand_out(job, node, now)
         effects: list[Effect] = [Send(node, AssignTask(job_id, index, job.durations[index], job.estimate))]
         if not job.unassigned:
             effects.extend(leftover_probes(self.counters, job_id, job.probed, self.cancel))
