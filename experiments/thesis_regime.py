@@ -244,8 +244,8 @@ def derive(jobs_csv: Path, nodes: int, arr: str) -> dict[str, Any]:
 
 
 def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
-    """The cell's Kairos run once more, instrumented (node and central cores wrapped per instance, as
-    ``kairos_sim.measure_kairos`` does; nothing in the policies changes, and the run is the same as the
+    """The cell's Kairos run once more, instrumented through the simulator's observer hook (as
+    ``kairos_sim.measure_kairos`` is; nothing in the policies changes, and the run is the same as the
     cell's): for every task when it left the central queue, how often and how long it was suspended.
     Returns, for all short jobs and for those at or above their p90, what their completion time is
     made of."""
@@ -268,19 +268,9 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
     gaps: list[float] = []  # every suspension of a short task: how long it lasted
     short_job = {j.job_id for j in jobs if j.cls == "short"}
 
-    def wrap_central(fn: Any) -> Any:
-        def wrapped(now: float, *args: Any) -> Any:
-            effects = fn(now, *args)
-            for e in effects:
-                if type(getattr(e, "msg", None)) is PlaceTask:
-                    placed[(e.msg.job_id, e.msg.task_index)] = now
-            return effects
-
-        return wrapped
-
-    def wrap_node(fn: Any) -> Any:
-        def wrapped(now: float, *args: Any) -> Any:
-            effects = fn(now, *args)
+    def observe(now: float, core: Any, input: tuple[Any, ...], effects: list[Any]) -> None:
+        """The simulator's observer hook: placements by the dispatcher, suspensions on the nodes."""
+        if core.role == "node":
             for e in effects:
                 k = type(e)
                 if k is Suspend:
@@ -291,17 +281,14 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
                     susp[e.task_id][1] += gap
                     if e.task_id[0] in short_job:
                         gaps.append(gap)
-            return effects
-
-        return wrapped
+        elif core.role == "central" and input[0] == "message":
+            for e in effects:
+                if type(getattr(e, "msg", None)) is PlaceTask:
+                    placed[(e.msg.job_id, e.msg.task_index)] = now
 
     cores = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
-    for c in cores:
-        methods = ("on_message", "on_timer", "on_task_exit") if c.role == "node" else ("on_message",)
-        for m in methods:
-            setattr(c, m, (wrap_node if c.role == "node" else wrap_central)(getattr(c, m)))
     frontend = FrontendCore(cluster.frontend.name, jobs, get_policy(cluster.policy).route(cluster))
-    Simulator([*cores, frontend], net_delay=setup.net_delay).run(frontend=frontend)
+    Simulator([*cores, frontend], net_delay=setup.net_delay, observer=observe).run(frontend=frontend)
 
     rows = []  # short jobs: (jct, central-queue part, most suspended task's suspended time, any)
     for j in jobs:
