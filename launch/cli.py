@@ -262,6 +262,16 @@ def _workload_nodes_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _remote_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--remote-aviary",
+        default=None,
+        metavar="PATH",
+        help="with --cluster: the aviary command on the hosts (default: this one's path, "
+        "as with the same checkout or a shared home on every host)",
+    )
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="aviary",
@@ -286,6 +296,14 @@ def build_parser() -> Parser:
         help="the processes listen on 127.0.0.1 from this port on, one each, the frontend's first "
         "(default: free ports)",
     )
+    up.add_argument(
+        "--cluster",
+        type=Path,
+        default=None,
+        help="instead of a local testbed, start the processes of this cluster description (from 'aviary "
+        "cluster') on their hosts over SSH, logs collected into --dir (default: a local testbed)",
+    )
+    _remote_flag(up)
 
     cl = sub.add_parser("cluster", help="write the cluster description of a testbed over several hosts")
     _testbed_flags(cl, nodes=10, schedulers=2)
@@ -340,6 +358,12 @@ def build_parser() -> Parser:
         type=_out_dir,
         default=None,
         help="folder to write the logs into (default: a new temporary folder)",
+    )
+    hs.add_argument(
+        "--lifeline",
+        action="store_true",
+        help="also stop when standard input ends (how 'aviary up --cluster' runs it over SSH: a lost "
+        "connection stops the host's processes; default: off)",
     )
 
     ks = sub.add_parser("keys", help="make CurveZMQ keys for a cluster description: authenticated, encrypted")
@@ -513,6 +537,14 @@ def build_parser() -> Parser:
         "parameters apply (default: start one)",
     )
     rp.add_argument(
+        "--cluster",
+        type=Path,
+        default=None,
+        help="start the testbed of this cluster.toml on its hosts over SSH (as 'aviary up --cluster'), "
+        "replay against it as --connect does, then stop it; host logs go to --out (default: off)",
+    )
+    _remote_flag(rp)
+    rp.add_argument(
         "--out",
         type=_out_dir,
         default=None,
@@ -667,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     from .replay import UsageError
 
     try:
-        if args.command == "replay":
+        if args.command in ("replay", "up"):
             args.given = given_flags(argv)  # a replay --connect refuses testbed flags given
         for warning in check_flags(args):
             print(f"aviary {args.command}: warning: {warning}", file=sys.stderr)

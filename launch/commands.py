@@ -19,6 +19,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     from .hosts import spread
     from .up import run_up
 
+    if args.cluster is not None:
+        from .remote import hold
+
+        given = sorted(getattr(args, "given", set()) - {"cluster", "dir", "remote_aviary"})
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{flag}: with --cluster the testbed is {args.cluster}'s: drop the flag")
+        return hold(args.cluster, args.dir or _temporary("aviary-up-"), args.remote_aviary)
+
     base_port = getattr(args, "base_port", None)
     cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=base_port is None)
     if base_port is not None:
@@ -63,18 +72,35 @@ def cmd_host(args: argparse.Namespace) -> int:
 
     cluster = load_cluster(args.cluster)
     check_params(cluster, str(args.cluster))
-    return run_up(cluster, args.dir, processes_on(cluster, args.cluster, args.host), str(args.cluster))
+    names = processes_on(cluster, args.cluster, args.host)
+    return run_up(cluster, args.dir, names, str(args.cluster), lifeline=args.lifeline)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.cluster is not None:
+        if args.connect is not None:
+            raise UsageError("--cluster and --connect: give one (--cluster starts the testbed it replays on)")
+        args.connect = args.cluster
     if args.connect is not None:
         problem = connect_problem(args, getattr(args, "given", set()))
         if problem:
             raise UsageError(problem)
     setup = setup_replay(ReplaySpec.from_args(args))
-    summary = run_replay(setup, quiet=args.quiet)
+    if args.cluster is not None:
+        from .remote import RemoteTestbed
+
+        with RemoteTestbed(args.cluster, setup.out, aviary=args.remote_aviary):
+            summary = run_replay(setup, quiet=args.quiet)
+    else:
+        summary = run_replay(setup, quiet=args.quiet)
     print_summary(summary, setup.out)
     return 0 if summary["finished"] == summary["jobs"] else 1
+
+
+def _temporary(prefix: str) -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

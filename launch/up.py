@@ -9,7 +9,9 @@ and any still alive after a grace period is terminated, then killed.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -58,12 +60,30 @@ def exposure(cluster: Cluster, names: set[str] | None = None) -> str | None:
     )
 
 
-async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
+def _on_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Set ``stop`` when standard input reaches its end (``--lifeline``)."""
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            stop.set()
+
+    loop.add_reader(fd, readable)
+
+
+async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console, lifeline: bool = False) -> None:
     control = ProcessSpec("control", "frontend", "127.0.0.1", free_ports(1)[0])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if lifeline:
+        _on_eof(loop, stop)
     members = [p.name for p in bed.members]
     async with FrontendSession(cluster, [], frontend=control, members=members, dead=bed.dead) as session:
         await session.registered()
@@ -74,7 +94,7 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console) -> None:
             f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}"
         )
         console.print(f"logs: {bed.logs}/   replay against it: aviary replay --connect {bed.cluster_file}")
-        console.print("Ctrl-C stops the testbed.")
+        console.print("Ctrl-C stops the testbed" + (", as does the end of its input." if lifeline else "."))
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), 1.0)
@@ -118,10 +138,14 @@ def died_at_start(exc: ReplayError, bed: LocalTestbed) -> str:
 
 
 def run_up(
-    cluster: Cluster, workdir: Path | None, names: list[str] | None = None, source: str | None = None
+    cluster: Cluster,
+    workdir: Path | None,
+    names: list[str] | None = None,
+    source: str | None = None,
+    lifeline: bool = False,
 ) -> int:
     """Run the cluster's processes (or those in ``names``: ``aviary host``, reading the cluster file
-    ``source``) until Ctrl-C or SIGTERM."""
+    ``source``) until Ctrl-C or SIGTERM, or with ``lifeline`` the end of standard input."""
     console = Console()
     check_ports(cluster, names, source)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="aviary-up-"))
@@ -129,7 +153,7 @@ def run_up(
     clean = False
     try:
         bed.start()
-        uvloop.run(_hold(cluster, bed, console))
+        uvloop.run(_hold(cluster, bed, console, lifeline))
         clean = bed.wait(5.0)
     except ReplayError as exc:
         raise UsageError(died_at_start(exc, bed)) from None

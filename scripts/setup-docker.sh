@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes a docker engine answer on this machine, for the docker executor and its tests (DESIGN §6):
 #  1. installs Debian's docker.io, busybox-static, iproute2 (`ip netns`, for the network-namespace
-#     test) and docker-compose (1.29, for `aviary compose up` and its test; optional: where it cannot
-#     be installed, a warning) with apt-get when missing (~15 s);
+#     tests), openssh-server (an sshd per namespace host, for the test of `aviary up --cluster`) and
+#     docker-compose (1.29, for `aviary compose up` and its test; optional: where it cannot be
+#     installed, a warning) with apt-get when missing (~15 s);
 #  2. mounts the cgroup hierarchies if nothing is mounted on /sys/fs/cgroup (the freezer behind
 #     `docker pause` is one of them);
 #  3. when no engine answers, starts `dockerd --bridge=none --iptables=false` in the background, as root,
@@ -53,6 +54,7 @@ need=()
 command -v dockerd > /dev/null || engine_answers || need+=(docker.io)
 have_static_busybox || need+=(busybox-static)
 command -v ip > /dev/null || need+=(iproute2)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server) # the sshd of the multi-host test's namespace hosts
 # docker-compose is optional: without it `aviary compose up` uses the docker SDK (a warning, no give-up).
 optional=()
 command -v docker-compose > /dev/null || optional+=(docker-compose)
