@@ -5,9 +5,9 @@
 The same cores as ``kairos_real.py`` (30 nodes x 4 slots, Q = 4, W = 50 s, trace seconds), driven on
 the simulator by a small frontend of this script that can submit a job as stages (a reduce stage when
 its map stage is done). The simulator's observer hook records when each task is placed and when it
-finishes; for Kairos a wrapper of Algorithm 3's pick (``_pick``, ``_dispatch``: no input or effect
-shows a tie, so this one analysis still wraps private methods) counts which dispatch decisions had a
-real choice between tied nodes. The sections of ``DIR/analysis.md``:
+finishes and, for Kairos, which dispatch decisions had a real choice between tied nodes (each dispatch
+round replayed from its placements: no private method of a core is replaced). The sections of
+``DIR/analysis.md``:
 
 1. does the tie-break have a choice? (every task of a job has the same duration and a job has >= 30
    tasks, so a count level is filled one task per node);
@@ -210,46 +210,47 @@ def node_state(core: KairosNodeCore, now: float) -> tuple[tuple[float, float], .
     return tuple(sorted((round(t.duration, 6), round(t.live(now), 6)) for t in core.tasks.values()))
 
 
-def watch_ties(central: KairosCentralCore, nodes: dict[str, KairosNodeCore], ties: Counter[str]) -> None:
-    """Count the placements where the tie-break had a real choice.
+def count_ties(
+    central: KairosCentralCore,
+    nodes: dict[str, KairosNodeCore],
+    ties: Counter[str],
+    now: float,
+    effects: list[Effect],
+) -> None:
+    """Count the placements of one input of the dispatcher where the tie-break had a real choice; called
+    by the observer hook with the input's effects, after it.
 
-    Within one dispatch round, ``_pick`` fills the lowest count level first, so when a level is first
-    used, every node of the round at that level is already there. If the round puts ``k`` tasks on a
-    level of ``m`` tied nodes, the tie-break chooses which nodes get them; the choice changes nothing
+    Within one dispatch round (Algorithm 3), the pick fills the lowest count level first, so when a level
+    is first used, every node of the round at that level is already there. If the round puts ``k`` tasks
+    on a level of ``m`` tied nodes, the tie-break chooses which nodes get them; the choice changes nothing
     when ``k = m`` and the ``k`` tasks are equal (each tied node gets one equal task), or when the tied
-    nodes are in identical states (same tasks, same attained service). Otherwise those ``k``
-    placements are *consequential*."""
-    dispatch, pick = central._dispatch, central._pick
-    level_state: dict[int, tuple[int, list[float], bool]] = {}
-    clock = [0.0]
-
-    def counted_pick() -> Any:
-        node = pick()
-        if node is not None and central.queue:
-            job_id, index = central.queue[0]
-            d = central.jobs[job_id].durations[index]
-            lvl = node.count
-            if lvl not in level_state:
-                tied = [n for n in central.nodes if n.count == lvl and n.count < n.cap]
-                distinct = len({node_state(nodes[n.name], clock[0]) for n in tied}) > 1
-                level_state[lvl] = (len(tied), [], distinct)
-            level_state[lvl][1].append(d)
-        return node
-
-    def counted_dispatch(now: float) -> list[Effect]:
-        clock[0] = now
-        level_state.clear()
-        effects = dispatch(now)
-        for m, ds, distinct in level_state.values():
-            ties["placements"] += len(ds)
-            if m > 1:
-                ties["tied"] += len(ds)
-            if m > 1 and distinct and (len(ds) < m or len(set(ds)) > 1):
-                ties["consequential"] += len(ds)
-        return effects
-
-    central._pick = counted_pick  # type: ignore[method-assign]
-    central._dispatch = counted_dispatch  # type: ignore[method-assign]
+    nodes are in identical states (same tasks, same attained service). Otherwise those ``k`` placements
+    are *consequential*. The round is replayed from its effects: a node's count when the round started is
+    its count now less the tasks the round placed on it (nothing else changes a count within a round),
+    and the node cores are untouched until the placements arrive, so their states are those of the pick."""
+    placements = [e.msg for e in effects if type(e) is Send and type(e.msg) is PlaceTask]
+    if not placements:
+        return
+    names = [e.to for e in effects if type(e) is Send and type(e.msg) is PlaceTask]
+    count = {n.name: n.count for n in central.nodes}
+    for name in names:
+        count[name] -= 1
+    caps = {n.name: n.cap for n in central.nodes}
+    levels: dict[int, tuple[int, list[float], bool]] = {}
+    for name, msg in zip(names, placements, strict=True):
+        level = count[name]
+        if level not in levels:
+            tied = [n for n, c in count.items() if c == level and c < caps[n]]
+            distinct = len({node_state(nodes[n], now) for n in tied}) > 1
+            levels[level] = (len(tied), [], distinct)
+        levels[level][1].append(msg.duration)
+        count[name] += 1
+    for m, ds, distinct in levels.values():
+        ties["placements"] += len(ds)
+        if m > 1:
+            ties["tied"] += len(ds)
+        if m > 1 and distinct and (len(ds) < m or len(set(ds)) > 1):
+            ties["consequential"] += len(ds)
 
 
 def simulate(
@@ -273,10 +274,17 @@ def simulate(
     finished: dict[tuple[int, int], float] = {}
     run = Run(jobs, [], frontend.submitted, placed, finished)
     queue_area, queue_busy, last, backlog = [0.0], [0.0], [0.0], [0]
+    tie_nodes = None
+    if ties and isinstance(central, KairosCentralCore):
+        tie_nodes = {c.name: c for c in cores if isinstance(c, KairosNodeCore)}
 
     def observe(now: float, core: Any, input: tuple[Any, ...], effects: list[Effect]) -> None:
         """The simulator's observer hook: the dispatcher's backlog over time, placements, finishes."""
-        if core is not central or input[0] != "message":
+        if core is not central:
+            return
+        if tie_nodes is not None:
+            count_ties(central, tie_nodes, run.ties, now, effects)  # type: ignore[arg-type]
+        if input[0] != "message":
             return
         queue_area[0] += backlog[0] * (now - last[0])  # the backlog since the last message
         queue_busy[0] += (now - last[0]) if backlog[0] else 0.0
@@ -289,9 +297,6 @@ def simulate(
             if type(e) is Send and type(e.msg) is PlaceTask:
                 placed[e.msg.job_id, e.msg.task_index] = now
 
-    if ties and isinstance(central, KairosCentralCore):
-        nodes = {c.name: c for c in cores if isinstance(c, KairosNodeCore)}
-        watch_ties(central, nodes, run.ties)
     sim = Simulator([*cores, frontend], observer=observe)
     sim.run(frontend=frontend)  # type: ignore[arg-type]
     if not frontend.done:
