@@ -6,7 +6,8 @@ machine's), the launcher connects with asyncssh, copies the description and only
 keys (with the launchers' ``control`` key) into a new private folder on the host (``mktemp -d``), and
 runs ``aviary host FILE --host ADDRESS --lifeline`` there. Each host says when all its processes
 registered; the launcher waits for every host, relays what they print into ``DIR/hosts/ADDRESS.log``
-and, when it stops, fetches each host's process logs into ``DIR/logs/ADDRESS/`` and removes the folder.
+and, when it stops, fetches each host's process logs into ``DIR/logs/ADDRESS/`` and removes the folder
+(a host whose connection was lost keeps it, secret keys included, in a folder only its user can read).
 
 Credentials are the user's, never the cluster file's: asyncssh reads ``~/.ssh/config`` (``User``,
 ``Port``, ``IdentityFile``, ...), offers the keys of the SSH agent and of ``~/.ssh``, and checks host
@@ -291,7 +292,6 @@ class RemoteTestbed:
 
     async def _stop(self, share: Share) -> None:
         alive = share.proc is not None and not share.ended.is_set()
-        lost = share.reason is not None
         share.ended.set()  # what follows is the launcher's doing, not a failure
         if share.proc is not None and alive:
             share.proc.stdin.write_eof()  # --lifeline: the host shuts its processes down
@@ -300,12 +300,11 @@ class RemoteTestbed:
                     await self._signal(share, sig)
                     if await self._exited(share.proc, 5.0):
                         break
-        if share.conn is None:
+        if share.conn is None or share.conn.is_closed():  # a lost host keeps its folder
             return
-        if not lost and share.folder:
-            await self._fetch_logs(share)
         with contextlib.suppress(OSError, asyncssh.Error):
             if share.folder:
+                await self._fetch_logs(share)
                 await share.conn.run(f"rm -rf {shlex.quote(share.folder)}")
             share.conn.close()
             await share.conn.wait_closed()

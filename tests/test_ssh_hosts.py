@@ -211,6 +211,7 @@ def start_up(hosts: Hosts, cluster: Path, out: Path) -> subprocess.Popen[str]:
 
 
 def test_ctrl_c_stops_every_host(hosts: Hosts, cluster: Path, tmp_path):
+    before = remote_folders()
     up = start_up(hosts, cluster, tmp_path / "up")
     assert all(hosts.running().get(ns) for ns in HOSTS), "a host runs nothing"
     up.send_signal(signal.SIGINT)
@@ -218,24 +219,29 @@ def test_ctrl_c_stops_every_host(hosts: Hosts, cluster: Path, tmp_path):
     assert up.returncode == 0, out + err
     assert "stopped: every host's processes exited" in out
     assert hosts.left() == {}
+    assert remote_folders() == before
     assert list((tmp_path / "up" / "logs" / HOSTS["avssh2"]).glob("node-*.log"))
 
 
 def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: Path, tmp_path):
     """An unknown host key, a port in use on a host and a missing aviary: exit status 2, one line each
-    naming the host, and nothing left running on any host."""
+    naming the host, and nothing left running on any host, nor its folder."""
+    before = remote_folders()
     known = hosts.home / ".ssh" / "known_hosts"
     saved = known.read_text()
     known.write_text("".join(line + "\n" for line in saved.splitlines() if HOSTS["avssh2"] not in line))
     try:
         done = subprocess.run(
-            aviary("up", "--cluster", str(cluster)), env=hosts.env(), capture_output=True, text=True
+            aviary("up", "--cluster", str(cluster), "--dir", str(tmp_path / "up")),
+            env=hosts.env(),
+            capture_output=True,
+            text=True,
         )
     finally:
         known.write_text(saved)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"host {HOSTS['avssh2']}: its host key is not in ~/.ssh/known_hosts" in done.stderr
-    assert hosts.left() == {}
+    assert hosts.left() == {} and remote_folders() == before
 
     taken = next(p for p in listening(cluster) if p[0] == HOSTS["avssh1"])
     hold = (  # SO_REUSEADDR: the earlier tests' connections to that port may linger in TIME_WAIT
@@ -249,7 +255,10 @@ def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: P
             assert time.monotonic() < deadline
             time.sleep(0.1)
         done = subprocess.run(
-            aviary("up", "--cluster", str(cluster)), env=hosts.env(), capture_output=True, text=True
+            aviary("up", "--cluster", str(cluster), "--dir", str(tmp_path / "up")),
+            env=hosts.env(),
+            capture_output=True,
+            text=True,
         )
     finally:
         holder.kill()
@@ -257,17 +266,19 @@ def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: P
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"host {HOSTS['avssh1']}: aviary host exited with status 2 at its start: " in done.stderr
     assert f"cannot listen on {taken[0]}:{taken[1]}" in done.stderr
-    assert hosts.left() == {}
+    assert hosts.left() == {} and remote_folders() == before
 
     done = subprocess.run(
-        aviary("up", "--cluster", str(cluster), "--remote-aviary", "/nonexistent/aviary"),
+        aviary(
+            "up", "--cluster", str(cluster), "--dir", str(tmp_path / "up"), "--remote-aviary", "/no/aviary"
+        ),
         env=hosts.env(),
         capture_output=True,
         text=True,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "/nonexistent/aviary is not installed there" in done.stderr and "host 10.232.0." in done.stderr
-    assert hosts.left() == {}
+    assert "/no/aviary is not installed there" in done.stderr and "host 10.232.0." in done.stderr
+    assert hosts.left() == {} and remote_folders() == before
 
 
 def listening(cluster: Path) -> list[tuple[str, int]]:
@@ -280,6 +291,7 @@ def listening(cluster: Path) -> list[tuple[str, int]]:
 def test_a_host_that_dies_stops_every_other_host(hosts: Hosts, cluster: Path, tmp_path):
     """Every process of one host killed at once (sshd among them, as when the machine fails): the
     launcher says which host in one line, stops the others and exits with status 1."""
+    before = remote_folders()
     up = start_up(hosts, cluster, tmp_path / "up")
     for pid in pids("avssh3"):
         os.kill(pid, signal.SIGKILL)
@@ -288,3 +300,10 @@ def test_a_host_that_dies_stops_every_other_host(hosts: Hosts, cluster: Path, tm
     assert up.returncode == 1, out + err
     assert err.count("\n") == 1 and err.startswith(f"aviary up: host {HOSTS['avssh3']}: "), err
     assert hosts.left() == {}
+    (kept,) = remote_folders() - before  # only the dead host's folder (with its keys) could not be removed
+    assert {p.name for p in (kept / "cluster.keys").iterdir()} == {
+        "control.secret",
+        "node-2.secret",
+        "node-5.secret",
+    }
+    shutil.rmtree(kept)
