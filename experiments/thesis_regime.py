@@ -36,6 +36,7 @@ import argparse
 import functools
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,14 @@ def cell_flags(label: str, nodes: int, arr: str) -> list[str]:
             *arrivals, "--time-scale", "1", "--task-scale", "1", "--seed", "0", *extra]  # fmt: skip
 
 
+def spec_policy(label: str) -> str:
+    """The label's policy and flags as a sweep spec's policy value (``hawk-general`` ->
+    ``hawk:stealers=general``; experiments/sweeps/thesis_regime_*.toml)."""
+    policy, extra, _ = VARIANTS[label]
+    pairs = [f"{extra[i].removeprefix('--').replace('-', '_')}={extra[i + 1]}" for i in range(0, len(extra), 2)]
+    return policy + (":" + ",".join(pairs) if pairs else "")
+
+
 def load_cell(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
     """The cell's summary if it was made with the flags this script gives it now."""
     path = OUT / cell_name(label, nodes, arr) / "summary.json"
@@ -181,9 +190,10 @@ def load_derived(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def run_cell(label: str, nodes: int, arr: str) -> dict[str, Any]:
-    folder = OUT / cell_name(label, nodes, arr)
-    flags = cell_flags(label, nodes, arr)
+def run_cell(label: str, nodes: int, arr: str, out: Path = OUT, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """Run one cell into ``out/<cell>/`` (``extra``: more replay flags, as a small check's ``--jobs``)."""
+    folder = out / cell_name(label, nodes, arr)
+    flags = [*cell_flags(label, nodes, arr), *extra]
     if arr.startswith("shuffled"):
         shuffled_trace()
     summary = timed_replay(flags, folder)

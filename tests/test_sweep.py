@@ -303,3 +303,95 @@ def test_the_spec_folder_names_the_results(tmp_path: Path) -> None:
     sweep = load_sweep(spec)
     assert sweep.out == spec.parent / "../results/x" and sweep.name == "x"
     assert os.path.basename(load_sweep(spec, tmp_path / "o").out) == "o"
+
+
+# --- the probe-based scripts' specs: small versions against the scripts' own run functions -------------
+
+SPECS = ROOT / "experiments" / "sweeps"
+SAMPLE = ["--jobs", "30", "--start", "3000"]
+"""A small slice of the bundled sample with short and long jobs (the small versions' cells)."""
+
+
+def small_sweep(tmp_path: Path, name: str, replay: dict, grid: dict) -> tuple[dict, Path]:
+    """The spec ``experiments/sweeps/<name>.toml`` with ``replay`` and ``grid`` overriding some of its
+    flags and axes (written to ``tmp_path/specs/<name>.toml``), run by ``aviary sweep`` on 2 workers into
+    ``tmp_path/<name>/``; (its data, its folder)."""
+    data = tomllib.loads((SPECS / f"{name}.toml").read_text())
+    data["replay"].update(replay)
+    data["grid"].update(grid)
+    if data.get("baseline") not in data["grid"].get("policy", []):
+        data.pop("baseline", None)
+    spec = tmp_path / "specs" / f"{name}.toml"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text(toml_text(data))
+    out = tmp_path / name
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    sweep = load_sweep(spec, out)
+    assert all(cell_done(out / c.name, c) for c in sweep.cells)
+    return data, out
+
+
+def same_jobs(a: Path, b: Path) -> None:
+    assert (a / "jobs.csv").read_bytes() == (b / "jobs.csv").read_bytes(), (a, b)
+    assert len((a / "jobs.csv").read_text().splitlines()) > 10
+
+
+def test_the_hawk_eagle_specs_are_the_hawk_eagle_script(tmp_path: Path) -> None:
+    """experiments/sweeps/hawk_eagle_sim*.toml hold hawk_eagle_sim.py's grids (default sizes, the README's
+    lighter loads, the ablations) and flags; small versions (30 jobs of the sample, 20 nodes) give the
+    jobs.csv of the script's run_one, byte for byte."""
+    from aviary.experiments import hawk_eagle_sim as he
+
+    main_spec = tomllib.loads((SPECS / "hawk_eagle_sim.toml").read_text())
+    assert main_spec["grid"]["nodes"] == list(he.NODES)
+    assert main_spec["grid"]["policy"] == [he.spec_policy(p) for p in he.POLICIES]
+    assert main_spec["replay"] == {"schedulers": 10, "load": "trace", "seed": 0}
+    light = tomllib.loads((SPECS / "hawk_eagle_sim_light.toml").read_text())
+    assert light["grid"]["nodes"] == [12500, 16000, 25000] and light["replay"] == main_spec["replay"]
+    abl = tomllib.loads((SPECS / "hawk_eagle_sim_ablations.toml").read_text())
+    assert abl["grid"]["policy"] == [*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS]
+    small = {"jobs": 30, "start": 3000}
+    _, out = small_sweep(tmp_path, "hawk_eagle_sim", small, {"nodes": [20]})
+    _, abl_out = small_sweep(
+        tmp_path, "hawk_eagle_sim_ablations", small, {"nodes": [20], "policy": ["hawk-nosteal", "eagle-nosss"]}
+    )
+    ablations = ("hawk-nosteal", "eagle-nosss")
+    for policy in [*he.POLICIES, *ablations]:
+        theirs = tmp_path / "script" / f"{policy}-20"
+        he.run_one(policy, 20, theirs, SAMPLE)
+        folder = abl_out if policy in ablations else out
+        same_jobs(folder / f"{he.spec_policy(policy).replace(':', '+')},nodes=20", theirs)
+
+
+@pytest.fixture
+def small_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Scripts' ``--from-sweep`` read the specs of ``tmp_path/specs/`` (small versions) instead of
+    experiments/sweeps/."""
+    from aviary.experiments import sweep_cells
+
+    monkeypatch.setattr(sweep_cells, "SPECS", tmp_path / "specs")
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    yield tmp_path
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+
+
+def test_hawk_eagle_tables_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hawk_eagle_sim --from-sweep DIR` builds its tables from the sweep's cell folders
+    (DIR/<spec name>/<cell>/): the ratios are those of the cells' summaries."""
+    from aviary.experiments import hawk_eagle_sim as he
+
+    tmp_path = root = small_specs
+    monkeypatch.setattr(he, "SPECS", ("hawk_eagle_sim",))
+    monkeypatch.setattr(he, "FROM_SWEEP", None)
+    small_sweep(root, "hawk_eagle_sim", {"jobs": 30, "start": 3000}, {"nodes": [20]})
+    assert he.main(["--from-sweep", str(root), "--nodes", "20", "--results", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "hawk_eagle_sim.md").read_text()
+    hawk = json.loads((root / "hawk_eagle_sim" / "hawk,nodes=20" / "summary.json").read_text())
+    sparrow = json.loads((root / "hawk_eagle_sim" / "sparrow,nodes=20" / "summary.json").read_text())
+    want = hawk["jct"]["long"]["p50"] / sparrow["jct"]["long"]["p50"]
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 20 |"))
+    assert f"{want:.2f}" in row.split(" | ")[5]
+    assert "from the cells of `aviary sweep" in md
+    assert (tmp_path / "r" / "hawk_eagle_sim.png").stat().st_size > 10_000
