@@ -62,7 +62,9 @@ def spec_policy(policy: str) -> str:
     flags = VARIANTS.get(policy)
     if flags is None:
         return policy
-    pairs = [f"{flags[i].removeprefix('--').replace('-', '_')}={flags[i + 1]}" for i in range(2, len(flags), 2)]
+    pairs = [
+        f"{flags[i].removeprefix('--').replace('-', '_')}={flags[i + 1]}" for i in range(2, len(flags), 2)
+    ]
     return flags[1] + ":" + ",".join(pairs)
 
 
@@ -79,7 +81,9 @@ def saved_sizes(policy: str | None = None) -> set[int]:
     """The cluster sizes with a saved run (of ``policy``, or of any policy)."""
     if FROM_SWEEP is None:
         pattern = f"{policy}-*" if policy else "*-*"
-        return {int(p.name.rsplit("-", 1)[1]) for p in OUT.glob(pattern) if p.name.rsplit("-", 1)[1].isdigit()}
+        return {
+            int(p.name.rsplit("-", 1)[1]) for p in OUT.glob(pattern) if p.name.rsplit("-", 1)[1].isdigit()
+        }
     from aviary.experiments.sweep_cells import done_cells
 
     cells = done_cells(SPECS, FROM_SWEEP)

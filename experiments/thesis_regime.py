@@ -172,7 +172,9 @@ def spec_policy(label: str) -> str:
     """The label's policy and flags as a sweep spec's policy value (``hawk-general`` ->
     ``hawk:stealers=general``; experiments/sweeps/thesis_regime_*.toml)."""
     policy, extra, _ = VARIANTS[label]
-    pairs = [f"{extra[i].removeprefix('--').replace('-', '_')}={extra[i + 1]}" for i in range(0, len(extra), 2)]
+    pairs = [
+        f"{extra[i].removeprefix('--').replace('-', '_')}={extra[i + 1]}" for i in range(0, len(extra), 2)
+    ]
     return policy + (":" + ",".join(pairs) if pairs else "")
 
 
@@ -759,7 +761,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     ap.add_argument("--report-only", action="store_true", help="only rebuild the reports")
     ap.add_argument("--force", action="store_true", help="re-run cells whose results exist")
+    ap.add_argument(
+        "--shuffled-trace",
+        action="store_true",
+        help="only write the shuffled copy of the sample (experiments/sweeps/thesis_regime_shuffled.toml's trace)",
+    )
     args = ap.parse_args(argv)
+    if args.shuffled_trace:
+        print(f"written: {shuffled_trace()}")
+        return 0
     OUT.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for group in args.groups:
