@@ -764,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--shuffled-trace",
         action="store_true",
-        help="only write the shuffled copy of the sample (experiments/sweeps/thesis_regime_shuffled.toml's trace)",
+        help="only write the shuffled copy of the sample (the trace of sweeps/thesis_regime_shuffled.toml)",
     )
     args = ap.parse_args(argv)
     if args.shuffled_trace:
