@@ -114,8 +114,8 @@ def grid(spread: bool) -> list[Cell]:
     return list(dict.fromkeys(c.canonical() for c in cells))
 
 
-def run_cell(cell: Cell, jobs: int, force: bool) -> dict[str, Any]:
-    out = RESULTS / NAME / cell.folder
+def run_cell(cell: Cell, jobs: int, force: bool, root: Path = RESULTS / NAME) -> dict[str, Any]:
+    out = root / cell.folder
     if (out / "summary.json").exists() and (out / "jobs.csv").exists() and not force:
         summary = dict(json.loads((out / "summary.json").read_text()))
         if summary.get("jobs") == jobs:

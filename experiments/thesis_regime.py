@@ -36,6 +36,7 @@ import argparse
 import functools
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,16 @@ def cell_flags(label: str, nodes: int, arr: str) -> list[str]:
             *arrivals, "--time-scale", "1", "--task-scale", "1", "--seed", "0", *extra]  # fmt: skip
 
 
+def spec_policy(label: str) -> str:
+    """The label's policy and flags as a sweep spec's policy value (``hawk-general`` ->
+    ``hawk:stealers=general``; experiments/sweeps/thesis_regime_*.toml)."""
+    policy, extra, _ = VARIANTS[label]
+    pairs = [
+        f"{extra[i].removeprefix('--').replace('-', '_')}={extra[i + 1]}" for i in range(0, len(extra), 2)
+    ]
+    return policy + (":" + ",".join(pairs) if pairs else "")
+
+
 def load_cell(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
     """The cell's summary if it was made with the flags this script gives it now."""
     path = OUT / cell_name(label, nodes, arr) / "summary.json"
@@ -181,9 +192,10 @@ def load_derived(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def run_cell(label: str, nodes: int, arr: str) -> dict[str, Any]:
-    folder = OUT / cell_name(label, nodes, arr)
-    flags = cell_flags(label, nodes, arr)
+def run_cell(label: str, nodes: int, arr: str, out: Path = OUT, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """Run one cell into ``out/<cell>/`` (``extra``: more replay flags, as a small check's ``--jobs``)."""
+    folder = out / cell_name(label, nodes, arr)
+    flags = [*cell_flags(label, nodes, arr), *extra]
     if arr.startswith("shuffled"):
         shuffled_trace()
     summary = timed_replay(flags, folder)
@@ -749,7 +761,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     ap.add_argument("--report-only", action="store_true", help="only rebuild the reports")
     ap.add_argument("--force", action="store_true", help="re-run cells whose results exist")
+    ap.add_argument(
+        "--shuffled-trace",
+        action="store_true",
+        help="only write the shuffled copy of the sample (the trace of sweeps/thesis_regime_shuffled.toml)",
+    )
     args = ap.parse_args(argv)
+    if args.shuffled_trace:
+        print(f"written: {shuffled_trace()}")
+        return 0
     OUT.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for group in args.groups:

@@ -303,3 +303,222 @@ def test_the_spec_folder_names_the_results(tmp_path: Path) -> None:
     sweep = load_sweep(spec)
     assert sweep.out == spec.parent / "../results/x" and sweep.name == "x"
     assert os.path.basename(load_sweep(spec, tmp_path / "o").out) == "o"
+
+
+# --- the probe-based scripts' specs: small versions against the scripts' own run functions -------------
+
+SPECS = ROOT / "experiments" / "sweeps"
+SAMPLE = ["--jobs", "30", "--start", "3000"]
+"""A small slice of the bundled sample with short and long jobs (the small versions' cells)."""
+
+
+def small_sweep(tmp_path: Path, name: str, replay: dict, grid: dict) -> tuple[dict, Path]:
+    """The spec ``experiments/sweeps/<name>.toml`` with ``replay`` and ``grid`` overriding some of its
+    flags and axes (written to ``tmp_path/specs/<name>.toml``), run by ``aviary sweep`` on 2 workers into
+    ``tmp_path/<name>/``; (its data, its folder)."""
+    data = tomllib.loads((SPECS / f"{name}.toml").read_text())
+    data["replay"].update(replay)
+    data["grid"].update(grid)
+    if data.get("baseline") not in data["grid"].get("policy", []):
+        data.pop("baseline", None)
+    spec = tmp_path / "specs" / f"{name}.toml"
+    spec.parent.mkdir(parents=True, exist_ok=True)
+    spec.write_text(toml_text(data))
+    out = tmp_path / name
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    sweep = load_sweep(spec, out)
+    assert all(cell_done(out / c.name, c) for c in sweep.cells)
+    return data, out
+
+
+def same_jobs(a: Path, b: Path) -> None:
+    assert (a / "jobs.csv").read_bytes() == (b / "jobs.csv").read_bytes(), (a, b)
+    assert len((a / "jobs.csv").read_text().splitlines()) > 5  # a header and some jobs
+
+
+def test_the_hawk_eagle_specs_are_the_hawk_eagle_script(tmp_path: Path) -> None:
+    """experiments/sweeps/hawk_eagle_sim*.toml hold hawk_eagle_sim.py's grids (default sizes, the README's
+    lighter loads, the ablations) and flags; small versions (30 jobs of the sample, 20 nodes) give the
+    jobs.csv of the script's run_one, byte for byte."""
+    from aviary.experiments import hawk_eagle_sim as he
+
+    main_spec = tomllib.loads((SPECS / "hawk_eagle_sim.toml").read_text())
+    assert main_spec["grid"]["nodes"] == list(he.NODES)
+    assert main_spec["grid"]["policy"] == [he.spec_policy(p) for p in he.POLICIES]
+    assert main_spec["replay"] == {"schedulers": 10, "load": "trace", "seed": 0}
+    light = tomllib.loads((SPECS / "hawk_eagle_sim_light.toml").read_text())
+    assert light["grid"]["nodes"] == [12500, 16000, 25000] and light["replay"] == main_spec["replay"]
+    abl = tomllib.loads((SPECS / "hawk_eagle_sim_ablations.toml").read_text())
+    assert abl["grid"]["policy"] == [*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS]
+    small = {"jobs": 30, "start": 3000}
+    _, out = small_sweep(tmp_path, "hawk_eagle_sim", small, {"nodes": [20]})
+    _, abl_out = small_sweep(
+        tmp_path,
+        "hawk_eagle_sim_ablations",
+        small,
+        {"nodes": [20], "policy": ["hawk-nosteal", "eagle-nosss"]},
+    )
+    ablations = ("hawk-nosteal", "eagle-nosss")
+    for policy in [*he.POLICIES, *ablations]:
+        theirs = tmp_path / "script" / f"{policy}-20"
+        he.run_one(policy, 20, theirs, SAMPLE)
+        folder = abl_out if policy in ablations else out
+        same_jobs(folder / f"{he.spec_policy(policy).replace(':', '+')},nodes=20", theirs)
+
+
+@pytest.fixture
+def small_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Scripts' ``--from-sweep`` read the specs of ``tmp_path/specs/`` (small versions) instead of
+    experiments/sweeps/."""
+    from aviary.experiments import sweep_cells
+
+    monkeypatch.setattr(sweep_cells, "SPECS", tmp_path / "specs")
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    yield tmp_path
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+
+
+def test_hawk_eagle_tables_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hawk_eagle_sim --from-sweep DIR` builds its tables from the sweep's cell folders
+    (DIR/<spec name>/<cell>/): the ratios are those of the cells' summaries."""
+    from aviary.experiments import hawk_eagle_sim as he
+
+    tmp_path = root = small_specs
+    monkeypatch.setattr(he, "SPECS", ("hawk_eagle_sim",))
+    monkeypatch.setattr(he, "FROM_SWEEP", None)
+    small_sweep(root, "hawk_eagle_sim", {"jobs": 30, "start": 3000}, {"nodes": [20]})
+    assert he.main(["--from-sweep", str(root), "--nodes", "20", "--results", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "hawk_eagle_sim.md").read_text()
+    hawk = json.loads((root / "hawk_eagle_sim" / "hawk,nodes=20" / "summary.json").read_text())
+    sparrow = json.loads((root / "hawk_eagle_sim" / "sparrow,nodes=20" / "summary.json").read_text())
+    want = hawk["jct"]["long"]["p50"] / sparrow["jct"]["long"]["p50"]
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 20 |"))
+    assert f"{want:.2f}" in row.split(" | ")[5]
+    assert "from the cells of `aviary sweep" in md
+    assert (tmp_path / "r" / "hawk_eagle_sim.png").stat().st_size > 10_000
+
+
+def test_the_kairos_specs_are_the_kairos_script(tmp_path: Path) -> None:
+    """experiments/sweeps/kairos_sim*.toml hold kairos_sim.py's grid, its Poisson controls (the load that
+    goes with each size) and flags; small versions (its first 30 jobs, 20 nodes) give the jobs.csv of the
+    script's run(), byte for byte."""
+    from aviary.experiments import kairos_sim as ks
+
+    kairos = "kairos:" + ",".join(
+        f"{ks.KAIROS[i][2:].replace('-', '_')}={ks.KAIROS[i + 1]}" for i in range(0, len(ks.KAIROS), 2)
+    )
+    variants = {kairos: ("kairos", ks.KAIROS), "eagle:schedulers=10": ("eagle", ks.BASELINE_FLAGS)}
+    data = tomllib.loads((SPECS / "kairos_sim.toml").read_text())
+    assert data["grid"] == {"nodes": [5000, 5500, 6500, 8000], "policy": list(variants)}
+    assert data["replay"] == {"load": "trace", "time_scale": 1, "task_scale": 1, "seed": 0}
+    for n in ks.CONTROL_NODES:
+        control = tomllib.loads((SPECS / f"kairos_sim_poisson_{n}.toml").read_text())
+        assert (
+            control["replay"]["load"] == float(f"{ks.mean_load(n):.4f}") and control["replay"]["nodes"] == n
+        )
+        assert control["grid"]["policy"] == list(variants)
+    small = {"jobs": 30, "start": 0}
+    _, out = small_sweep(tmp_path, "kairos_sim", small, {"nodes": [20]})
+    _, poisson = small_sweep(tmp_path, "kairos_sim_poisson_8000", {**small, "nodes": 20}, {})
+    for value, (policy, extra) in variants.items():
+        ks.run(policy, 20, tmp_path / "script", extra, 0, 30)
+        same_jobs(
+            out / f"{value.replace(':', '+').replace(',', '+')},nodes=20",
+            tmp_path / "script" / f"{policy}-20",
+        )
+        ks.run(policy, 20, tmp_path / "script", extra, 0, 30, load=ks.mean_load(8000))
+        same_jobs(
+            poisson / value.replace(":", "+").replace(",", "+"), tmp_path / "script" / f"{policy}-20-poisson"
+        )
+
+
+def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) -> None:
+    """experiments/sweeps/thesis_regime_*.toml hold thesis_regime.py's groups of cells (every cell of
+    GROUPS, once) and flags; small versions (30 jobs of the sample, 20 nodes, some policies) give the
+    jobs.csv of the script's run_cell, byte for byte. (The shuffled group's trace is the script's
+    shuffled copy, not committed: its spec is checked to name that file; its flags are the poisson
+    group's with that trace.)"""
+    from aviary.experiments import thesis_regime as tr
+    from aviary.launch.sweep_spec import shown
+
+    def arrivals(values: dict, base: dict) -> str:
+        load = values.get("load", base.get("load"))
+        return "trace" if load == "trace" else f"{prefix}{float(load):.2f}"
+
+    label = {tr.spec_policy(v): v for v in tr.VARIANTS}
+    cells = set()
+    for name in ("trace", "poisson", "shuffled", "kairos", "kairos_poisson", "table32"):
+        sweep = load_sweep(SPECS / f"thesis_regime_{name}.toml")
+        prefix = "shuffled" if name == "shuffled" else "load"
+        if name == "shuffled":
+            assert (SPECS / sweep.base["trace"]).resolve() == tr.SHUFFLED.resolve()
+        for c in sweep.cells:
+            nodes = int(c.values.get("nodes", sweep.base.get("nodes")))
+            assert "--schedulers" in c.flags and "--time-scale" in c.flags and "--task-scale" in c.flags
+            cells.add((label[shown(c.values["policy"])], nodes, arrivals(c.values, sweep.base)))
+    every = [cell for group in tr.GROUPS.values() for cell in group]
+    assert cells == set(every) and len(cells) == len(every)
+    small = {"jobs": 30, "start": 3000}
+    small_20 = {**small, "nodes": 20}
+    runs = {  # some cells of each group (thesis_regime_kairos_poisson's are Kairos variants at load 0.95)
+        "trace": (small, {"nodes": [20], "policy": [tr.spec_policy(v) for v in ("hawk", "eagle", "kairos")]}),
+        "poisson": (small_20, {"load": [0.95], "policy": [tr.spec_policy("hawk-general")]}),
+        "kairos": (small_20, {"policy": [tr.spec_policy(v) for v in ("kairos-w100", "kairos-random")]}),
+        "table32": (small_20, {"load": [0.95]}),
+    }
+    for name, (replay, grid) in runs.items():
+        _, out = small_sweep(tmp_path, f"thesis_regime_{name}", replay, grid)
+        sweep = load_sweep(tmp_path / "specs" / f"thesis_regime_{name}.toml", out)
+        prefix = "load"
+        for c in sweep.cells:
+            lab, arr = label[shown(c.values["policy"])], arrivals(c.values, sweep.base)
+            tr.run_cell(lab, 20, arr, out=tmp_path / "script", extra=SAMPLE)
+            same_jobs(out / c.name, tmp_path / "script" / tr.cell_name(lab, 20, arr))
+
+
+def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
+    """experiments/sweeps/tetrisched_sim*.toml hold tetrisched_sim.py's grid (every cell of grid(), once)
+    and flags; small versions (8 jobs, some cells) give the jobs.csv of the script's run_cell, byte for
+    byte."""
+    from aviary.experiments import tetrisched_sim as ts
+    from aviary.launch.sweep_spec import shown
+
+    def cell_of(values: dict, base: dict) -> ts.Cell:
+        both = {**base, **values}
+        slack = both.get("gshet")
+        return ts.Cell(
+            both["policy"],
+            round(float(both["misestimate"][0]) - 1, 2),
+            float(both.get("plan_ahead", ts.DEFAULT_PLAN_AHEAD)),
+            both["seed"],
+            None if slack is None else tuple(map(float, slack.removeprefix("slack=").split(":"))),
+        )
+
+    names = ("", "_plan_ahead", "_spread", "_slack")
+    cells = []
+    for name in names:
+        sweep = load_sweep(SPECS / f"tetrisched_sim{name}.toml")
+        assert {k: sweep.base[k] for k in ("workload", "nodes", "load", "jobs")} == {
+            "workload": "gshet",
+            "nodes": ts.NODES,
+            "load": float(ts.LOAD),
+            "jobs": ts.JOBS,
+        }
+        cells += [cell_of(c.values, sweep.base) for c in sweep.cells]
+    assert sorted(map(str, cells)) == sorted(map(str, ts.grid(spread=True))) and len(set(cells)) == len(cells)
+    small = {
+        "": {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"]},
+        "_plan_ahead": {"plan_ahead": [24]},
+        "_spread": {"policy": ["tetrisched-np"]},
+        "_slack": {"policy": ["tetrisched-nh"]},
+    }
+    for name, grid in small.items():
+        _, out = small_sweep(tmp_path, f"tetrisched_sim{name}", {"jobs": 8}, grid)
+        sweep = load_sweep(tmp_path / "specs" / f"tetrisched_sim{name}.toml", out)
+        for c in sweep.cells:
+            cell = cell_of({k: v for k, v in c.values.items()}, sweep.base)
+            ts.run_cell(cell, 8, True, root=tmp_path / "script")
+            same_jobs(out / c.name, tmp_path / "script" / cell.folder)
+            assert shown(c.values["policy"]) == cell.policy

@@ -1,0 +1,51 @@
+"""The cells of the specs in ``experiments/sweeps/`` as the experiment scripts' analyses read them
+(their ``--from-sweep DIR``): ``aviary sweep SPEC.toml --out DIR/<name>`` (or the spec's default folder,
+``results/sweeps/<name>/``, with ``DIR = results/sweeps``) leaves one folder per cell; a script finds the
+folder of one of its cells by the cell's values (the spec's ``[replay]`` flags and the cell's axes, as
+the sweep shows them: ``policy = "hawk:stealers=general"``, ``nodes = 5000``, ``load = "trace"``).
+Only finished cells count (:func:`aviary.launch.sweep.cell_done`: a ``summary.json`` recording the
+spec's flags)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aviary.launch.sweep import cell_done
+from aviary.launch.sweep_spec import Sweep, load_sweep, shown
+
+SPECS = Path(__file__).resolve().parent / "sweeps"
+
+
+@functools.cache
+def sweep(name: str, root: Path) -> Sweep:
+    """The spec ``experiments/sweeps/<name>.toml`` with its folder under ``root`` (``root/<its name>``)."""
+    loaded = load_sweep(SPECS / f"{name}.toml")
+    loaded.out = root / loaded.name
+    return loaded
+
+
+@functools.cache
+def done_cells(names: tuple[str, ...], root: Path) -> list[tuple[dict[str, str], Path]]:
+    """Every finished cell of the specs ``names`` under ``root``: its values (shared flags and axes, as
+    text) and its folder, in the specs' order."""
+    out = []
+    for name in names:
+        s = sweep(name, root)
+        base = {k: shown(v) for k, v in s.base.items()}
+        for cell in s.cells:
+            folder = s.out / cell.name
+            if cell_done(folder, cell):
+                out.append(({**base, **{k: shown(v) for k, v in cell.values.items()}}, folder))
+    return out
+
+
+def find(names: Sequence[str], root: Path, **want: Any) -> Path | None:
+    """The folder of the first finished cell of the specs ``names`` under ``root`` whose values include
+    ``want`` (``policy="eagle", nodes=5000``); None if there is none."""
+    for values, folder in done_cells(tuple(names), root):
+        if all(values.get(k) == shown(v) for k, v in want.items()):
+            return folder
+    return None
