@@ -59,13 +59,10 @@ or the folder of ``aviary sweep`` runs of :data:`SPECS` (``DIR/<spec name>/<cell
 
 def spec_policy(policy: str) -> str:
     """A run's policy as a sweep spec's policy value (``hawk-general`` -> ``hawk:stealers=general``)."""
+    from aviary.experiments.sweep_cells import policy_value
+
     flags = VARIANTS.get(policy)
-    if flags is None:
-        return policy
-    pairs = [
-        f"{flags[i].removeprefix('--').replace('-', '_')}={flags[i + 1]}" for i in range(2, len(flags), 2)
-    ]
-    return flags[1] + ":" + ",".join(pairs)
+    return policy if flags is None else policy_value(flags[1], flags[2:])
 
 
 def folder(policy: str, nodes: int) -> Path | None:

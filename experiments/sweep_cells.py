@@ -19,6 +19,15 @@ from aviary.launch.sweep_spec import Sweep, load_sweep, shown
 SPECS = Path(__file__).resolve().parent / "sweeps"
 
 
+def policy_value(policy: str, flags: Sequence[str] = ()) -> str:
+    """A policy run with more replay flags as a spec's policy value: ``("hawk", ["--stealers",
+    "general"])`` -> ``hawk:stealers=general`` (a flag and its value at a time)."""
+    pairs = [
+        f"{flags[i].removeprefix('--').replace('-', '_')}={flags[i + 1]}" for i in range(0, len(flags), 2)
+    ]
+    return policy + (":" + ",".join(pairs) if pairs else "")
+
+
 @functools.cache
 def sweep(name: str, root: Path) -> Sweep:
     """The spec ``experiments/sweeps/<name>.toml`` with its folder under ``root`` (``root/<its name>``)."""

@@ -171,11 +171,10 @@ def cell_flags(label: str, nodes: int, arr: str) -> list[str]:
 def spec_policy(label: str) -> str:
     """The label's policy and flags as a sweep spec's policy value (``hawk-general`` ->
     ``hawk:stealers=general``; experiments/sweeps/thesis_regime_*.toml)."""
+    from aviary.experiments.sweep_cells import policy_value
+
     policy, extra, _ = VARIANTS[label]
-    pairs = [
-        f"{extra[i].removeprefix('--').replace('-', '_')}={extra[i + 1]}" for i in range(0, len(extra), 2)
-    ]
-    return policy + (":" + ",".join(pairs) if pairs else "")
+    return policy_value(policy, extra)
 
 
 def load_cell(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
