@@ -23,6 +23,7 @@ at its start is one line naming the host and the reason, after every other host 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
@@ -135,6 +136,7 @@ class RemoteTestbed:
                 hosts.setdefault(p.host, []).append(p.name)
         self.hosts = hosts
         self.shares: list[Share] = []
+        self._abort = asyncio.Event()  # set on Ctrl-C while starting: no further step starts
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="aviary-ssh", daemon=True)
 
@@ -149,17 +151,20 @@ class RemoteTestbed:
         raise KeyboardInterrupt."""
         self._thread.start()
         started = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
-        while cancel is not None and not cancel.wait(0.2) and not started.done():
-            pass
-        if cancel is not None and cancel.is_set() and not started.done():
-            started.cancel()
-            self.close()
-            raise KeyboardInterrupt
         try:
+            while not started.done():
+                if cancel is not None and cancel.is_set():
+                    raise KeyboardInterrupt
+                concurrent.futures.wait([started], timeout=0.2)
             started.result()
         except HostFailure as exc:
             self.close()
             raise UsageError(str(exc)) from None
+        except BaseException:  # Ctrl-C: the steps under way end, then what started stops
+            self._loop.call_soon_threadsafe(self._abort.set)
+            concurrent.futures.wait([started], timeout=self.connect_timeout + 30)
+            self.close()
+            raise
 
     def failure(self) -> str | None:
         """One line for the first host whose share ended on its own (died, lost), else None."""
@@ -204,20 +209,21 @@ class RemoteTestbed:
             for w in waits:
                 w.cancel()
         if failed is not None:
-            await self._stop_all()
             raise failed
+        if self._abort.is_set():
+            return
         total = sum(len(s.names) for s in self.shares)
         self.say(f"all {total} processes registered on {len(self.shares)} hosts: {', '.join(self.hosts)}")
 
     async def _registered(self, share: Share) -> None:
-        ended = asyncio.ensure_future(share.ended.wait())
-        registered = asyncio.ensure_future(share.registered.wait())
+        events = [share.ended, share.registered, self._abort]
+        waits = [asyncio.ensure_future(e.wait()) for e in events]
         try:
-            await asyncio.wait([ended, registered], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            ended.cancel()
-            registered.cancel()
-        if not share.registered.is_set():
+            for w in waits:
+                w.cancel()
+        if not share.registered.is_set() and not self._abort.is_set():
             raise HostFailure(share.host, share.reason or "its share ended before its processes registered")
 
     def _stage(self, share: Share, folder: Path) -> None:
@@ -238,6 +244,8 @@ class RemoteTestbed:
             )
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             raise HostFailure(share.host, connect_problem(exc, self.connect_timeout)) from None
+        if self._abort.is_set():
+            return
         try:
             made = await share.conn.run("mktemp -d /tmp/aviary-XXXXXX", check=True)
             share.folder = str(made.stdout).strip()
@@ -247,6 +255,8 @@ class RemoteTestbed:
                     await sftp.put([str(p) for p in Path(stage).iterdir()], share.folder, recurse=True)
         except (OSError, asyncssh.Error) as exc:
             raise HostFailure(share.host, f"cannot copy the cluster description: {exc}") from None
+        if self._abort.is_set():
+            return
         at = share.folder
         command = [self.aviary, "host", f"{at}/cluster.toml", "--host", share.host, "--dir", f"{at}/run"]
         line = f"echo $$; exec env PYTHONUNBUFFERED=1 {shlex.join([*command, '--lifeline'])} 2>&1"

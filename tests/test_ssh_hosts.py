@@ -223,6 +223,26 @@ def test_ctrl_c_stops_every_host(hosts: Hosts, cluster: Path, tmp_path):
     assert list((tmp_path / "up" / "logs" / HOSTS["avssh2"]).glob("node-*.log"))
 
 
+def test_ctrl_c_while_the_hosts_start_stops_them_too(hosts: Hosts, cluster: Path, tmp_path):
+    """SIGINT as soon as the launcher says it is starting (the hosts are connecting, copying, starting):
+    the launcher exits with status 130 and no process or folder is left on any host."""
+    before = remote_folders()
+    up = subprocess.Popen(
+        aviary("up", "--cluster", str(cluster), "--dir", str(tmp_path / "up")),
+        env=hosts.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert up.stdout is not None
+    assert "starting 9 processes on 3 hosts" in up.stdout.readline()
+    up.send_signal(signal.SIGINT)
+    out, err = up.communicate(timeout=60)
+    assert up.returncode == 130 and "interrupted" in err, out + err
+    assert hosts.left() == {}
+    assert remote_folders() == before
+
+
 def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: Path, tmp_path):
     """An unknown host key, a port in use on a host and a missing aviary: exit status 2, one line each
     naming the host, and nothing left running on any host, nor its folder."""
