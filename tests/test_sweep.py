@@ -522,3 +522,53 @@ def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
             ts.run_cell(cell, 8, True, root=tmp_path / "script")
             same_jobs(out / c.name, tmp_path / "script" / cell.folder)
             assert shown(c.values["policy"]) == cell.policy
+
+
+def md_row(md: str, start: str) -> list[str]:
+    """The cells of the first table row of ``md`` that starts with ``start``."""
+    row = next(ln for ln in md.splitlines() if ln.startswith(start))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kairos_sim --from-sweep DIR` builds its report from the sweep's cells: each size's ratios are
+    those of that size's Kairos and Eagle cells, the control is the Poisson spec's cells, and the
+    instrumented runs (not sweep cells) are said to be absent."""
+    from aviary.experiments import kairos_sim as ks
+
+    root = small_specs
+    monkeypatch.setattr(ks, "FROM_SWEEP", None)
+    monkeypatch.setattr(ks, "SPECS", ("kairos_sim", "kairos_sim_poisson_8000"))
+    monkeypatch.setattr(ks, "CONTROL_NODES", (20,))
+    small = {"jobs": 30, "start": 3000}  # short and long jobs
+    small_sweep(root, "kairos_sim", small, {"nodes": [10, 20]})
+    control = {**small, "nodes": 20, "load": round(ks.mean_load(20), 4)}
+    small_sweep(root, "kairos_sim_poisson_8000", control, {})
+    out = root / "r"
+    assert ks.main(["--from-sweep", str(root), "--nodes", "10", "20", "--out", str(out)]) == 0
+    md = (out / "kairos_sim.md").read_text()
+
+    def summary(spec: str, cell: str) -> dict:
+        return json.loads((root / spec / cell / "summary.json").read_text())
+
+    kairos = ks.spec_policy("kairos").replace(":", "+").replace(",", "+")
+    ratios = set()
+    for n in (10, 20):
+        k = summary("kairos_sim", f"{kairos},nodes={n}")
+        e = summary("kairos_sim", f"eagle+schedulers=10,nodes={n}")
+        want = k["jct"]["long"]["p50"] / e["jct"]["long"]["p50"]
+        row = md_row(md, f"| {n:,} |")
+        long_row = md_row(md, f"| {n:,} | {row[1]} | {row[2]} | long |")
+        assert long_row[4] == f"{want:.2f}"
+        assert long_row[7] == " / ".join(f"{k['jct']['long'][p]:,.0f}" for p in ks.PCTS)
+        ratios.add(long_row[4])
+    assert len(ratios) == 2  # the two sizes' cells differ: a wrong lookup would show
+    k = summary("kairos_sim_poisson_8000", kairos)
+    e = summary("kairos_sim_poisson_8000", "eagle+schedulers=10")
+    assert "### Control: Poisson arrivals" in md
+    row = md_row(md, "| long |")
+    assert row[1] == f"{k['jct']['long']['p50'] / e['jct']['long']['p50']:.2f}"
+    assert row[4] == " / ".join(f"{k['jct']['long'][p]:,.0f}" for p in ks.PCTS)  # not the trace cell's
+    assert "instrumented run: absent" in md
+    assert "then `python -m aviary.experiments.kairos_sim --from-sweep" in md
+    assert (out / "kairos_sim.png").stat().st_size > 10_000
