@@ -572,3 +572,50 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
     assert "instrumented run: absent" in md
     assert "then `python -m aviary.experiments.kairos_sim --from-sweep" in md
     assert (out / "kairos_sim.png").stat().st_size > 10_000
+
+
+def test_thesis_regime_reports_from_the_sweep_cells(
+    small_specs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`thesis_regime --from-sweep DIR` builds its reports from the sweep's cells: each setting's ratios
+    are those of that setting's cells (the sample's arrival times on two sizes, Poisson arrivals), the
+    peak-load column is derive() of the cell's jobs.csv, and the instrumented runs are said to be absent."""
+    from aviary.experiments import thesis_regime as tr
+
+    root = small_specs
+    monkeypatch.setattr(tr, "FROM_SWEEP", None)
+    monkeypatch.setattr(tr, "SPECS", ("thesis_regime_trace", "thesis_regime_poisson"))
+    monkeypatch.setattr(tr, "SHUFFLED_SPECS", ())
+    monkeypatch.setattr(tr, "TRACE_NODES", (10, 20))  # the reports' settings, small
+    monkeypatch.setattr(tr, "POISSON_NODES", 20)
+    monkeypatch.setattr(tr, "ANATOMY", (("kairos", 20, "trace"),))
+    small = {"jobs": 30, "start": 3000}
+    policies = [tr.spec_policy(v) for v in ("sparrow", "hawk")]
+    small_sweep(root, "thesis_regime_trace", small, {"nodes": [10, 20], "policy": policies})
+    small_sweep(root, "thesis_regime_poisson", {**small, "nodes": 20}, {"load": [0.95], "policy": policies})
+    assert tr.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    md = (root / "r" / "thesis_regime.md").read_text()
+    section = md.split("## Hawk normalized to Sparrow")[1].split("##")[0]
+    raw_section = md.split("## Raw job completion times")[1]
+    hawk = tr.spec_policy("hawk").replace(":", "+")
+    shown = set()
+    for spec, cell, nodes, arr in (
+        ("thesis_regime_trace", ",nodes=10", 10, "trace"),
+        ("thesis_regime_trace", ",nodes=20", 20, "trace"),
+        ("thesis_regime_poisson", ",load=0.95", 20, "load0.95"),
+    ):
+        h, s = (
+            json.loads((root / spec / f"{p}{cell}" / "summary.json").read_text()) for p in (hawk, "sparrow")
+        )
+        row = md_row(section, f"| {tr.arrivals_label(nodes, arr)} |")
+        assert row[5] == f"{h['jct']['long']['p50'] / s['jct']['long']['p50']:.2f}", (nodes, arr)
+        derived = tr.derive(root / spec / f"{hawk}{cell}" / "jobs.csv", nodes, arr)
+        assert row[1] == f"{derived['peak_window_load']:.2f}"
+        raw = md_row(raw_section, f"| {tr.arrivals_label(nodes, arr)} | hawk |")
+        assert raw[2] == " / ".join(tr.num(h["jct"]["short"][q]) for q in tr.PCT)
+        assert raw[4] == " / ".join(tr.num(derived["short"]["wait"][q]) for q in tr.PCT)
+        shown.add(tuple(raw[2:5]))
+    assert len(shown) == 3  # the settings' cells differ: a wrong lookup would show
+    assert "Generated from the cells of `aviary sweep" in md
+    kairos_md = (root / "r" / "kairos_regime.md").read_text()
+    assert "absent (no `experiments/results/thesis_regime/kairos-20-trace/anatomy.json`" in kairos_md
