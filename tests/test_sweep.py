@@ -619,3 +619,44 @@ def test_thesis_regime_reports_from_the_sweep_cells(
     assert "Generated from the cells of `aviary sweep" in md
     kairos_md = (root / "r" / "kairos_regime.md").read_text()
     assert "absent (no `experiments/results/thesis_regime/kairos-20-trace/anatomy.json`" in kairos_md
+
+
+def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tetrisched_sim --from-sweep DIR` builds its report from the sweep's cells: each estimate error's
+    and plan-ahead's entries are those of its cell (plan-ahead 96 s: the (a) spec's TetriSched at X = 0;
+    24 s: the (b) spec's cell)."""
+    from aviary.experiments import tetrisched_sim as ts
+
+    root = small_specs
+    monkeypatch.setattr(ts, "FROM_SWEEP", None)
+    monkeypatch.setattr(ts, "SPECS", ("tetrisched_sim", "tetrisched_sim_plan_ahead"))
+    grid = {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"]}
+    small = {"jobs": 18, "nodes": 18}  # busy enough for the cells to differ
+    small_sweep(root, "tetrisched_sim", small, grid)
+    small_sweep(root, "tetrisched_sim_plan_ahead", small, {"plan_ahead": [24]})
+    assert ts.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    md = (root / "r" / "tetrisched_sim.md").read_text()
+
+    def summary(spec: str, cell: str) -> dict:
+        return json.loads((root / spec / cell / "summary.json").read_text())
+
+    latency = md.split("best-effort mean latency (s), seed 0")[1]
+    shown = set()
+    for policy in ("tetrisched", "rayon-cs"):
+        row = md_row(latency, f"| {policy} |")
+        for col, factor in ((1, "0.5+0.5"), (3, "1+1")):
+            s = summary("tetrisched_sim", f"{policy},misestimate={factor}")
+            assert row[col] == ts.num(s["be_mean_latency"], 1), (policy, factor)
+            shown.add(row[col])
+        assert row[2] == row[4] == row[5] == "—"  # cells not run
+    plan = md.split("## (b) Plan-ahead")[1].split("##")[0]
+    for pa, spec, cell in (
+        ("24", "tetrisched_sim_plan_ahead", "tetrisched,plan_ahead=24"),
+        ("96", "tetrisched_sim", "tetrisched,misestimate=1+1"),
+    ):
+        s = summary(spec, cell)
+        row = md_row(plan, f"| {pa} |")
+        assert row[1] == ts.slo(s) and row[4] == ts.num(s["be_mean_latency"], 1), pa
+        shown.add(row[4])
+    assert len(shown) == 5  # the cells differ: a wrong lookup would show
+    assert "Generated from the cells of `aviary sweep" in md
