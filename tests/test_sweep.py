@@ -660,3 +660,33 @@ def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: 
         shown.add(row[4])
     assert len(shown) == 5  # the cells differ: a wrong lookup would show
     assert "Generated from the cells of `aviary sweep" in md
+
+
+def test_every_report_run_is_one_cell_of_the_committed_specs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --from-sweep, each run the scripts' reports read maps to a cell of experiments/sweeps/ (as if
+    every cell were finished), a different one for each run: the lookups match the specs as committed."""
+    from aviary.experiments import hawk_eagle_sim as he
+    from aviary.experiments import kairos_sim as ks
+    from aviary.experiments import sweep_cells
+    from aviary.experiments import tetrisched_sim as ts
+    from aviary.experiments import thesis_regime as tr
+
+    monkeypatch.setattr(sweep_cells, "cell_done", lambda folder, cell: True)
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    for module in (he, ks, tr, ts):
+        monkeypatch.setattr(module, "FROM_SWEEP", tmp_path)
+    found = [he.folder(p, n) for p in he.POLICIES for n in (*he.NODES, 12500, 16000, 25000)]
+    found += [he.folder(p, 8000) for p in (*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS) if p not in he.POLICIES]
+    found += [ks.folder(tmp_path, p, n) for p in ("kairos", "eagle") for n in (5000, 5500, 6500, 8000)]
+    found += [
+        ks.folder(tmp_path, p, n, ks.mean_load(n)) for p in ("kairos", "eagle") for n in ks.CONTROL_NODES
+    ]
+    found += [tr.folder(*cell) for group in tr.GROUPS.values() for cell in group]
+    found += [ts.folder(cell) for cell in ts.grid(spread=True)]
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    assert None not in found
+    assert len(set(found)) == len(found) == 16 + 12 + 6 + 8 + 4 + 69 + 38
