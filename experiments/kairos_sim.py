@@ -2,6 +2,7 @@
 
     python experiments/kairos_sim.py [--nodes 5000 5500 6500 8000] [--baseline eagle] [--out DIR]
     python experiments/kairos_sim.py --report-only     # the report from the saved runs
+    python -m aviary.experiments.kairos_sim --from-sweep results/sweeps   # from `aviary sweep` cells
 
 Every run is ``aviary replay --runtime sim`` of the whole bundled 10,000-job Google sample at its own
 arrival times (time scale 1, no task merging), on single-slot nodes as in the thesis' simulations.
@@ -22,6 +23,12 @@ sample's burst (both policies with Poisson arrivals at the sample's mean load on
 ``DIR/<policy>-<nodes>-poisson/``) and a discussion of where the numbers agree with the thesis.
 If the baseline policy is not registered (Eagle lands with its own issue), the script says so and
 uses ``sparrow`` instead.
+
+``--from-sweep DIR`` runs nothing: the tables, the measurements from ``jobs.csv``, the controls and the
+plot come from the cells of ``aviary sweep experiments/sweeps/kairos_sim*.toml`` under DIR
+(``DIR/<spec name>/<cell>/``; the sweeps' default DIR: ``results/sweeps``); the instrumented runs are
+not sweep cells (they need the simulator's observer hook), so their sections read the ``measure.json``
+the script saved under ``--out`` or say they are absent.
 """
 
 from __future__ import annotations
@@ -55,6 +62,40 @@ PCTS = ("p50", "p90", "p99")
 def run_folder(out: Path, policy: str, nodes: int, load: float | None = None) -> Path:
     """Where one run's results go: the sample's own arrival times, or Poisson ones."""
     return out / (f"{policy}-{nodes}" if load is None else f"{policy}-{nodes}-poisson")
+
+
+SPECS = ("kairos_sim", "kairos_sim_poisson_8000", "kairos_sim_poisson_5000")
+"""The sweep specs (experiments/sweeps/) holding these runs; ``--from-sweep DIR`` reads their cells."""
+FROM_SWEEP: Path | None = None
+"""Where the report reads the runs from: ``None``, the script's own folders (``--out``), or the folder of
+``aviary sweep`` runs of :data:`SPECS` (``DIR/<spec name>/<cell>/``)."""
+
+
+def spec_policy(policy: str) -> str:
+    """A run's policy and flags as a sweep spec's policy value (``kairos`` ->
+    ``kairos:kairos_q=2,quantum=10000,starvation_quanta=3``, ``eagle`` -> ``eagle:schedulers=10``)."""
+    from aviary.experiments.sweep_cells import policy_value
+
+    return policy_value(policy, KAIROS if policy == "kairos" else BASELINE_FLAGS)
+
+
+def folder(out: Path, policy: str, nodes: int, load: float | None = None) -> Path | None:
+    """The results folder of one run (None: no finished sweep cell has it): :func:`run_folder`, or with
+    :data:`FROM_SWEEP` the cell of the same policy, size and arrivals (a Poisson control's load as its
+    spec writes it, to 4 decimals)."""
+    if FROM_SWEEP is None:
+        return run_folder(out, policy, nodes, load)
+    from aviary.experiments.sweep_cells import find
+
+    arrivals = "trace" if load is None else round(load, 4)
+    return find(SPECS, FROM_SWEEP, policy=spec_policy(policy), nodes=nodes, load=arrivals)
+
+
+def load_summary(out: Path, policy: str, nodes: int, load: float | None = None) -> dict[str, Any] | None:
+    """One run's ``summary.json`` (None: not there)."""
+    where = folder(out, policy, nodes, load)
+    path = None if where is None else where / "summary.json"
+    return json.loads(path.read_text()) if path is not None and path.exists() else None
 
 
 def run(
@@ -173,9 +214,9 @@ def table(results: dict[int, dict[str, dict]], baseline: str, note: str, cmd: st
     return "\n".join(lines) + "\n"
 
 
-def read_jobs(path: Path) -> dict[int, tuple[str, int, float, float]] | None:
+def read_jobs(path: Path | None) -> dict[int, tuple[str, int, float, float]] | None:
     """job id -> (class, tasks, submit, completion time) from a ``jobs.csv``; None if it is missing."""
-    if not path.exists():
+    if path is None or not path.exists():
         return None
     return {  # jobs_rows: the header with units or the one before
         int(r["job_id"]): (r["class"], int(r["tasks"]), float(r["submit"]), float(r["jct"] or "nan"))
@@ -200,7 +241,10 @@ def measurements(nodes: list[int], baseline: str, out: Path) -> list[str]:
     trace = read_trace(BUNDLED_TRACE)  # job ids follow the trace's submit order
     lines: list[str] = []
     for n in nodes:
-        k, b = read_jobs(out / f"kairos-{n}" / "jobs.csv"), read_jobs(out / f"{baseline}-{n}" / "jobs.csv")
+        k, b = (
+            read_jobs(None if (f := folder(out, p, n)) is None else f / "jobs.csv")
+            for p in ("kairos", baseline)
+        )
         if k is None or b is None:
             continue
         lines += [f"### {n:,} nodes", "", "Short jobs by submission time (s since the first submission):", ""]
@@ -247,9 +291,15 @@ def control_lines(out: Path, baseline: str, seed: int, nodes: int) -> list[str]:
     runs = {}
     load = mean_load(nodes)
     for policy, extra in (("kairos", KAIROS), (baseline, BASELINE_FLAGS)):
-        path = out / f"{policy}-{nodes}-poisson" / "summary.json"
-        if path.exists():
-            runs[policy] = json.loads(path.read_text())
+        if (saved := load_summary(out, policy, nodes, load)) is not None:
+            runs[policy] = saved
+        elif FROM_SWEEP is not None:
+            return [
+                f"### Control: Poisson arrivals at the sample's mean load ({load:.2f}), {nodes:,} nodes",
+                "",
+                f"Absent: no finished cell of {policy} in `{FROM_SWEEP.name}/kairos_sim_poisson_{nodes}/`.",
+                "",
+            ]
         else:
             print(f"{policy} on {nodes} nodes, Poisson arrivals ...", file=sys.stderr, flush=True)
             runs[policy] = run(policy, nodes, out, extra, seed, None, load=load)
@@ -491,7 +541,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true", help="the report from the saved summaries")
     ap.add_argument("--force-measure", action="store_true", help="repeat the instrumented Kairos runs")
     ap.add_argument("--out", type=Path, default=Path("experiments/results/kairos_sim"))
+    ap.add_argument(
+        "--from-sweep",
+        type=Path,
+        metavar="DIR",
+        help="no runs: the report and plot from the cells of `aviary sweep experiments/sweeps/kairos_sim*"
+        ".toml` under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps); the "
+        "instrumented runs' measure.json still from --out",
+    )
     args = ap.parse_args(argv)
+    global FROM_SWEEP
+    FROM_SWEEP = args.from_sweep.resolve() if args.from_sweep else None
+    if FROM_SWEEP is not None:
+        args.report_only = True
     baseline, note = args.baseline, ""
     if baseline not in POLICIES:
         note = f"Policy `{baseline}` is not registered in this checkout: the baseline is `sparrow` instead."
@@ -502,6 +564,10 @@ def main(argv: list[str] | None = None) -> int:
     for nodes in args.nodes:
         results[nodes] = {}
         for policy, extra in (("kairos", KAIROS), (baseline, BASELINE_FLAGS)):
+            if FROM_SWEEP is not None:
+                if (saved := load_summary(args.out, policy, nodes)) is not None:
+                    results[nodes][policy] = saved
+                continue
             if args.report_only:
                 results[nodes][policy] = json.loads(
                     (args.out / f"{policy}-{nodes}" / "summary.json").read_text()
@@ -510,7 +576,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{policy} on {nodes} nodes ...", file=sys.stderr, flush=True)
             reuse = policy == baseline and not args.no_reuse
             results[nodes][policy] = run(policy, nodes, args.out, extra, args.seed, args.jobs, reuse)
+    if FROM_SWEEP is not None:
+        missing = [n for n, runs in results.items() if len(runs) < 2]
+        for n in missing:
+            print(
+                f"{n:,} nodes: no finished sweep cell of Kairos or {baseline} under {FROM_SWEEP}",
+                file=sys.stderr,
+            )
+            del results[n]
+        if not results:
+            print(
+                f"kairos_sim: error: no finished cells of {', '.join(SPECS)} under {FROM_SWEEP}",
+                file=sys.stderr,
+            )
+            return 2
     cmd = " ".join(["python experiments/kairos_sim.py", *[a for a in sys.argv[1:] if a != "--report-only"]])
+    if FROM_SWEEP is not None:
+        specs = f"experiments/sweeps/{{{','.join(SPECS)}}}.toml"
+        given = sys.argv[1:] if argv is None else argv
+        cmd = f"aviary sweep {specs}`, then `python -m aviary.experiments.kairos_sim {' '.join(given)}"
     text = table(results, baseline, note, cmd)
     found = measurements(list(results), baseline, args.out)
     if args.jobs is None:
@@ -520,7 +604,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs is None:
         for n in results:
             path = args.out / f"kairos-{n}" / "measure.json"
-            if not path.exists() or args.force_measure:
+            if FROM_SWEEP is not None and not path.exists():  # runs nothing, not even with --force-measure
+                found += [
+                    f"Kairos on {n:,} nodes, instrumented run: absent (`{path}` not found; the instrumented "
+                    "runs are not sweep cells: run the script without --from-sweep to make them).",
+                    "",
+                ]
+                continue
+            if not path.exists() or (args.force_measure and FROM_SWEEP is None):
                 print(f"kairos on {n} nodes, instrumented ...", file=sys.stderr, flush=True)
                 path.write_text(json.dumps(measure_kairos(n, args.seed)) + "\n")
             found += kairos_lines(json.loads(path.read_text()))

@@ -51,10 +51,27 @@ def done_cells(names: tuple[str, ...], root: Path) -> list[tuple[dict[str, str],
     return out
 
 
+def same(have: str | None, want: Any) -> bool:
+    """Whether a cell's value ``have`` (as text; None: the cell does not set it) is ``want``: None for
+    a value the cell must not set (the replay's default), else equal as text or, part by part, as
+    numbers (``0.5`` is ``0.50``, ``1:1`` is ``[1.0, 1.0]``)."""
+    if want is None or have is None:
+        return want is None and have is None
+    text = shown(want)
+    if have == text:
+        return True
+    a, b = have.split(":"), text.split(":")
+    try:
+        return len(a) == len(b) and all(float(x) == float(y) for x, y in zip(a, b, strict=True))
+    except ValueError:
+        return False
+
+
 def find(names: Sequence[str], root: Path, **want: Any) -> Path | None:
     """The folder of the first finished cell of the specs ``names`` under ``root`` whose values include
-    ``want`` (``policy="eagle", nodes=5000``); None if there is none."""
+    ``want`` (``policy="eagle", nodes=5000``; ``plan_ahead=None``: a cell that does not set it); None if
+    there is none."""
     for values, folder in done_cells(tuple(names), root):
-        if all(values.get(k) == shown(v) for k, v in want.items()):
+        if all(same(values.get(k), v) for k, v in want.items()):
             return folder
     return None

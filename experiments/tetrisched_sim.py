@@ -3,6 +3,7 @@
 
     python -m aviary.experiments.tetrisched_sim              # both sweeps, seed 0, then seed 1 at X = 0
     python -m aviary.experiments.tetrisched_sim --jobs 60 --no-spread
+    python -m aviary.experiments.tetrisched_sim --from-sweep results/sweeps   # from `aviary sweep` cells
 
 Every cell is ``aviary replay --runtime sim --workload gshet --policy P --nodes 80 --load 1.0 --jobs 120
 --seed S --misestimate 1+X 1+X [--plan-ahead W]``: the paper's RC80, 80 one-slot nodes in 8 racks of 10,
@@ -32,12 +33,17 @@ spread. Cells run one at a time in this process (the machine is shared); each st
 ``experiments/results/tetrisched_sim/<cell>/`` and is re-used unless ``--force``. The report,
 ``experiments/results/tetrisched_sim.md``, is rewritten after every cell, so an interrupted run leaves
 the cells done so far.
+
+``--from-sweep DIR`` runs nothing: the report comes from the cells of ``aviary sweep
+experiments/sweeps/tetrisched_sim*.toml`` under DIR (``DIR/<spec name>/<cell>/``; the sweeps' default
+DIR: ``results/sweeps``); ``--results DIR`` writes it elsewhere.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +120,44 @@ def grid(spread: bool) -> list[Cell]:
     return list(dict.fromkeys(c.canonical() for c in cells))
 
 
+SPECS = ("tetrisched_sim", "tetrisched_sim_plan_ahead", "tetrisched_sim_spread", "tetrisched_sim_slack")
+"""The sweep specs (experiments/sweeps/) holding the cells of :func:`grid`; ``--from-sweep DIR`` reads
+their cells."""
+FROM_SWEEP: Path | None = None
+"""Where the report reads the cells from: ``None``, the script's own folders (``RESULTS/NAME/<cell>/``),
+or the folder of ``aviary sweep`` runs of :data:`SPECS` (``DIR/<spec name>/<cell>/``)."""
+
+
+def folder(cell: Cell) -> Path | None:
+    """The results folder of a cell (None: no finished sweep cell has it): the script's, or with
+    :data:`FROM_SWEEP` the sweep cell with the same values of the flags :meth:`Cell.flags` sets (a default
+    plan-ahead or slack: a cell that does not set it)."""
+    c = cell.canonical()
+    if FROM_SWEEP is None:
+        return RESULTS / NAME / c.folder
+    from aviary.experiments.sweep_cells import find
+
+    return find(
+        SPECS,
+        FROM_SWEEP,
+        policy=c.policy,
+        misestimate=[1 + c.error, 1 + c.error],
+        seed=c.seed,
+        plan_ahead=None if c.plan_ahead == DEFAULT_PLAN_AHEAD else c.plan_ahead,
+        gshet=None if c.slack is None else f"slack={c.slack[0]:g}:{c.slack[1]:g}",
+    )
+
+
+def saved(cells: Iterable[Cell]) -> dict[Cell, dict[str, Any]]:
+    """The summaries of those of ``cells`` whose folder holds one."""
+    out = {}
+    for cell in cells:
+        where = folder(cell)
+        if where is not None and (where / "summary.json").exists():
+            out[cell.canonical()] = json.loads((where / "summary.json").read_text())
+    return out
+
+
 def run_cell(cell: Cell, jobs: int, force: bool, root: Path = RESULTS / NAME) -> dict[str, Any]:
     out = root / cell.folder
     if (out / "summary.json").exists() and (out / "jobs.csv").exists() and not force:
@@ -186,6 +230,9 @@ def detail_rows(cells: Iterable[tuple[str, Cell]], results: dict[Cell, dict[str,
 
 def report(results: dict[Cell, dict[str, Any]], jobs: int) -> str:
     lines = ["# TetriSched on a GS_HET-like workload (simulated)", "", setup_text(jobs), ""]
+    if FROM_SWEEP is not None:
+        specs = f"experiments/sweeps/{{{','.join(SPECS)}}}.toml"
+        lines[2:2] = [f"Generated from the cells of `aviary sweep {specs}` by `--from-sweep`.", ""]
     xs = [x_label(x) for x in ERRORS]
     head = "| policy | " + " | ".join(f"X = {x}" for x in xs) + " |"
     rule = "|---" * (len(ERRORS) + 1) + "|"
@@ -254,9 +301,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=JOBS, help=f"jobs per cell (default {JOBS})")
     p.add_argument("--no-spread", action="store_true", help=f"skip seed {SPREAD_SEED} at X = 0")
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
+    p.add_argument(
+        "--from-sweep",
+        type=Path,
+        metavar="DIR",
+        help="no runs: the report from the cells of `aviary sweep experiments/sweeps/tetrisched_sim*.toml` "
+        "under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps)",
+    )
+    p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
     args = p.parse_args(argv)
+    global FROM_SWEEP
+    FROM_SWEEP = args.from_sweep.resolve() if args.from_sweep else None
     results: dict[Cell, dict[str, Any]] = {}
-    path = RESULTS / f"{NAME}.md"
+    path = args.results / f"{NAME}.md"
+    if FROM_SWEEP is not None:
+        results = saved(grid(not args.no_spread))
+        if not results:
+            print(
+                f"tetrisched_sim: error: no finished cells of {', '.join(SPECS)} under {FROM_SWEEP}",
+                file=sys.stderr,
+            )
+            return 2
+        args.results.mkdir(parents=True, exist_ok=True)
+        path.write_text(report(results, max(s.get("jobs", 0) for s in results.values())))
+        print(f"written: {path}")
+        return 0
     for cell in grid(not args.no_spread):
         s = results[cell] = run_cell(cell, args.jobs, args.force)
         print(

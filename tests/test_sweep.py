@@ -522,3 +522,171 @@ def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
             ts.run_cell(cell, 8, True, root=tmp_path / "script")
             same_jobs(out / c.name, tmp_path / "script" / cell.folder)
             assert shown(c.values["policy"]) == cell.policy
+
+
+def md_row(md: str, start: str) -> list[str]:
+    """The cells of the first table row of ``md`` that starts with ``start``."""
+    row = next(ln for ln in md.splitlines() if ln.startswith(start))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kairos_sim --from-sweep DIR` builds its report from the sweep's cells: each size's ratios are
+    those of that size's Kairos and Eagle cells, the control is the Poisson spec's cells, and the
+    instrumented runs (not sweep cells) are said to be absent."""
+    from aviary.experiments import kairos_sim as ks
+
+    root = small_specs
+    monkeypatch.setattr(ks, "FROM_SWEEP", None)
+    monkeypatch.setattr(ks, "SPECS", ("kairos_sim", "kairos_sim_poisson_8000"))
+    monkeypatch.setattr(ks, "CONTROL_NODES", (20,))
+    small = {"jobs": 30, "start": 3000}  # short and long jobs
+    small_sweep(root, "kairos_sim", small, {"nodes": [10, 20]})
+    control = {**small, "nodes": 20, "load": round(ks.mean_load(20), 4)}
+    small_sweep(root, "kairos_sim_poisson_8000", control, {})
+    out = root / "r"
+    assert ks.main(["--from-sweep", str(root), "--nodes", "10", "20", "--out", str(out)]) == 0
+    md = (out / "kairos_sim.md").read_text()
+
+    def summary(spec: str, cell: str) -> dict:
+        return json.loads((root / spec / cell / "summary.json").read_text())
+
+    kairos = ks.spec_policy("kairos").replace(":", "+").replace(",", "+")
+    ratios = set()
+    for n in (10, 20):
+        k = summary("kairos_sim", f"{kairos},nodes={n}")
+        e = summary("kairos_sim", f"eagle+schedulers=10,nodes={n}")
+        want = k["jct"]["long"]["p50"] / e["jct"]["long"]["p50"]
+        row = md_row(md, f"| {n:,} |")
+        long_row = md_row(md, f"| {n:,} | {row[1]} | {row[2]} | long |")
+        assert long_row[4] == f"{want:.2f}"
+        assert long_row[7] == " / ".join(f"{k['jct']['long'][p]:,.0f}" for p in ks.PCTS)
+        ratios.add(long_row[4])
+    assert len(ratios) == 2  # the two sizes' cells differ: a wrong lookup would show
+    k = summary("kairos_sim_poisson_8000", kairos)
+    e = summary("kairos_sim_poisson_8000", "eagle+schedulers=10")
+    assert "### Control: Poisson arrivals" in md
+    row = md_row(md, "| long |")
+    assert row[1] == f"{k['jct']['long']['p50'] / e['jct']['long']['p50']:.2f}"
+    assert row[4] == " / ".join(f"{k['jct']['long'][p]:,.0f}" for p in ks.PCTS)  # not the trace cell's
+    assert "instrumented run: absent" in md
+    assert "then `python -m aviary.experiments.kairos_sim --from-sweep" in md
+    assert (out / "kairos_sim.png").stat().st_size > 10_000
+
+
+def test_thesis_regime_reports_from_the_sweep_cells(
+    small_specs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`thesis_regime --from-sweep DIR` builds its reports from the sweep's cells: each setting's ratios
+    are those of that setting's cells (the sample's arrival times on two sizes, Poisson arrivals), the
+    peak-load column is derive() of the cell's jobs.csv, and the instrumented runs are said to be absent."""
+    from aviary.experiments import thesis_regime as tr
+
+    root = small_specs
+    monkeypatch.setattr(tr, "FROM_SWEEP", None)
+    monkeypatch.setattr(tr, "SPECS", ("thesis_regime_trace", "thesis_regime_poisson"))
+    monkeypatch.setattr(tr, "SHUFFLED_SPECS", ())
+    monkeypatch.setattr(tr, "TRACE_NODES", (10, 20))  # the reports' settings, small
+    monkeypatch.setattr(tr, "POISSON_NODES", 20)
+    monkeypatch.setattr(tr, "ANATOMY", (("kairos", 20, "trace"),))
+    small = {"jobs": 30, "start": 3000}
+    policies = [tr.spec_policy(v) for v in ("sparrow", "hawk")]
+    small_sweep(root, "thesis_regime_trace", small, {"nodes": [10, 20], "policy": policies})
+    small_sweep(root, "thesis_regime_poisson", {**small, "nodes": 20}, {"load": [0.95], "policy": policies})
+    assert tr.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    md = (root / "r" / "thesis_regime.md").read_text()
+    section = md.split("## Hawk normalized to Sparrow")[1].split("##")[0]
+    raw_section = md.split("## Raw job completion times")[1]
+    hawk = tr.spec_policy("hawk").replace(":", "+")
+    shown = set()
+    for spec, cell, nodes, arr in (
+        ("thesis_regime_trace", ",nodes=10", 10, "trace"),
+        ("thesis_regime_trace", ",nodes=20", 20, "trace"),
+        ("thesis_regime_poisson", ",load=0.95", 20, "load0.95"),
+    ):
+        h, s = (
+            json.loads((root / spec / f"{p}{cell}" / "summary.json").read_text()) for p in (hawk, "sparrow")
+        )
+        row = md_row(section, f"| {tr.arrivals_label(nodes, arr)} |")
+        assert row[5] == f"{h['jct']['long']['p50'] / s['jct']['long']['p50']:.2f}", (nodes, arr)
+        derived = tr.derive(root / spec / f"{hawk}{cell}" / "jobs.csv", nodes, arr)
+        assert row[1] == f"{derived['peak_window_load']:.2f}"
+        raw = md_row(raw_section, f"| {tr.arrivals_label(nodes, arr)} | hawk |")
+        assert raw[2] == " / ".join(tr.num(h["jct"]["short"][q]) for q in tr.PCT)
+        assert raw[4] == " / ".join(tr.num(derived["short"]["wait"][q]) for q in tr.PCT)
+        shown.add(tuple(raw[2:5]))
+    assert len(shown) == 3  # the settings' cells differ: a wrong lookup would show
+    assert "Generated from the cells of `aviary sweep" in md
+    kairos_md = (root / "r" / "kairos_regime.md").read_text()
+    assert "absent (no `experiments/results/thesis_regime/kairos-20-trace/anatomy.json`" in kairos_md
+
+
+def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tetrisched_sim --from-sweep DIR` builds its report from the sweep's cells: each estimate error's
+    and plan-ahead's entries are those of its cell (plan-ahead 96 s: the (a) spec's TetriSched at X = 0;
+    24 s: the (b) spec's cell)."""
+    from aviary.experiments import tetrisched_sim as ts
+
+    root = small_specs
+    monkeypatch.setattr(ts, "FROM_SWEEP", None)
+    monkeypatch.setattr(ts, "SPECS", ("tetrisched_sim", "tetrisched_sim_plan_ahead"))
+    grid = {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"]}
+    small = {"jobs": 18, "nodes": 18}  # busy enough for the cells to differ
+    small_sweep(root, "tetrisched_sim", small, grid)
+    small_sweep(root, "tetrisched_sim_plan_ahead", small, {"plan_ahead": [24]})
+    assert ts.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    md = (root / "r" / "tetrisched_sim.md").read_text()
+
+    def summary(spec: str, cell: str) -> dict:
+        return json.loads((root / spec / cell / "summary.json").read_text())
+
+    latency = md.split("best-effort mean latency (s), seed 0")[1]
+    shown = set()
+    for policy in ("tetrisched", "rayon-cs"):
+        row = md_row(latency, f"| {policy} |")
+        for col, factor in ((1, "0.5+0.5"), (3, "1+1")):
+            s = summary("tetrisched_sim", f"{policy},misestimate={factor}")
+            assert row[col] == ts.num(s["be_mean_latency"], 1), (policy, factor)
+            shown.add(row[col])
+        assert row[2] == row[4] == row[5] == "—"  # cells not run
+    plan = md.split("## (b) Plan-ahead")[1].split("##")[0]
+    for pa, spec, cell in (
+        ("24", "tetrisched_sim_plan_ahead", "tetrisched,plan_ahead=24"),
+        ("96", "tetrisched_sim", "tetrisched,misestimate=1+1"),
+    ):
+        s = summary(spec, cell)
+        row = md_row(plan, f"| {pa} |")
+        assert row[1] == ts.slo(s) and row[4] == ts.num(s["be_mean_latency"], 1), pa
+        shown.add(row[4])
+    assert len(shown) == 5  # the cells differ: a wrong lookup would show
+    assert "Generated from the cells of `aviary sweep" in md
+
+
+def test_every_report_run_is_one_cell_of_the_committed_specs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --from-sweep, each run the scripts' reports read maps to a cell of experiments/sweeps/ (as if
+    every cell were finished), a different one for each run: the lookups match the specs as committed."""
+    from aviary.experiments import hawk_eagle_sim as he
+    from aviary.experiments import kairos_sim as ks
+    from aviary.experiments import sweep_cells
+    from aviary.experiments import tetrisched_sim as ts
+    from aviary.experiments import thesis_regime as tr
+
+    monkeypatch.setattr(sweep_cells, "cell_done", lambda folder, cell: True)
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    for module in (he, ks, tr, ts):
+        monkeypatch.setattr(module, "FROM_SWEEP", tmp_path)
+    found = [he.folder(p, n) for p in he.POLICIES for n in (*he.NODES, 12500, 16000, 25000)]
+    found += [he.folder(p, 8000) for p in (*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS) if p not in he.POLICIES]
+    found += [ks.folder(tmp_path, p, n) for p in ("kairos", "eagle") for n in (5000, 5500, 6500, 8000)]
+    found += [
+        ks.folder(tmp_path, p, n, ks.mean_load(n)) for p in ("kairos", "eagle") for n in ks.CONTROL_NODES
+    ]
+    found += [tr.folder(*cell) for group in tr.GROUPS.values() for cell in group]
+    found += [ts.folder(cell) for cell in ts.grid(spread=True)]
+    sweep_cells.sweep.cache_clear()
+    sweep_cells.done_cells.cache_clear()
+    assert None not in found
+    assert len(set(found)) == len(found) == 16 + 12 + 6 + 8 + 4 + 69 + 38
