@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +38,23 @@ class Sweep:
     """Replay flags every cell shares besides workload, policy, nodes, load, jobs and seed."""
     jobs: int = 300
     nodes: int = 100
+    from_sweep: tuple[str, Path] | None = None
+    """Read the cells from ``aviary sweep`` runs instead: (the spec's name in experiments/sweeps/, the
+    folder holding its folder: ``results/sweeps``); None: the script's own runs under :attr:`out`."""
 
     @property
     def out(self) -> Path:
         return RESULTS / self.name
+
+    def folder(self, cell: Cell) -> Path | None:
+        """Where the results of ``cell`` are (None: no finished sweep cell has it)."""
+        workload, load, policy = cell
+        if self.from_sweep is None:
+            return self.out / f"{workload}-{load}-{policy}"
+        from aviary.experiments.sweep_cells import find
+
+        spec, root = self.from_sweep
+        return find([spec], root, workload=workload, load=load, policy=policy)
 
 
 def arrivals(load: str) -> list[str]:
@@ -69,8 +83,9 @@ def run_one(sweep: Sweep, cell: Cell, force: bool) -> dict[str, Any]:
 
 def factors(sweep: Sweep, workload: str, load: str, policy: str) -> FactorStats:
     """The per-job factors of improvement over the baseline, as ``aviary compare`` reports them."""
-    base = sweep.out / f"{workload}-{load}-{sweep.baseline}"
-    comp = load_comparison([base, sweep.out / f"{workload}-{load}-{policy}"])
+    base, run = sweep.folder((workload, load, sweep.baseline)), sweep.folder((workload, load, policy))
+    assert base is not None and run is not None, "a report is made of cells that were found"
+    comp = load_comparison([base, run])
     return comp.foi[comp.labels[1]]
 
 
@@ -99,7 +114,7 @@ def report(sweep: Sweep, cells: dict[Cell, dict[str, Any]]) -> str:
                 continue
             util = s.get("resource_utilization", {})
             fair = s.get("fairness", {})
-            foi = factors(sweep, workload, load, policy) if policy != b else None
+            foi = factors(sweep, workload, load, policy) if policy != b and base is not None else None
             shown = "—"
             if foi and foi.count:
                 shown = " / ".join(f"{foi.get(q):.2f}" for q in ("p10", "p50", "p90"))
@@ -130,12 +145,29 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     p.add_argument("--nodes", type=int, default=sweep.nodes)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
+    p.add_argument(
+        "--from-sweep",
+        type=Path,
+        metavar="DIR",
+        help=f"no runs: the report from the cells of `aviary sweep experiments/sweeps/"
+        f"{report_name or sweep.name}.toml` under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: "
+        "results/sweeps)",
+    )
+    p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
     args = p.parse_args(argv)
     sweep.jobs, sweep.nodes = args.jobs, args.nodes
     policies = list(args.policies)
     if sweep.baseline not in policies:
         policies.insert(0, sweep.baseline)
     grid = [(w, ld, pol) for w in args.workloads for ld in args.loads for pol in policies]
+    if args.from_sweep is not None:
+        sweep.from_sweep = (report_name or sweep.name, args.from_sweep.resolve())
+        found = {cell: sweep.folder(cell) for cell in grid}
+        cells = {c: json.loads((f / "summary.json").read_text()) for c, f in found.items() if f is not None}
+        if not cells:
+            print(f"no finished cell of {sweep.from_sweep[0]} under {args.from_sweep}", file=sys.stderr)
+            return 2
+        return write_report(sweep, cells, args.results / f"{report_name or sweep.name}.md")
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {cell: pool.submit(run_one, sweep, cell, args.force) for cell in grid}
         cells = {}
@@ -144,7 +176,12 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
             print(
                 f"{cell}: makespan {num(s.get('makespan'))}, mean JCT {num(s.get('mean_jct'), 1)}", flush=True
             )
+    return write_report(sweep, cells, args.results / f"{report_name or sweep.name}.md")
+
+
+def write_report(sweep: Sweep, cells: dict[Cell, dict[str, Any]], path: Path) -> int:
     text = report(sweep, cells)
-    (RESULTS / f"{report_name or sweep.name}.md").write_text(text + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
     print(text)
     return 0

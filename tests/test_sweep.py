@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from aviary.experiments.tables import num
 from aviary.launch.cli import main
 from aviary.launch.sweep import cell_done, dask_distributed
 from aviary.launch.sweep_spec import load_sweep
@@ -284,6 +285,17 @@ def test_each_dag_script_s_spec_holds_its_grid_and_flags(script: str) -> None:
     assert data["grid"]["workload"] == list(sweep.workloads)
     assert [str(x) for x in data["grid"]["load"]] == list(sweep.loads)
     assert data["grid"]["policy"] == list(sweep.policies) and data["baseline"] == sweep.baseline
+
+
+def test_the_knob_spec_holds_packing_sim_s_knob_cells() -> None:
+    """experiments/sweeps/packing_knob.toml is `packing_sim --knob`: DRF and Tetris at each fairness knob,
+    TPC-H at load 1.0, the packing sweep's shared flags."""
+    from aviary.experiments.packing_sim import KNOB, SWEEP
+
+    data = tomllib.loads((ROOT / "experiments" / "sweeps" / "packing_knob.toml").read_text())
+    shared = {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes, "seed": 0, "workload": "tpch", "load": 1.0}
+    assert data["replay"] == shared and data["baseline"] == "drf"
+    assert data["grid"] == {"policy": ["drf", *(f"tetris:fair_fraction={f}" for f in KNOB)]}
 
 
 def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -660,6 +672,36 @@ def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: 
         shown.add(row[4])
     assert len(shown) == 5  # the cells differ: a wrong lookup would show
     assert "Generated from the cells of `aviary sweep" in md
+
+
+def test_dag_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`packing_sim --from-sweep DIR` (dag_sweep's harness, which carbyne_sim and graphene_sim share)
+    builds its report from the sweep's cells: each policy's mean JCT and makespan, and their ratios to
+    DRF, are those of its cell at its load."""
+    from aviary.experiments import packing_sim as ps
+
+    root = small_specs
+    monkeypatch.setattr(ps.SWEEP, "from_sweep", None)
+    grid = {"workload": ["tpch"], "load": [1.0, "batch"], "policy": ["drf", "tetris"]}
+    small_sweep(root, "packing_sim", {"jobs": 15, "nodes": 8}, grid)
+    argv = ["--from-sweep", str(root), "--results", str(root / "r"), "--workloads", "tpch", "--loads",
+            "1.0", "batch", "--policies", "drf", "tetris", "--jobs", "15", "--nodes", "8"]  # fmt: skip
+    assert ps.run(argv) == 0
+    md = (root / "r" / "packing_sim.md").read_text()
+    shown = set()
+    for load in ("1.0", "batch"):
+        section = md.split(f"## tpch, load {load}")[1].split("##")[0]
+        base = json.loads(
+            (root / "packing_sim" / f"drf,workload=tpch,load={load}" / "summary.json").read_text()
+        )
+        run = json.loads(
+            (root / "packing_sim" / f"tetris,workload=tpch,load={load}" / "summary.json").read_text()
+        )
+        row = md_row(section, "| tetris |")
+        assert row[2] == num(run["makespan"]) and row[4] == num(run["mean_jct"], 1), load
+        assert row[5] == f"{run['mean_jct'] / base['mean_jct']:.2f}", load
+        shown.add(row[4])
+    assert len(shown) == 2  # the loads' cells differ: a wrong lookup would show
 
 
 def test_every_report_run_is_one_cell_of_the_committed_specs(
