@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import timed_replay
+from aviary.experiments.runs import sim_wall, timed_replay
 from aviary.experiments.tables import num, ratio
 from aviary.launch.compare import FactorStats, load_comparison
 
@@ -128,7 +128,7 @@ def report(sweep: Sweep, cells: dict[Cell, dict[str, Any]]) -> str:
                 f"| {shown} "
                 f"| {fair.get('mean', 0):.2f} [{fair.get('min', 0):.2f}, {fair.get('max', 0):.2f}] "
                 f"| {' / '.join(f'{100 * util.get(r, 0):.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "
-                f"| {s['extra'].get('sim_wall_seconds', 'n/a')} |"
+                f"| {sim_wall(s) or 'n/a'} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -20,3 +20,10 @@ def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     summary["extra"]["sim_wall_seconds"] = round(time.perf_counter() - started, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def sim_wall(summary: dict[str, Any]) -> float | None:
+    """The wall time of a run's replay: the script's own timing (``sim_wall_seconds``), else, for an
+    ``aviary sweep`` cell, the replay's ``wall_seconds``."""
+    wall = summary.get("extra", {}).get("sim_wall_seconds", summary.get("wall_seconds"))
+    return None if wall is None else round(float(wall), 1)

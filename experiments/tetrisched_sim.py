@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import timed_replay
+from aviary.experiments.runs import sim_wall, timed_replay
 from aviary.experiments.tables import num
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -223,7 +223,7 @@ def detail_rows(cells: Iterable[tuple[str, Cell]], results: dict[Cell, dict[str,
             f"| {num(s.get('be_mean_latency'), 1)} "
             f"| {solver(s, 'seconds_per_cycle', 'p50', 3)} / {solver(s, 'seconds_per_cycle', 'p99', 2)} "
             f"| {solver(s, 'columns_per_cycle', 'p50', 0)} | {s.get('finished')}/{s.get('jobs')} "
-            f"| {s.get('extra', {}).get('sim_wall_seconds', 'n/a')} |"
+            f"| {sim_wall(s) or 'n/a'} |"
         )
     return lines
 

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from aviary.experiments.hawk_eagle_sim import busy_load
-from aviary.experiments.runs import timed_replay
+from aviary.experiments.runs import sim_wall, timed_replay
 from aviary.experiments.tables import num, ratio
 
 HERE = Path(__file__).resolve().parent
@@ -439,7 +439,7 @@ def raw_table(labels: tuple[str, ...]) -> list[str]:
                 f"| {arrivals_label(nodes, arr)} | {lab} | "
                 + " | ".join(" / ".join(num(s["jct"][c][q]) for q in PCT) for c in ("short", "long"))
                 + f" | {w} | {s['utilization']:.1%} | {s['messages']['total']:,} "
-                f"| {num(s['extra'].get('sim_wall_seconds'))} |"
+                f"| {num(sim_wall(s))} |"
             )
     return [*lines, ""]
 
