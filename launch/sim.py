@@ -104,7 +104,9 @@ class _Proc:
         self.core = core
         self.name = core.name
         self.on_message: Callable[..., list[Effect]] = core.on_message
-        self.lazy = core.latest_wins
+        # Read as Python does (the class attribute of a core class that overrides it), also when this
+        # module and Core are compiled (speedups.py), where a plain read would see Core's default.
+        self.lazy: frozenset[type] = getattr(core, "latest_wins", frozenset())
         # Messages of ``lazy`` kinds sent to it, in arrival order: (time, seq, sender, msg).
         self.held: list[tuple[float, int, str, Any]] = []
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
