@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from aviary import speedups
-
 from aviary.common.core import Core
 from aviary.common.effects import Launch, Send, SetTimer
 from aviary.common.messages import GetTask, RemainingUpdate
