@@ -91,6 +91,21 @@ Observer = Callable[[float, Core, tuple[Any, ...], list[Effect]], None]
 """Called after every input a core handled (module docstring)."""
 
 
+class Held:
+    """A held message (:attr:`Core.latest_wins`): arrival time, sequence number, sender, message, and
+    the (sender, kind, job) of which only the last counts. One object for consecutive sends of one
+    message (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
+
+    __slots__ = ("at", "key", "msg", "sender", "seq")
+
+    def __init__(self, at: float, seq: int, sender: str, msg: Any, key: Any) -> None:
+        self.at = at
+        self.seq = seq
+        self.sender = sender
+        self.msg = msg
+        self.key = key
+
+
 class _WallLimit(Exception):
     """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
@@ -107,8 +122,9 @@ class _Proc:
         # Read as Python does (the class attribute of a core class that overrides it), also when this
         # module and Core are compiled (speedups.py), where a plain read would see Core's default.
         self.lazy: frozenset[type] = getattr(core, "latest_wins", frozenset())
-        # Messages of ``lazy`` kinds sent to it, in arrival order: (time, seq, sender, msg).
-        self.held: list[tuple[float, int, str, Any]] = []
+        # Messages of ``lazy`` kinds sent to it, in arrival order; consecutive sends of one message object
+        # share one record (with the sequence number of the first).
+        self.held: list[Held] = []
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
         self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
@@ -251,6 +267,9 @@ class Simulator:
         gsender = ""
         gmsg: Any = None
         gseq = 0
+        hmsg: Any = None  # a held message being sent to several targets in a row, its record and count
+        hrec: Held | None = None
+        hcount = 0
         try:
             while True:
                 # --- next event: the rest of a multicast, else the earlier, by (time, seq), of the ----
@@ -365,12 +384,29 @@ class Simulator:
                             errors["error.unknown-peer"] += 1
                             continue
                         msg = e.msg
-                        kind = type(msg)
-                        sent[kind] += 1
                         seq += 1
-                        if hold and kind in target.lazy:  # Core.latest_wins: held until its next input
-                            target.held.append((arrive, seq, name, msg))
-                            continue
+                        if hold:
+                            if msg is hmsg and hrec is not None and hrec.key[1] in target.lazy:
+                                # The same held message again, right after (nothing between: their
+                                # sequence numbers are consecutive): the same record, as arrived
+                                # before an input exactly when its own would be.
+                                target.held.append(hrec)
+                                hcount += 1
+                                continue
+                            if hmsg is not None:
+                                sent[type(hmsg)] += hcount
+                                hmsg = None
+                            kind = type(msg)
+                            if kind in target.lazy:  # Core.latest_wins: held until its next input
+                                hmsg = msg
+                                hkey: Any = (name, kind, msg.job_id)  # boxed once (also when compiled)
+                                hrec = Held(arrive, seq, name, msg, hkey)
+                                hcount = 1
+                                target.held.append(hrec)
+                                continue
+                        else:
+                            kind = type(msg)
+                        sent[kind] += 1
                         if msg is last:
                             # The same message object again, right after: one FIFO entry for all its
                             # targets (their sequence numbers are consecutive, so nothing can come
@@ -385,6 +421,9 @@ class Simulator:
                         append((arrive, seq, target, name, msg))
                     elif k is LAUNCH:
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         tasks = proc.tasks
                         task_id = e.task_id
                         if task_id in tasks:
@@ -398,18 +437,30 @@ class Simulator:
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
                     elif k is SET:
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         seq += 1
                         proc.timers[e.key] = seq
                         d = e.delay
                         heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
                     elif k is CANCEL:
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         proc.timers.pop(e.key, None)
                     else:
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         self.seq = seq
                         self._executor(proc, e, now)
                         seq = self.seq
+                if hmsg is not None:
+                    sent[type(hmsg)] += hcount
+                    hmsg = None
         finally:
             self.seq = seq
             self.events = events
@@ -426,30 +477,32 @@ class Simulator:
         sender about one job only the last (the core declared that the others do not matter)."""
         held = proc.held
         ev = held[-1]
-        if ev[0] < t or (ev[0] == t and ev[1] < q):  # usually all have arrived
+        if ev.at < t or (ev.at == t and ev.seq < q):  # usually all have arrived
             n = len(held)
         else:
             n = 0
             for ev in held:
-                if ev[0] > t or (ev[0] == t and ev[1] > q):
+                if ev.at > t or (ev.at == t and ev.seq > q):
                     break
                 n += 1
         if n == 1:
-            at, _seq, sender, msg = held.pop(0)
-            effects = proc.on_message(at, sender, msg)
+            ev = held.pop(0)
+            at = ev.at
+            effects = proc.on_message(at, ev.sender, ev.msg)
             if effects:
                 self.errors["error.held-effects"] += 1
                 self._apply(proc, effects, at)
             return 1
         if not n:
             return 0
-        last: dict[tuple[str, type, int], tuple[float, int, str, Any]] = {}
-        for ev in held[:n]:
-            msg = ev[3]
-            last[ev[2], type(msg), msg.job_id] = ev
+        last: dict[Any, Held] = {}  # by key: (sender, kind, job)
+        for i in range(n):
+            ev = held[i]
+            last[ev.key] = ev
         del held[:n]
-        for at, _seq, sender, msg in last.values():
-            effects = proc.on_message(at, sender, msg)
+        for ev in last.values():
+            at = ev.at
+            effects = proc.on_message(at, ev.sender, ev.msg)
             if effects:  # the core broke its promise: apply them rather than lose them
                 self.errors["error.held-effects"] += 1
                 self._apply(proc, effects, at)
