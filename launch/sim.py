@@ -246,16 +246,17 @@ class Simulator:
         heappush = heapq.heappush
         popleft = inbox.popleft
         append = inbox.append
-        procs_get = self.procs.get
+        procs = self.procs
         sent = self.sent
         errors = self.errors
         delay = self.net_delay
         seq = self.seq
         events = self.events
         now = self.now
-        # Effect kinds by identity (type() dispatch, no isinstance chains), bound to locals.
-        SEND, SET, CANCEL, LAUNCH = Send, SetTimer, CancelTimer, Launch
         TIMER, EXIT = _TIMER, _EXIT
+        # Typed locals: native attribute access where this module is compiled (speedups.py).
+        proc: _Proc
+        target: _Proc | None
 
         # A bigger first generation: millions of short-lived tuples per run would otherwise trigger
         # collections (which walk the long-lived core state) thousands of times per second.
@@ -263,7 +264,7 @@ class Simulator:
         gc.set_threshold(max(gc_threshold[0], 200_000), *gc_threshold[1:])
         stop: tuple[float, int] | None = None  # where the run ended, for the held messages
         hold = any(p.lazy for p in self.procs.values())  # some core declares Core.latest_wins
-        group: list[Any] = []  # a multicast being delivered: its targets left, last first
+        group: list[_Proc] = []  # a multicast being delivered: its targets left, last first
         gsender = ""
         gmsg: Any = None
         gseq = 0
@@ -299,13 +300,15 @@ class Simulator:
                         break
                     popleft()
                     now = ev[0]
-                    proc = ev[2]
-                    if type(proc) is list:  # a multicast: one message object to several targets
-                        group = proc[::-1]
+                    dest = ev[2]
+                    if type(dest) is list:  # a multicast: one message object to several targets
+                        group = dest[::-1]
                         proc = group.pop()
                         gsender = ev[3]
                         gmsg = ev[4]
                         gseq = ev[1]
+                    else:
+                        proc = dest
                     if hold and proc.held:
                         self.seq = seq
                         events += self._deliver_held(proc, now, ev[1])
@@ -377,9 +380,8 @@ class Simulator:
                 name = proc.name
                 last = None  # the message of the last Send of these effects, and its FIFO entry
                 for e in effects:
-                    k = type(e)
-                    if k is SEND:
-                        target = procs_get(e.to)
+                    if isinstance(e, Send):
+                        target = procs.get(e.to)
                         if target is None:
                             errors["error.unknown-peer"] += 1
                             continue
@@ -419,7 +421,7 @@ class Simulator:
                             continue
                         last = msg
                         append((arrive, seq, target, name, msg))
-                    elif k is LAUNCH:
+                    elif isinstance(e, Launch):
                         last = None
                         if hmsg is not None:
                             sent[type(hmsg)] += hcount
@@ -435,7 +437,7 @@ class Simulator:
                         entry = [seq, d, now]
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
-                    elif k is SET:
+                    elif isinstance(e, SetTimer):
                         last = None
                         if hmsg is not None:
                             sent[type(hmsg)] += hcount
@@ -444,7 +446,7 @@ class Simulator:
                         proc.timers[e.key] = seq
                         d = e.delay
                         heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
-                    elif k is CANCEL:
+                    elif isinstance(e, CancelTimer):
                         last = None
                         if hmsg is not None:
                             sent[type(hmsg)] += hcount
