@@ -46,7 +46,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
@@ -73,6 +73,15 @@ from .sparrow import (
     reissue,
     sample_nodes,
 )
+
+# The kinds on_message tells apart, as constants (a Final name is a C static where this module is
+# compiled, speedups.py; an imported name is looked up in the module's dict at every use).
+_K_GetTask: Final[type] = GetTask
+_K_TaskFinished: Final[type] = TaskFinished
+_K_ProbeRejected: Final[type] = ProbeRejected
+_K_SubmitJob: Final[type] = SubmitJob
+_K_PeerDown: Final[type] = PeerDown
+_K_PeerUp: Final[type] = PeerUp
 
 __all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
 
@@ -169,17 +178,17 @@ class EagleSchedulerCore(Core):
     # --- inputs --------------------------------------------------------------------------------------
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
-        if kind is GetTask:
+        if kind is _K_GetTask:
             return self._get_task(now, sender, msg.job_id)
-        if kind is TaskFinished:
+        if kind is _K_TaskFinished:
             return self._task_finished(sender, msg)
-        if kind is ProbeRejected:
+        if kind is _K_ProbeRejected:
             return self._rejected(sender, msg)
-        if kind is SubmitJob:
+        if kind is _K_SubmitJob:
             return self._submit(now, sender, msg)
-        if kind is PeerDown:
+        if kind is _K_PeerDown:
             return self.node_down(now, msg.name)
-        if kind is PeerUp:
+        if kind is _K_PeerUp:
             return self.node_up(msg.name)
         return self.unexpected(msg)
 
@@ -246,9 +255,10 @@ class EagleSchedulerCore(Core):
         return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, left, c, attempt=attempt))
 
     def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
-        rng = self.rng
         n = len(pool)
-        return Counter(pool[rng.randrange(n)] for _ in range(k))
+        # randrange(n)'s draws (for n > 0), less overhead; randrange itself refuses an empty pool.
+        below = self.rng._randbelow if n > 0 else self.rng.randrange  # type: ignore[attr-defined]
+        return Counter(pool[below(n)] for _ in range(k))
 
     def _free_by_bitvector(self, k: int) -> Counter[str] | None:
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest

@@ -48,8 +48,10 @@ class Stealer:
         n = len(victims)
         if len(self.tried) >= self.attempts or n == 0:
             return None
+        # What randrange(n) calls for n > 0: the same draws, less overhead.
+        below = self.rng._randbelow  # type: ignore[attr-defined]
         for _ in range(64):
-            v = victims[self.rng.randrange(n)]
+            v = victims[below(n)]
             if v != self.me and v not in self.tried and v not in self.dead:
                 return v
         # Few candidates: pick among the ones left explicitly.
