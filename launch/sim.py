@@ -96,14 +96,16 @@ class Held:
     the (sender, kind, job) of which only the last counts. One object for consecutive sends of one
     message (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
 
-    __slots__ = ("at", "key", "msg", "sender", "seq")
+    __slots__ = ("at", "key", "kind", "msg", "sender", "seq")
 
-    def __init__(self, at: float, seq: int, sender: str, msg: Any, key: Any) -> None:
+    def __init__(self, at: float, seq: int, sender: str, msg: Any) -> None:
         self.at = at
         self.seq = seq
         self.sender = sender
         self.msg = msg
-        self.key = key
+        self.kind: type = type(msg)
+        # (sender, kind, job) as a string: its hash is computed once (a tuple's at every lookup)
+        self.key = f"{sender}\0{id(self.kind)}\0{msg.job_id}"
 
 
 class _WallLimit(Exception):
@@ -113,12 +115,26 @@ class _WallLimit(Exception):
 class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
-    __slots__ = ("core", "held", "lazy", "name", "on_message", "on_task_exit", "on_timer", "tasks", "timers")
+    __slots__ = (
+        "core",
+        "held",
+        "lazy",
+        "name",
+        "on_message",
+        "on_task_exit",
+        "on_timer",
+        "tasks",
+        "timers",
+        "wrapped",
+    )
 
     def __init__(self, core: Core) -> None:
         self.core = core
         self.name = core.name
         self.on_message: Callable[..., list[Effect]] = core.on_message
+        # The handlers above were replaced (an observer, a kill): the loop calls them, else the core's
+        # own methods directly (a native call where this module is compiled).
+        self.wrapped = False
         # Read as Python does (the class attribute of a core class that overrides it), also when this
         # module and Core are compiled (speedups.py), where a plain read would see Core's default.
         self.lazy: frozenset[type] = getattr(core, "latest_wins", frozenset())
@@ -153,6 +169,7 @@ def _observe(proc: _Proc, observer: Observer) -> None:
         return effects
 
     proc.on_message, proc.on_timer, proc.on_task_exit = message, timer, task_exit
+    proc.wrapped = True
 
 
 class Simulator:
@@ -283,7 +300,10 @@ class Simulator:
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
                     events += 1
-                    effects = proc.on_message(now, gsender, gmsg)
+                    if proc.wrapped:
+                        effects = proc.on_message(now, gsender, gmsg)
+                    else:
+                        effects = proc.core.on_message(now, gsender, gmsg)
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:  # not delivered yet: back to the head of the FIFO
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -314,7 +334,10 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
-                    effects = proc.on_message(now, ev[3], ev[4])
+                    if proc.wrapped:
+                        effects = proc.on_message(now, ev[3], ev[4])
+                    else:
+                        effects = proc.core.on_message(now, ev[3], ev[4])
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -357,7 +380,10 @@ class Simulator:
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
                         events += 1
-                        effects = proc.on_task_exit(now, task_id, True)
+                        if proc.wrapped:
+                            effects = proc.on_task_exit(now, task_id, True)
+                        else:
+                            effects = proc.core.on_task_exit(now, task_id, True)
                     else:  # KILLED
                         now = ev[0]
                         if hold and proc.held:
@@ -388,7 +414,7 @@ class Simulator:
                         msg = e.msg
                         seq += 1
                         if hold:
-                            if msg is hmsg and hrec is not None and hrec.key[1] in target.lazy:
+                            if msg is hmsg and hrec is not None and hrec.kind in target.lazy:
                                 # The same held message again, right after (nothing between: their
                                 # sequence numbers are consecutive): the same record, as arrived
                                 # before an input exactly when its own would be.
@@ -401,8 +427,7 @@ class Simulator:
                             kind = type(msg)
                             if kind in target.lazy:  # Core.latest_wins: held until its next input
                                 hmsg = msg
-                                hkey: Any = (name, kind, msg.job_id)  # boxed once (also when compiled)
-                                hrec = Held(arrive, seq, name, msg, hkey)
+                                hrec = Held(arrive, seq, name, msg)
                                 hcount = 1
                                 target.held.append(hrec)
                                 continue
@@ -497,7 +522,7 @@ class Simulator:
             return 1
         if not n:
             return 0
-        last: dict[Any, Held] = {}  # by key: (sender, kind, job)
+        last: dict[str, Held] = {}  # by key: (sender, kind, job)
         for i in range(n):
             ev = held[i]
             last[ev.key] = ev
@@ -552,6 +577,7 @@ class Simulator:
 
         proc.on_message = proc.on_timer = dropped
         proc.on_task_exit = lambda *_: []
+        proc.wrapped = True
         proc.timers.clear()
         proc.held.clear()
         proc.lazy = frozenset()
