@@ -47,9 +47,12 @@ MODULES = (
     "distributed.hawk",
     "distributed.eagle",
     "launch.sim",
+    "central.state",
+    "central.lwl",
 )
 """The compiled modules, relative to the package (what ``aviary replay --runtime sim`` spends its time
-in for Sparrow, Hawk and Eagle)."""
+in for Sparrow, Hawk and Eagle: the simulator, the nodes, the distributed schedulers and the central
+LWL of Hawk and Eagle)."""
 
 MANIFEST = ROOT / "_speedups.json"
 """Written by the build: the interpreter it was built for and the hash of every compiled source."""
