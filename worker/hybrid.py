@@ -115,6 +115,10 @@ _K_PlaceTask: Final[type] = PlaceTask
 _K_PeerDown: Final[type] = PeerDown
 _K_PeerUp: Final[type] = PeerUp
 
+_NOTHING_TO_STEAL: Final = StealReply([])
+"""The answer of a victim with nothing to give: one object for all (a message is never changed once
+sent), as most steal requests get it."""
+
 
 class _Running:
     __slots__ = ("entry", "estimate", "long", "scheduler", "started")
@@ -444,8 +448,9 @@ class HybridNodeCore(Core):
     # --- stealing ------------------------------------------------------------------------------------
     def _give(self, thief: str) -> list[Effect]:
         group = self.queue.steal_group(self.running_long > 0) if self.victim else []
-        if group:
-            self.counters["probes_given"] += sum(e.count for e in group)
+        if not group:
+            return [Send(thief, _NOTHING_TO_STEAL)]
+        self.counters["probes_given"] += sum(e.count for e in group)
         return [
             Send(
                 thief, StealReply([[e.scheduler, e.job_id, e.estimate, e.remaining, e.count] for e in group])

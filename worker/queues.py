@@ -450,7 +450,10 @@ class HybridQueue:
         blocks = self._blocks
         done = False
         for k in range(self._head, len(blocks)):
-            for e in blocks[k].entries:
+            b = blocks[k]
+            if state == 0 and not b.longs:  # short entries only (``longs`` counts the live long ones)
+                continue
+            for e in b.entries:
                 if e.dead:
                     continue
                 if state == 0:

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Final
 
 from ..common.effects import Effect, Send
 from ..common.messages import StealRequest
 
 __all__ = ["Stealer"]
+
+_REQUEST: Final = StealRequest()
+"""Every steal request is the same message: one object for all (a message is never changed once sent)."""
 
 
 class Stealer:
@@ -72,7 +76,7 @@ class Stealer:
             return []
         self.in_round = True
         self.tried.append(victim)
-        return [Send(victim, StealRequest())]
+        return [Send(victim, _REQUEST)]
 
     def failed(self, still_idle: bool) -> list[Effect]:
         """The last victim had nothing to give: ask the next one, if the node is still idle."""
