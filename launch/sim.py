@@ -252,7 +252,7 @@ class Simulator:
             return
         fproc = self.procs[frontend.name] if frontend is not None else None
         fcore = frontend
-        limit = float("inf") if until is None else until
+        limit: Any = float("inf") if until is None else until  # compared with boxed times: kept boxed
         if progress is None or frontend is None:
             progress_every = 1 << 62
         next_report = self.events + max(1, progress_every)
@@ -402,7 +402,9 @@ class Simulator:
                     continue
 
                 # --- apply the effects (inline: this is the hot path) -------------------------------
-                arrive = now + delay
+                # Any: boxed once for all the messages of these effects (a float local of the compiled
+                # build would be boxed again for every one)
+                arrive: Any = now + delay
                 name = proc.name
                 last = None  # the message of the last Send of these effects, and its FIFO entry
                 for e in effects:
