@@ -4,6 +4,8 @@
     .venv/bin/python scripts/build_speedups.py --force  # build anyway
     .venv/bin/python scripts/build_speedups.py --clean  # remove the compiled modules (pure Python)
 
+A failed build (no gcc, no Python headers) is not retried for the same sources unless --force.
+
 Run by scripts/setup.sh. The package maps to the repository's folder, so the build runs in
 a temporary folder, where a link named aviary points back here (as scripts/lint.sh checks types; its
 log: build/speedups.log); the
@@ -29,6 +31,7 @@ speedups = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(speedups)
 
 LOG = ROOT / "build" / "speedups.log"
+FAILED = ROOT / "build" / "speedups.failed"  # what a failed build was for: not retried unless --force
 
 SETUP = """
 import sys
@@ -92,11 +95,13 @@ def build() -> None:
             done = subprocess.run(
                 [sys.executable, "setup_speedups.py", *paths], cwd=stage, stdout=out, stderr=subprocess.STDOUT
             )
+    manifest = {"interpreter": speedups.interpreter_tag(), "modules": hashes}
     if done.returncode != 0:
         clean()
-        tail = LOG.read_text().strip().splitlines()[-3:]
-        raise SystemExit(f"build_speedups: mypyc build failed ({LOG}): " + " | ".join(tail))
-    manifest = {"interpreter": speedups.interpreter_tag(), "modules": hashes}
+        FAILED.write_text(json.dumps(manifest))
+        last = (LOG.read_text().strip().splitlines() or [""])[-1]
+        raise SystemExit(f"build_speedups: mypyc build failed (log: {LOG}): {last[:160]}")
+    FAILED.unlink(missing_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=ROOT, delete=False, suffix=".tmp") as f:
         json.dump(manifest, f, indent=1)
     os.replace(f.name, speedups.MANIFEST)
@@ -109,6 +114,14 @@ def main(argv: list[str]) -> int:
         return 0
     if "--force" not in argv and up_to_date():
         return 0
+    if "--force" not in argv and FAILED.exists():
+        current = {"interpreter": speedups.interpreter_tag(), "modules": speedups.source_hashes()}
+        if json.loads(FAILED.read_text() or "{}") == current:
+            print(
+                f"build_speedups: not retried: the build of these sources failed ({LOG}; --force)",
+                file=sys.stderr,
+            )
+            return 1
     started = time.monotonic()
     build()
     print(
