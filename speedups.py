@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent
 """The folder that is the ``aviary`` package."""
 
 MODULES = (
+    "common.draws",
     "common.effects",
     "common.core",
     "worker.queues",

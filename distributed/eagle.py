@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..common.core import Core
+from ..common.draws import randbelow
 from ..common.effects import Effect, Send
 from ..common.messages import (
     AssignTask,
@@ -255,30 +256,29 @@ class EagleSchedulerCore(Core):
         return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, left, c, attempt=attempt))
 
     def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
+        rng = self.rng
         n = len(pool)
-        # randrange(n)'s draws (for n > 0), less overhead; randrange itself refuses an empty pool.
-        below = self.rng._randbelow if n > 0 else self.rng.randrange  # type: ignore[attr-defined]
-        return Counter(pool[below(n)] for _ in range(k))
+        if n == 0:  # as randrange would
+            raise ValueError("empty range for randrange()")
+        return Counter(pool[randbelow(rng, n)] for _ in range(k))  # randrange(n)'s draws
 
     def _free_by_bitvector(self, k: int) -> Counter[str] | None:
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
         bitvector (short-partition nodes always qualify); None when there is none."""
         nodes, is_short, rng = self.nodes, self.is_short, self.rng
         bits = self.bits | self.dead_bits if self.dead_bits else self.bits
-        if self._bv_of is not bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
+        if self._bv_of != bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
             self._bv_of = bits
             size = (max(len(nodes), bits.bit_length()) + 7) // 8
             self._bv = bits.to_bytes(size, "little") if bits else b""
         bv = self._bv
         n = len(nodes)
-        # What randrange(n) calls for n > 0: the same draws, less overhead.
-        below = rng._randbelow  # type: ignore[attr-defined]
         picks: Counter[str] = Counter()
         candidates: list[str] | None = None
         for _ in range(k):
             if candidates is None:
                 for _try in range(32):  # rejection sampling: usually a few tries
-                    i = below(n)
+                    i = randbelow(rng, n)  # randrange(n)'s draw
                     if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1:
                         picks[nodes[i]] += 1
                         break
@@ -287,7 +287,7 @@ class EagleSchedulerCore(Core):
             if candidates is not None:
                 if not candidates:
                     return None
-                picks[candidates[below(len(candidates))]] += 1
+                picks[candidates[randbelow(rng, len(candidates))]] += 1
         return picks
 
     # --- late binding, SBP ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,12 @@ def test_compiled_and_pure_replays_write_the_same_jobs_csv(policy: str, tmp_path
     compiled = (tmp_path / "compiled" / "jobs.csv").read_bytes()
     assert compiled.count(b"\n") > 400
     assert compiled == (tmp_path / "pure" / "jobs.csv").read_bytes()
+
+
+def test_randbelow_draws_what_randrange_draws() -> None:
+    from aviary.common.draws import randbelow
+
+    ours, theirs = random.Random(7), random.Random(7)
+    for n in [1, 2, 3, 7, 8, 100, 5000, 12500, 2**40 + 3] * 50:
+        assert randbelow(ours, n) == theirs.randrange(n)
+    assert ours.getstate() == theirs.getstate()

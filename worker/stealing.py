@@ -23,6 +23,7 @@ import random
 from collections.abc import Sequence
 from typing import Final
 
+from ..common.draws import randbelow
 from ..common.effects import Effect, Send
 from ..common.messages import StealRequest
 
@@ -52,10 +53,9 @@ class Stealer:
         n = len(victims)
         if len(self.tried) >= self.attempts or n == 0:
             return None
-        # What randrange(n) calls for n > 0: the same draws, less overhead.
-        below = self.rng._randbelow  # type: ignore[attr-defined]
+        rng = self.rng
         for _ in range(64):
-            v = victims[below(n)]
+            v = victims[randbelow(rng, n)]  # rng.randrange(n)'s draw
             if v != self.me and v not in self.tried and v not in self.dead:
                 return v
         # Few candidates: pick among the ones left explicitly.
