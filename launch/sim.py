@@ -27,7 +27,8 @@ Two more shortcuts, both exact: consecutive ``Send``s of one message object (a s
 cancel to many nodes) are one FIFO entry, delivered to its targets in a row (their sequence numbers are
 consecutive, so nothing could come between them); and a message of a kind the target declares in
 ``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the target and handed to it
-just before its next other input, only the last of each (sender, job) among those that have arrived.
+just before its next other input, only the last of each (sender, job) among those that have arrived
+(consecutive sends of one such message share one held record: their sequence numbers are consecutive).
 
 Observing a run (DESIGN §9, "observe, don't patch"): an ``observer(now, core, input, effects)`` given to
 the :class:`Simulator` (or :func:`simulate`) is called after every input a core handled, with the input
