@@ -6,10 +6,13 @@ from collections import Counter
 from collections.abc import Container, MutableMapping
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from .effects import Effect, Send, TaskId
 from .messages import JobDone
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Core:
     """Base class of all cores. ``now`` is the driver's clock in seconds (real or virtual)."""
 

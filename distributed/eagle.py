@@ -46,9 +46,10 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..common.core import Core
+from ..common.draws import randbelow
 from ..common.effects import Effect, Send
 from ..common.messages import (
     AssignTask,
@@ -73,6 +74,15 @@ from .sparrow import (
     reissue,
     sample_nodes,
 )
+
+# The kinds on_message tells apart, as constants (a Final name is a C static where this module is
+# compiled, speedups.py; an imported name is looked up in the module's dict at every use).
+_K_GetTask: Final[type] = GetTask
+_K_TaskFinished: Final[type] = TaskFinished
+_K_ProbeRejected: Final[type] = ProbeRejected
+_K_SubmitJob: Final[type] = SubmitJob
+_K_PeerDown: Final[type] = PeerDown
+_K_PeerUp: Final[type] = PeerUp
 
 __all__ = ["EAGLE_COUNTERS", "EagleSchedulerCore", "update_due"]
 
@@ -169,17 +179,17 @@ class EagleSchedulerCore(Core):
     # --- inputs --------------------------------------------------------------------------------------
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
-        if kind is GetTask:
+        if kind is _K_GetTask:
             return self._get_task(now, sender, msg.job_id)
-        if kind is TaskFinished:
+        if kind is _K_TaskFinished:
             return self._task_finished(sender, msg)
-        if kind is ProbeRejected:
+        if kind is _K_ProbeRejected:
             return self._rejected(sender, msg)
-        if kind is SubmitJob:
+        if kind is _K_SubmitJob:
             return self._submit(now, sender, msg)
-        if kind is PeerDown:
+        if kind is _K_PeerDown:
             return self.node_down(now, msg.name)
-        if kind is PeerUp:
+        if kind is _K_PeerUp:
             return self.node_up(msg.name)
         return self.unexpected(msg)
 
@@ -248,27 +258,27 @@ class EagleSchedulerCore(Core):
     def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
         rng = self.rng
         n = len(pool)
-        return Counter(pool[rng.randrange(n)] for _ in range(k))
+        if n == 0:  # as randrange would
+            raise ValueError("empty range for randrange()")
+        return Counter(pool[randbelow(rng, n)] for _ in range(k))  # randrange(n)'s draws
 
     def _free_by_bitvector(self, k: int) -> Counter[str] | None:
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
         bitvector (short-partition nodes always qualify); None when there is none."""
         nodes, is_short, rng = self.nodes, self.is_short, self.rng
         bits = self.bits | self.dead_bits if self.dead_bits else self.bits
-        if self._bv_of is not bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
+        if self._bv_of != bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
             self._bv_of = bits
             size = (max(len(nodes), bits.bit_length()) + 7) // 8
             self._bv = bits.to_bytes(size, "little") if bits else b""
         bv = self._bv
         n = len(nodes)
-        # What randrange(n) calls for n > 0: the same draws, less overhead.
-        below = rng._randbelow  # type: ignore[attr-defined]
         picks: Counter[str] = Counter()
         candidates: list[str] | None = None
         for _ in range(k):
             if candidates is None:
                 for _try in range(32):  # rejection sampling: usually a few tries
-                    i = below(n)
+                    i = randbelow(rng, n)  # randrange(n)'s draw
                     if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1:
                         picks[nodes[i]] += 1
                         break
@@ -277,7 +287,7 @@ class EagleSchedulerCore(Core):
             if candidates is not None:
                 if not candidates:
                     return None
-                picks[candidates[below(len(candidates))]] += 1
+                picks[candidates[randbelow(rng, len(candidates))]] += 1
         return picks
 
     # --- late binding, SBP ---------------------------------------------------------------------------

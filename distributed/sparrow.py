@@ -33,7 +33,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
@@ -48,6 +48,14 @@ from ..common.messages import (
     SubmitJob,
     TaskFinished,
 )
+
+# The kinds on_message tells apart, as constants (a Final name is a C static where this module is
+# compiled, speedups.py; an imported name is looked up in the module's dict at every use).
+_K_GetTask: Final[type] = GetTask
+_K_TaskFinished: Final[type] = TaskFinished
+_K_SubmitJob: Final[type] = SubmitJob
+_K_PeerDown: Final[type] = PeerDown
+_K_PeerUp: Final[type] = PeerUp
 
 
 @dataclass(slots=True)
@@ -193,15 +201,15 @@ class SparrowCore(Core):
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
-        if kind is GetTask:
+        if kind is _K_GetTask:
             return self._get_task(now, sender, msg.job_id)
-        if kind is TaskFinished:
+        if kind is _K_TaskFinished:
             return self._task_finished(now, sender, msg)
-        if kind is SubmitJob:
+        if kind is _K_SubmitJob:
             return self._submit(now, sender, msg)
-        if kind is PeerDown:
+        if kind is _K_PeerDown:
             return self.node_down(now, msg.name)
-        if kind is PeerUp:
+        if kind is _K_PeerUp:
             return self.node_up(msg.name)
         return self.unexpected(msg)
 

@@ -27,7 +27,8 @@ Two more shortcuts, both exact: consecutive ``Send``s of one message object (a s
 cancel to many nodes) are one FIFO entry, delivered to its targets in a row (their sequence numbers are
 consecutive, so nothing could come between them); and a message of a kind the target declares in
 ``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the target and handed to it
-just before its next other input, only the last of each (sender, job) among those that have arrived.
+just before its next other input, only the last of each (sender, job) among those that have arrived
+(consecutive sends of one such message share one held record: their sequence numbers are consecutive).
 
 Observing a run (DESIGN §9, "observe, don't patch"): an ``observer(now, core, input, effects)`` given to
 the :class:`Simulator` (or :func:`simulate`) is called after every input a core handled, with the input
@@ -91,6 +92,23 @@ Observer = Callable[[float, Core, tuple[Any, ...], list[Effect]], None]
 """Called after every input a core handled (module docstring)."""
 
 
+class Held:
+    """A held message (:attr:`Core.latest_wins`): arrival time, sequence number, sender, message, and
+    the (sender, kind, job) of which only the last counts. One object for consecutive sends of one
+    message (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
+
+    __slots__ = ("at", "key", "kind", "msg", "sender", "seq")
+
+    def __init__(self, at: float, seq: int, sender: str, msg: Any) -> None:
+        self.at = at
+        self.seq = seq
+        self.sender = sender
+        self.msg = msg
+        self.kind: type = type(msg)
+        # (sender, kind, job) as a string: its hash is computed once (a tuple's at every lookup)
+        self.key = f"{sender}\0{id(self.kind)}\0{msg.job_id}"
+
+
 class _WallLimit(Exception):
     """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
@@ -98,15 +116,32 @@ class _WallLimit(Exception):
 class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
-    __slots__ = ("core", "held", "lazy", "name", "on_message", "on_task_exit", "on_timer", "tasks", "timers")
+    __slots__ = (
+        "core",
+        "held",
+        "lazy",
+        "name",
+        "on_message",
+        "on_task_exit",
+        "on_timer",
+        "tasks",
+        "timers",
+        "wrapped",
+    )
 
     def __init__(self, core: Core) -> None:
         self.core = core
         self.name = core.name
         self.on_message: Callable[..., list[Effect]] = core.on_message
-        self.lazy = core.latest_wins
-        # Messages of ``lazy`` kinds sent to it, in arrival order: (time, seq, sender, msg).
-        self.held: list[tuple[float, int, str, Any]] = []
+        # The handlers above were replaced (an observer, a kill): the loop calls them, else the core's
+        # own methods directly (a native call where this module is compiled).
+        self.wrapped = False
+        # Read as Python does (the class attribute of a core class that overrides it), also when this
+        # module and Core are compiled (speedups.py), where a plain read would see Core's default.
+        self.lazy: frozenset[type] = getattr(core, "latest_wins", frozenset())
+        # Messages of ``lazy`` kinds sent to it, in arrival order; consecutive sends of one message object
+        # share one record (with the sequence number of the first).
+        self.held: list[Held] = []
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
         self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
@@ -135,6 +170,7 @@ def _observe(proc: _Proc, observer: Observer) -> None:
         return effects
 
     proc.on_message, proc.on_timer, proc.on_task_exit = message, timer, task_exit
+    proc.wrapped = True
 
 
 class Simulator:
@@ -217,7 +253,7 @@ class Simulator:
             return
         fproc = self.procs[frontend.name] if frontend is not None else None
         fcore = frontend
-        limit = float("inf") if until is None else until
+        limit: Any = float("inf") if until is None else until  # compared with boxed times: kept boxed
         if progress is None or frontend is None:
             progress_every = 1 << 62
         next_report = self.events + max(1, progress_every)
@@ -228,16 +264,17 @@ class Simulator:
         heappush = heapq.heappush
         popleft = inbox.popleft
         append = inbox.append
-        procs_get = self.procs.get
+        procs = self.procs
         sent = self.sent
         errors = self.errors
         delay = self.net_delay
         seq = self.seq
         events = self.events
         now = self.now
-        # Effect kinds by identity (type() dispatch, no isinstance chains), bound to locals.
-        SEND, SET, CANCEL, LAUNCH = Send, SetTimer, CancelTimer, Launch
         TIMER, EXIT = _TIMER, _EXIT
+        # Typed locals: native attribute access where this module is compiled (speedups.py).
+        proc: _Proc
+        target: _Proc | None
 
         # A bigger first generation: millions of short-lived tuples per run would otherwise trigger
         # collections (which walk the long-lived core state) thousands of times per second.
@@ -245,10 +282,13 @@ class Simulator:
         gc.set_threshold(max(gc_threshold[0], 200_000), *gc_threshold[1:])
         stop: tuple[float, int] | None = None  # where the run ended, for the held messages
         hold = any(p.lazy for p in self.procs.values())  # some core declares Core.latest_wins
-        group: list[Any] = []  # a multicast being delivered: its targets left, last first
+        group: list[_Proc] = []  # a multicast being delivered: its targets left, last first
         gsender = ""
         gmsg: Any = None
         gseq = 0
+        hmsg: Any = None  # a held message being sent to several targets in a row, its record and count
+        hrec: Held | None = None
+        hcount = 0
         try:
             while True:
                 # --- next event: the rest of a multicast, else the earlier, by (time, seq), of the ----
@@ -261,7 +301,10 @@ class Simulator:
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
                     events += 1
-                    effects = proc.on_message(now, gsender, gmsg)
+                    if proc.wrapped:
+                        effects = proc.on_message(now, gsender, gmsg)
+                    else:
+                        effects = proc.core.on_message(now, gsender, gmsg)
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:  # not delivered yet: back to the head of the FIFO
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -278,19 +321,24 @@ class Simulator:
                         break
                     popleft()
                     now = ev[0]
-                    proc = ev[2]
-                    if type(proc) is list:  # a multicast: one message object to several targets
-                        group = proc[::-1]
+                    dest = ev[2]
+                    if type(dest) is list:  # a multicast: one message object to several targets
+                        group = dest[::-1]
                         proc = group.pop()
                         gsender = ev[3]
                         gmsg = ev[4]
                         gseq = ev[1]
+                    else:
+                        proc = dest
                     if hold and proc.held:
                         self.seq = seq
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
-                    effects = proc.on_message(now, ev[3], ev[4])
+                    if proc.wrapped:
+                        effects = proc.on_message(now, ev[3], ev[4])
+                    else:
+                        effects = proc.core.on_message(now, ev[3], ev[4])
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -333,7 +381,10 @@ class Simulator:
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
                         events += 1
-                        effects = proc.on_task_exit(now, task_id, True)
+                        if proc.wrapped:
+                            effects = proc.on_task_exit(now, task_id, True)
+                        else:
+                            effects = proc.core.on_task_exit(now, task_id, True)
                     else:  # KILLED
                         now = ev[0]
                         if hold and proc.held:
@@ -352,23 +403,40 @@ class Simulator:
                     continue
 
                 # --- apply the effects (inline: this is the hot path) -------------------------------
-                arrive = now + delay
+                # Any: boxed once for all the messages of these effects (a float local of the compiled
+                # build would be boxed again for every one)
+                arrive: Any = now + delay
                 name = proc.name
                 last = None  # the message of the last Send of these effects, and its FIFO entry
                 for e in effects:
-                    k = type(e)
-                    if k is SEND:
-                        target = procs_get(e.to)
+                    if isinstance(e, Send):
+                        target = procs.get(e.to)
                         if target is None:
                             errors["error.unknown-peer"] += 1
                             continue
                         msg = e.msg
-                        kind = type(msg)
-                        sent[kind] += 1
                         seq += 1
-                        if hold and kind in target.lazy:  # Core.latest_wins: held until its next input
-                            target.held.append((arrive, seq, name, msg))
-                            continue
+                        if hold:
+                            if msg is hmsg and hrec is not None and hrec.kind in target.lazy:
+                                # The same held message again, right after (nothing between: their
+                                # sequence numbers are consecutive): the same record, as arrived
+                                # before an input exactly when its own would be.
+                                target.held.append(hrec)
+                                hcount += 1
+                                continue
+                            if hmsg is not None:
+                                sent[type(hmsg)] += hcount
+                                hmsg = None
+                            kind = type(msg)
+                            if kind in target.lazy:  # Core.latest_wins: held until its next input
+                                hmsg = msg
+                                hrec = Held(arrive, seq, name, msg)
+                                hcount = 1
+                                target.held.append(hrec)
+                                continue
+                        else:
+                            kind = type(msg)
+                        sent[kind] += 1
                         if msg is last:
                             # The same message object again, right after: one FIFO entry for all its
                             # targets (their sequence numbers are consecutive, so nothing can come
@@ -381,8 +449,11 @@ class Simulator:
                             continue
                         last = msg
                         append((arrive, seq, target, name, msg))
-                    elif k is LAUNCH:
+                    elif isinstance(e, Launch):
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         tasks = proc.tasks
                         task_id = e.task_id
                         if task_id in tasks:
@@ -394,20 +465,32 @@ class Simulator:
                         entry = [seq, d, now]
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
-                    elif k is SET:
+                    elif isinstance(e, SetTimer):
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         seq += 1
                         proc.timers[e.key] = seq
                         d = e.delay
                         heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
-                    elif k is CANCEL:
+                    elif isinstance(e, CancelTimer):
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         proc.timers.pop(e.key, None)
                     else:
                         last = None
+                        if hmsg is not None:
+                            sent[type(hmsg)] += hcount
+                            hmsg = None
                         self.seq = seq
                         self._executor(proc, e, now)
                         seq = self.seq
+                if hmsg is not None:
+                    sent[type(hmsg)] += hcount
+                    hmsg = None
         finally:
             self.seq = seq
             self.events = events
@@ -424,30 +507,32 @@ class Simulator:
         sender about one job only the last (the core declared that the others do not matter)."""
         held = proc.held
         ev = held[-1]
-        if ev[0] < t or (ev[0] == t and ev[1] < q):  # usually all have arrived
+        if ev.at < t or (ev.at == t and ev.seq < q):  # usually all have arrived
             n = len(held)
         else:
             n = 0
             for ev in held:
-                if ev[0] > t or (ev[0] == t and ev[1] > q):
+                if ev.at > t or (ev.at == t and ev.seq > q):
                     break
                 n += 1
         if n == 1:
-            at, _seq, sender, msg = held.pop(0)
-            effects = proc.on_message(at, sender, msg)
+            ev = held.pop(0)
+            at = ev.at
+            effects = proc.on_message(at, ev.sender, ev.msg)
             if effects:
                 self.errors["error.held-effects"] += 1
                 self._apply(proc, effects, at)
             return 1
         if not n:
             return 0
-        last: dict[tuple[str, type, int], tuple[float, int, str, Any]] = {}
-        for ev in held[:n]:
-            msg = ev[3]
-            last[ev[2], type(msg), msg.job_id] = ev
+        last: dict[str, Held] = {}  # by key: (sender, kind, job)
+        for i in range(n):
+            ev = held[i]
+            last[ev.key] = ev
         del held[:n]
-        for at, _seq, sender, msg in last.values():
-            effects = proc.on_message(at, sender, msg)
+        for ev in last.values():
+            at = ev.at
+            effects = proc.on_message(at, ev.sender, ev.msg)
             if effects:  # the core broke its promise: apply them rather than lose them
                 self.errors["error.held-effects"] += 1
                 self._apply(proc, effects, at)
@@ -495,6 +580,7 @@ class Simulator:
 
         proc.on_message = proc.on_timer = dropped
         proc.on_task_exit = lambda *_: []
+        proc.wrapped = True
         proc.timers.clear()
         proc.held.clear()
         proc.lazy = frozenset()

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..common.core import Core
 from ..common.effects import Effect, Kill, Launch, Send, SetTimer, TaskId
@@ -99,6 +99,25 @@ LAST_ATTEMPT = 2
 """Eagle's last placement round (the short partition): a node never rejects a probe of this round."""
 
 HEARTBEAT = "heartbeat"
+
+# The kinds on_message tells apart, as constants: where this module is compiled (speedups.py) a Final
+# name is a C static, while an imported name is looked up in the module's dict at every use.
+_K_AssignTask: Final[type] = AssignTask
+_K_Probe: Final[type] = Probe
+_K_NoTask: Final[type] = NoTask
+_K_CancelProbes: Final[type] = CancelProbes
+_K_RemainingUpdate: Final[type] = RemainingUpdate
+_K_LongTask: Final[type] = LongTask
+_K_QueueTask: Final[type] = QueueTask
+_K_StealRequest: Final[type] = StealRequest
+_K_StealReply: Final[type] = StealReply
+_K_PlaceTask: Final[type] = PlaceTask
+_K_PeerDown: Final[type] = PeerDown
+_K_PeerUp: Final[type] = PeerUp
+
+_NOTHING_TO_STEAL: Final = StealReply([])
+"""The answer of a victim with nothing to give: one object for all (a message is never changed once
+sent), as most steal requests get it."""
 
 
 class _Running:
@@ -207,19 +226,19 @@ class HybridNodeCore(Core):
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         self._dirty = True
         kind = type(msg)
-        if kind is AssignTask:
+        if kind is _K_AssignTask:
             return self._assigned(now, sender, msg)
-        if kind is Probe:
+        if kind is _K_Probe:
             return self._probe(now, sender, msg)
-        if kind is NoTask:
+        if kind is _K_NoTask:
             return self._no_task(now, sender, msg)
-        if kind is CancelProbes:
+        if kind is _K_CancelProbes:
             self.counters["probes_cancelled"] += self.queue.cancel(sender, msg.job_id)
             return []
-        if kind is RemainingUpdate:
+        if kind is _K_RemainingUpdate:
             self.queue.set_remaining(sender, msg.job_id, msg.remaining)
             return []
-        if kind is LongTask:
+        if kind is _K_LongTask:
             if msg.bitvector:
                 self.bitvector, self.stamp = msg.bitvector, msg.stamp
             entry = Entry(
@@ -228,27 +247,27 @@ class HybridNodeCore(Core):
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
-        if kind is QueueTask:
+        if kind is _K_QueueTask:
             entry = Entry(
                 sender, msg.job_id, msg.estimate, probe=False, long=msg.long, remaining=msg.remaining,
                 task_index=msg.task_index, duration=msg.duration, mark=self.long_clock(now),
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
-        if kind is StealRequest:
+        if kind is _K_StealRequest:
             return self._give(sender)
-        if kind is StealReply:
+        if kind is _K_StealReply:
             return self._stolen(now, msg)
-        if kind is PlaceTask:
+        if kind is _K_PlaceTask:
             entry = Entry(
                 sender, msg.job_id, msg.estimate, probe=False, task_index=msg.task_index,
                 duration=msg.duration, mark=self.long_clock(now),
             )  # fmt: skip
             self.queue.push(entry)
             return self._serve(now)
-        if kind is PeerDown:
+        if kind is _K_PeerDown:
             return self._peer_down(now, msg.name)
-        if kind is PeerUp:
+        if kind is _K_PeerUp:
             self.dead.discard(msg.name)
             if self.stealer is not None:
                 self.stealer.up(msg.name)
@@ -429,8 +448,9 @@ class HybridNodeCore(Core):
     # --- stealing ------------------------------------------------------------------------------------
     def _give(self, thief: str) -> list[Effect]:
         group = self.queue.steal_group(self.running_long > 0) if self.victim else []
-        if group:
-            self.counters["probes_given"] += sum(e.count for e in group)
+        if not group:
+            return [Send(thief, _NOTHING_TO_STEAL)]
+        self.counters["probes_given"] += sum(e.count for e in group)
         return [
             Send(
                 thief, StealReply([[e.scheduler, e.job_id, e.estimate, e.remaining, e.count] for e in group])

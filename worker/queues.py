@@ -441,18 +441,36 @@ class HybridQueue:
         slot (sticky probes) are never given away."""
         if not self.longs and not running_long:
             return []
-        it = iter(self)
+        if self._pending:
+            self._write_pending()
         group: list[Entry] = []
-        e = next(it, None)
-        if not running_long:
-            while e is not None and not e.long:
-                e = next(it, None)
-        while e is not None and e.long:
-            e = next(it, None)
-        while e is not None and not e.long and e.probe:
-            if e.active == 0:
-                group.append(e)
-            e = next(it, None)
+        # One pass over the live entries (head first): 0 skips short entries at the head (not running a
+        # long task), 1 skips long entries, 2 takes short probes until the next long or placed entry.
+        state = 1 if running_long else 0
+        blocks = self._blocks
+        done = False
+        for k in range(self._head, len(blocks)):
+            b = blocks[k]
+            if state == 0 and not b.longs:  # short entries only (``longs`` counts the live long ones)
+                continue
+            for e in b.entries:
+                if e.dead:
+                    continue
+                if state == 0:
+                    if not e.long:
+                        continue
+                    state = 1
+                if state == 1:
+                    if e.long:
+                        continue
+                    state = 2
+                if e.long or not e.probe:
+                    done = True
+                    break
+                if e.active == 0:
+                    group.append(e)
+            if done:
+                break
         for g in group:
             self.remove(g)
         return group

@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Final
 
+from ..common.draws import randbelow
 from ..common.effects import Effect, Send
 from ..common.messages import StealRequest
 
 __all__ = ["Stealer"]
+
+_REQUEST: Final = StealRequest()
+"""Every steal request is the same message: one object for all (a message is never changed once sent)."""
 
 
 class Stealer:
@@ -48,8 +53,9 @@ class Stealer:
         n = len(victims)
         if len(self.tried) >= self.attempts or n == 0:
             return None
+        rng = self.rng
         for _ in range(64):
-            v = victims[self.rng.randrange(n)]
+            v = victims[randbelow(rng, n)]  # rng.randrange(n)'s draw
             if v != self.me and v not in self.tried and v not in self.dead:
                 return v
         # Few candidates: pick among the ones left explicitly.
@@ -70,7 +76,7 @@ class Stealer:
             return []
         self.in_round = True
         self.tried.append(victim)
-        return [Send(victim, StealRequest())]
+        return [Send(victim, _REQUEST)]
 
     def failed(self, still_idle: bool) -> list[Effect]:
         """The last victim had nothing to give: ask the next one, if the node is still idle."""

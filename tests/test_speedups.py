@@ -1,0 +1,85 @@
+"""The compiled build of the hot cores (aviary/speedups.py): chosen only when it matches the sources,
+forced off by AVIARY_PURE_PYTHON, and a simulated replay gives byte-identical results either way."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aviary import speedups
+
+ROOT = Path(speedups.__file__).parent
+WHICH = "import aviary.speedups as s, aviary.worker.queues as q; print(s.ACTIVE, q.__file__)"
+
+
+def run_python(code: str, **env: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_pure_python_is_forced_by_the_environment() -> None:
+    active, where = run_python(WHICH, AVIARY_PURE_PYTHON="1").split()
+    assert active == "pure"
+    assert where.endswith("queues.py")
+
+
+def test_a_build_that_does_not_match_the_sources_is_not_used(tmp_path: Path, monkeypatch) -> None:
+    manifest = tmp_path / "_speedups.json"
+    monkeypatch.setattr(speedups, "MANIFEST", manifest)
+    monkeypatch.delenv(speedups.ENV_PURE, raising=False)
+    assert "not built" in (speedups._compiled_ok() or "")
+    hashes = speedups.source_hashes()
+    manifest.write_text(json.dumps({"interpreter": speedups.interpreter_tag(), "modules": hashes}))
+    assert speedups._compiled_ok() is None
+    edited = {**hashes, "worker.queues": "0" * 64}
+    manifest.write_text(json.dumps({"interpreter": speedups.interpreter_tag(), "modules": edited}))
+    assert "sources changed" in (speedups._compiled_ok() or "")
+    manifest.write_text(json.dumps({"interpreter": ".cpython-39-other.so", "modules": hashes}))
+    assert "another interpreter" in (speedups._compiled_ok() or "")
+    monkeypatch.setenv(speedups.ENV_PURE, "1")
+    manifest.write_text(json.dumps({"interpreter": speedups.interpreter_tag(), "modules": hashes}))
+    assert speedups._compiled_ok() == f"{speedups.ENV_PURE} is set"
+
+
+needs_build = pytest.mark.skipif(
+    speedups.ACTIVE != "compiled", reason=f"no compiled build in use ({speedups.REASON})"
+)
+
+
+@needs_build
+def test_the_compiled_modules_are_the_ones_imported() -> None:
+    active, where = run_python(WHICH, AVIARY_PURE_PYTHON="0").split()
+    assert active == "compiled"
+    assert where.endswith(".so")
+
+
+@needs_build
+@pytest.mark.parametrize("policy", ["sparrow", "hawk", "eagle"])
+def test_compiled_and_pure_replays_write_the_same_jobs_csv(policy: str, tmp_path: Path) -> None:
+    aviary = [sys.executable, "-m", "aviary.launch.cli"]
+    args = ["replay", "--runtime", "sim", "--nodes", "200", "--jobs", "400", "--policy", policy, "--quiet"]
+    for build in ("compiled", "pure"):
+        env = {**os.environ, speedups.ENV_PURE: "1" if build == "pure" else "0"}
+        subprocess.run(
+            [*aviary, *args, "--out", str(tmp_path / build)], env=env, check=True, capture_output=True
+        )
+    compiled = (tmp_path / "compiled" / "jobs.csv").read_bytes()
+    assert compiled.count(b"\n") > 400
+    assert compiled == (tmp_path / "pure" / "jobs.csv").read_bytes()
+
+
+def test_randbelow_draws_what_randrange_draws() -> None:
+    from aviary.common.draws import randbelow
+
+    ours, theirs = random.Random(7), random.Random(7)
+    for n in [1, 2, 3, 7, 8, 100, 5000, 12500, 2**40 + 3] * 50:
+        assert randbelow(ours, n) == theirs.randrange(n)
+    assert ours.getstate() == theirs.getstate()
