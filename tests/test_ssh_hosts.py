@@ -244,9 +244,23 @@ def test_ctrl_c_while_the_hosts_start_stops_them_too(hosts: Hosts, cluster: Path
 
 
 def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: Path, tmp_path):
-    """An unknown host key, a port in use on a host and a missing aviary: exit status 2, one line each
-    naming the host, and nothing left running on any host, nor its folder."""
+    """A host that cannot be reached, an unknown host key, a port in use on a host and a missing aviary:
+    exit status 2, one line each naming the host, and nothing left running on any host, nor its folder."""
     before = remote_folders()
+    nowhere = tmp_path / "nowhere.toml"  # an address of the test's bridge that no host answers
+    flags = ["cluster", "--nodes", "2", "--hosts", f"{HOSTS['avssh1']},10.232.0.9", "--frontend-host", ROOT,
+             "--out", str(nowhere)]  # fmt: skip
+    subprocess.run(aviary(*flags), check=True, capture_output=True)
+    done = subprocess.run(
+        aviary("up", "--cluster", str(nowhere), "--dir", str(tmp_path / "up")),
+        env=hosts.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "host 10.232.0.9: cannot reach its SSH server" in done.stderr
+    assert hosts.left() == {} and remote_folders() == before
+
     known = hosts.home / ".ssh" / "known_hosts"
     saved = known.read_text()
     known.write_text("".join(line + "\n" for line in saved.splitlines() if HOSTS["avssh2"] not in line))
