@@ -1,0 +1,375 @@
+"""The probe-based cores (Hawk, Eagle, Kairos, the central LWL, their node monitors) on the mechanisms
+that mutation testing found no test pinning down (issue 12; docs/mutation.md lists the mutants each
+test kills). Each test walks one mechanism of the thesis (``../shared/papers/``, the section is in its
+docstring) event by event. No sockets, no sleeps: cores are called directly."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from aviary.central.kairos import KairosCentralCore
+from aviary.central.lwl import CentralLwlCore, LwlIndex
+from aviary.common.effects import Effect, Launch, Resume, Send, SetTimer, Suspend
+from aviary.common.messages import (
+    CancelProbes,
+    GetTask,
+    Heartbeat,
+    LongTask,
+    PeerDown,
+    PeerUp,
+    PlaceTask,
+    Probe,
+    SubmitJob,
+    TaskFinished,
+    TaskStarted,
+)
+from aviary.distributed.hawk import HawkSchedulerCore
+from aviary.worker.las import QUANTUM, KairosNodeCore
+from aviary.worker.stealing import Stealer
+
+
+def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
+    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+
+# --- Hawk's distributed scheduler: long jobs without the central scheduler ------------------------------
+
+
+def test_hawk_without_central_probes_a_job_at_the_cutoff_as_long_over_the_general_partition_only():
+    """Thesis §2.3.3 ("jobs for which the estimated task runtime is smaller than the cutoff are scheduled
+    in a distributed fashion": one at the cutoff is long), §2.3.4 (long tasks only on the general
+    partition) and §2.4.4 (Hawk without centralized scheduling: long jobs are probed too). The long
+    probes are batched per node, say they are long, and are cancelled like Sparrow's once the job's
+    last task is handed out (§2.3.5)."""
+    nodes = [f"n{i}" for i in range(6)]
+    s = HawkSchedulerCore("s", nodes, ["n0", "n1"], cutoff=100.0, seed=0)
+    out = s.on_message(0, "fe", SubmitJob(1, [100.0] * 3, 100.0))
+    # 2 x 3 = 6 probes over the 2 general nodes: 3 reservations each, in one message per node.
+    assert sorted(sent(out, Probe)) == [
+        ("n0", Probe(1, 100.0, 3, 3, long=True)),
+        ("n1", Probe(1, 100.0, 3, 3, long=True)),
+    ]
+    c = s.counters
+    assert (c["jobs_long"], c["probes_long"], c["jobs"], c["probes"]) == (1, 6, 0, 0)
+    s.on_message(1, "n0", GetTask(1))
+    s.on_message(1, "n1", GetTask(1))
+    out = s.on_message(2, "n0", GetTask(1))  # the last task: both nodes still hold reservations
+    assert sorted(to for to, _ in sent(out, CancelProbes)) == ["n0", "n1"]
+    # A job just below the cutoff is short: Sparrow over every node.
+    out = s.on_message(3, "fe", SubmitJob(2, [99.0] * 3, 99.0))
+    assert sum(p.count for _, p in sent(out, Probe)) == 6 and not any(p.long for _, p in sent(out, Probe))
+    assert (c["jobs"], c["probes"], c["jobs_long"]) == (1, 6, 1)
+
+
+def test_hawk_re_probes_a_dead_node_s_long_reservations_in_the_general_partition_and_uses_it_again():
+    """§2.3.4 under failures (issue 14): a long job's reservations lost with a dead general node are
+    probed again over the live general nodes only, as long probes; the node is a target again once it
+    rejoins."""
+    nodes = ["g0", "g1", "s0", "s1"]
+    s = HawkSchedulerCore("s", nodes, ["g0", "g1"], cutoff=10.0, seed=0)
+    out = s.on_message(0, "fe", SubmitJob(1, [50.0], 50.0))
+    assert sorted(to for to, _ in sent(out, Probe)) == ["g0", "g1"]  # 2 probes for 1 task
+    out = s.on_message(1, "fe", PeerDown("g0"))
+    assert sent(out, Probe) == [("g1", Probe(1, 50.0, 1, 1, long=True))]
+    assert s.counters["probes_long"] == 3
+    assert s.general == ["g1"]
+    s.on_message(2, "fe", PeerUp("g0"))
+    out = s.on_message(3, "fe", SubmitJob(2, [50.0], 50.0))
+    assert sorted(to for to, _ in sent(out, Probe)) == ["g0", "g1"]
+    # A short node dying changes nothing in the general partition.
+    s.on_message(4, "fe", PeerDown("s0"))
+    assert sorted(s.general) == ["g0", "g1"]
+
+
+# --- Hawk's randomized stealing, the thief's side (§2.3.6) -----------------------------------------------
+
+
+def rounds(stealer: Stealer, *, answers: int = 100) -> list[str]:
+    """Run one stealing round in which no victim has anything to give; the victims asked in order."""
+    asked = [e.to for e in stealer.start()]
+    while asked and len(asked) < answers:
+        nxt = stealer.failed(still_idle=True)
+        if not nxt:
+            break
+        asked += [e.to for e in nxt]
+    return asked
+
+
+def test_a_thief_with_few_general_nodes_asks_each_other_one_once_never_itself_nor_a_dead_one():
+    """§2.3.6: "it randomly contacts a number of other servers": up to N (10) distinct general nodes,
+    never itself; with fewer candidates than attempts the round ends when every one was asked. A node
+    declared dead (issue 14) is never asked."""
+    stealer = Stealer("g0", ["g0", "g1"], 10, random.Random(0))
+    assert rounds(stealer) == ["g1"]
+    stealer = Stealer("s0", ["g0"], 10, random.Random(0))  # a short-partition thief, one general node
+    assert rounds(stealer) == ["g0"]
+    stealer = Stealer("g0", ["g0", "g1", "g2", "g3"], 10, random.Random(0))
+    stealer.down("g2", still_idle=True)
+    for _ in range(20):
+        asked = rounds(stealer)
+        assert sorted(asked) == ["g1", "g3"]
+    stealer.up("g2")
+    assert sorted(rounds(stealer)) == ["g1", "g2", "g3"]
+
+
+def test_a_single_attempt_asks_one_victim_and_a_round_in_progress_is_not_restarted():
+    """§2.3.6 / §2.4.9 (sensitivity to the number of stealing attempts): N = 1 still steals once; a node
+    that runs out of work again while its round is on does not start a second one."""
+    stealer = Stealer("a", ["a", "b", "c", "d"], 1, random.Random(3))
+    first = stealer.start()
+    assert len(first) == 1 and first[0].to != "a"
+    assert stealer.start() == []  # the round is on
+    assert stealer.failed(still_idle=True) == []  # one attempt only: the round ends
+    assert len(stealer.start()) == 1  # and the next idle period starts a new one
+
+
+def test_a_node_steals_again_the_next_time_it_runs_out_of_work_whatever_ended_the_last_round():
+    """§2.3.6 "whenever a server is out of tasks to execute": a round ends when the victims ran out,
+    when the node got work meanwhile, or when a victim gave probes; each time the next idle period starts
+    a new round (docs/policies.md: no periodic retries, as in the thesis' simulator)."""
+    victims = [f"g{i}" for i in range(12)]
+    stealer = Stealer("me", victims, 3, random.Random(1))
+    assert len(rounds(stealer)) == 3  # nobody had anything
+    assert len(stealer.start()) == 1  # a new round
+    assert stealer.failed(still_idle=False) == []  # got work meanwhile: the round stops
+    assert len(stealer.start()) == 1
+    stealer.succeeded()  # a victim gave probes
+    assert len(stealer.start()) == 1
+
+
+def test_a_victim_that_dies_while_asked_is_skipped_at_once_and_a_death_elsewhere_sends_nothing():
+    """§2.3.6 with failures (issue 14): the thief waits for one victim at a time; if that one dies it asks
+    the next at once (if still idle), while a node dying elsewhere does not start a request."""
+    victims = [f"g{i}" for i in range(12)]
+    stealer = Stealer("me", victims, 10, random.Random(2))
+    (first,) = stealer.start()
+    other = next(v for v in victims if v not in (first.to, "me"))
+    assert stealer.down(other, still_idle=True) == []
+    (nxt,) = stealer.down(first.to, still_idle=True)
+    assert nxt.to not in (first.to, other)
+    assert stealer.down(nxt.to, still_idle=False) == []  # busy again: the round stops
+    assert stealer.start() != []
+
+
+# --- central LWL (Hawk §2.3.7, Eagle §3.3.3) ------------------------------------------------------------
+
+
+def test_lwl_index_always_picks_a_node_with_the_least_work_left_under_long_churn():
+    """§2.3.7: "the waiting time is the sum of the estimated execution time for all long tasks in that
+    server's queue plus the remaining estimated execution time of any long task that currently may be
+    executing", the task going to the node with the smallest. Checked against that plain definition
+    over thousands of placements, starts, finishes and DLWL reports (§3.6.2), enough for the index to
+    rebuild its heaps several times."""
+    rng = random.Random(7)
+    n = 6
+    lwl = LwlIndex(n, list(range(n)))
+    queued = [[] for _ in range(n)]  # estimates placed, not started
+    running = [[] for _ in range(n)]  # (expected end, estimate) of started tasks
+    reported: list[float | None] = [None] * n  # expected end of a reported backlog (DLWL)
+    now = 0.0
+
+    def wait(i: int) -> float:
+        ends = [e for e, _ in running[i]] + ([reported[i]] if reported[i] is not None else [])
+        return sum(queued[i]) + max(0.0, max(ends, default=-math.inf) - now)
+
+    for step in range(4000):
+        now += rng.choice([0.0, 0.0, 0.5, 3.0])
+        op = rng.random()
+        if op < 0.45:
+            k = lwl.least(now)
+            waits = [wait(i) for i in range(n)]
+            assert waits[k] <= min(waits) + 1e-6, (step, k, waits)
+            est = rng.choice([1.0, 5.0, 20.0])
+            lwl.add(k, est, now)
+            queued[k].append(est)
+        elif op < 0.7:
+            i = rng.randrange(n)
+            if queued[i]:
+                est = queued[i].pop(0)
+                lwl.start(i, est, now)
+                running[i].append((now + est, est))
+        elif op < 0.95:
+            i = rng.randrange(n)
+            if running[i]:
+                end, est = running[i].pop(rng.randrange(len(running[i])))
+                lwl.finish(i, est, end, now)
+        else:
+            i = rng.randrange(n)
+            w = rng.choice([0.0, 0.5, 4.0])
+            lwl.report(i, w, now)
+            queued[i], running[i] = [], []
+            reported[i] = now + w if w > 0 else None
+
+
+def test_a_reported_backlog_below_one_second_still_counts():
+    """§3.6.2 (DLWL's queue estimates, as LWL's): a node that reports 0.5 s of work is more loaded than an
+    idle one, whatever the unit (replays divide trace seconds by the time scale, so waits are small)."""
+    lwl = LwlIndex(2, [0, 1])  # ties would go to node 0
+    lwl.report(0, 0.5, 10.0)
+    assert lwl.least(10.0) == 1
+    assert lwl.least(10.4) == 1
+    assert lwl.least(10.5) == 0  # the backlog is over: a tie again
+
+
+def test_lwl_places_a_dead_node_s_long_tasks_again_and_moves_their_sss_bit():
+    """§2.3.7 and §3.3.3 under failures (issue 14): the long tasks of a node declared dead are placed
+    again by LWL on the live targets, queued there until they start, and the bitvector piggybacked on
+    the new ``LongTask`` (with the scheduler's clock) marks the node that holds them now and no longer
+    the dead one; bits clear as the tasks finish."""
+    nodes = ["g0", "g1", "g2", "s0"]
+    c = CentralLwlCore("central", nodes, ["g0", "g1", "g2"], sss=True, seed=0)
+    out = c.on_message(0.0, "fe", SubmitJob(1, [30.0, 30.0], 30.0))
+    ((first, m0), (second, m1)) = sent(out, LongTask)
+    c.on_message(0.0, first, TaskStarted(1, m0.task_index))
+    (free,) = {"g0", "g1", "g2"} - {first, second}
+    out = c.on_message(5.0, "fe", PeerDown(first))
+    ((to, msg),) = sent(out, LongTask)
+    assert to == free and msg.task_index == m0.task_index and msg.stamp == 5.0
+    bit = {n: 1 << i for i, n in enumerate(nodes)}
+    assert int.from_bytes(msg.bitvector, "little") == bit[free] | bit[second]
+    # The re-placed task is queued on its new node until it says it started: another job's task goes
+    # to the node with less work left (the second node is behind by its own queued task only).
+    assert c.lwl.wait(c.index[free], 5.0) == 30.0
+    c.on_message(6.0, free, TaskStarted(1, m0.task_index))
+    c.on_message(36.0, free, TaskFinished(1, m0.task_index))
+    assert c.bits == bit[second]
+    c.on_message(40.0, second, TaskFinished(1, m1.task_index))
+    assert c.bits == 0
+    # The dead node rejoins empty and takes long work again.
+    c.on_message(41.0, "fe", PeerUp(first))
+    out = c.on_message(42.0, "fe", SubmitJob(2, [10.0] * 3, 10.0))
+    assert sorted(to for to, _ in sent(out, LongTask)) == ["g0", "g1", "g2"]
+
+
+# --- Kairos central dispatcher (§4.3.3, Algorithm 3) ------------------------------------------------------
+
+
+def placed(effects: list[Effect]) -> list[str]:
+    return [e.to for e in effects if isinstance(e, Send) and isinstance(e.msg, PlaceTask)]
+
+
+def test_random_tie_break_fills_every_node_up_to_n_plus_q_fewest_tasks_first():
+    """Alg. 3 lines 11-17 with Figure 4.6's random tie-break: the levels i = 0 .. N + Q are scanned in
+    order, so once every node holds a task the next ones go to nodes holding one, and so on up to the
+    cap N + Q (admission control), whatever breaks the ties."""
+    c = KairosCentralCore("c", {"a": 1, "b": 1, "c": 1}, q=2, tiebreak="random", seed=4)
+    out = c.on_message(0.0, "fe", SubmitJob(1, [1.0] * 10, 1.0))
+    to = placed(out)
+    assert len(to) == 9 and sorted(to[:3]) == sorted(to[3:6]) == sorted(to[6:]) == ["a", "b", "c"]
+    assert c.counts() == {"a": 3, "b": 3, "c": 3} and len(c.queue) == 1
+
+
+def test_a_node_keeps_its_place_in_the_variance_order_through_many_heartbeats():
+    """§4.3.3, the Var tie-break: the node with the lowest reported variance among those with the fewest
+    tasks gets the task, also after hundreds of heartbeats changed every node's variance (the dispatcher
+    drops its stale entries now and then)."""
+    c = KairosCentralCore("c", {"a": 1, "b": 1, "c": 1}, q=0)
+    rng = random.Random(1)
+    for _ in range(300):
+        for n in "abc":
+            c.on_message(0.0, n, Heartbeat(0, rng.uniform(1.0, 9.0), 0.0))
+    c.on_message(0.0, "b", Heartbeat(0, 0.5, 0.0))
+    c.on_message(0.0, "a", Heartbeat(0, 0.7, 0.0))
+    c.on_message(0.0, "c", Heartbeat(0, 0.9, 0.0))
+    assert placed(c.on_message(1.0, "fe", SubmitJob(1, [1.0] * 3, 1.0))) == ["b", "a", "c"]
+
+
+# --- Kairos node: LAS with preemption and the starvation guard (§4.3.2, Algorithm 2) ---------------------
+
+
+W = 10.0
+
+
+def kairos_node(slots: int = 1, **kw: Any) -> KairosNodeCore:
+    kw.setdefault("quantum", W)
+    return KairosNodeCore("n", slots, central="c", **kw)
+
+
+def place(node: KairosNodeCore, now: float, job: int) -> list[Effect]:
+    return node.on_message(now, "c", PlaceTask(job, 0, 100.0, 0.0))
+
+
+def test_an_arrival_preempts_an_unguarded_task_when_another_slot_holds_a_guarded_one():
+    """Alg. 2 lines 10-15 with the starvation guard: a new task preempts the running task with the most
+    attained service *among those not protected*; one protected task in another slot does not make it
+    wait."""
+    n = kairos_node(slots=2, starvation_quanta=1, starvation_multiple=3.0)
+    place(n, 0.0, 1)  # slot 0
+    place(n, 0.0, 2)  # slot 1
+    place(n, 5.0, 3)  # preempts task 1 (5 s, the first with the most): slot 0
+    out = n.on_timer(10.0, (QUANTUM, 1))  # task 1 waited W: starving, it takes slot 1, guarded
+    assert out[:2] == [Suspend((2, 0)), Resume((1, 0))]
+    assert n.running[1] is not None and n.running[1].task_id == (1, 0)
+    # Slot 0 (task 3, unguarded, 7 s) is preempted by an arrival; slot 1's guarded task 1 is left alone.
+    out = place(n, 12.0, 4)
+    assert out[:2] == [Suspend((3, 0)), Launch((4, 0), 100.0)]
+    assert n.counters["arrivals_waiting"] == 0
+
+
+def test_the_starvation_guard_waits_exactly_its_number_of_quanta_also_with_a_small_quantum():
+    """§4.3.2: "if a task is not able to run for a given number of consecutive quanta" (3 by default):
+    with W = 0.1 s (replays divide the thesis' W by the time scale) a task idle for 0.25 s is not
+    starving yet; at 0.3 s it is."""
+    n = kairos_node(slots=1, quantum=0.1)
+    place(n, 0.0, 1)
+    for k in range(1, 6):
+        n.on_timer(k * 0.1, (QUANTUM, 0))  # alone: 0.5 s attained
+    place(n, 0.5, 2)  # task 1 suspended at 0.5
+    assert n.on_timer(0.6, (QUANTUM, 0)) == [SetTimer((QUANTUM, 0), 0.1)]
+    assert n.on_timer(0.75, (QUANTUM, 0)) == [SetTimer((QUANTUM, 0), 0.1)]  # idle 0.25 s: not yet
+    out = n.on_timer(0.8, (QUANTUM, 0))  # idle 0.3 s = 3 quanta: the guard
+    assert out == [Suspend((2, 0)), Resume((1, 0)), SetTimer((QUANTUM, 0), 0.2)]
+
+
+def test_a_heartbeat_of_two_tasks_carries_their_variance():
+    """Alg. 2 line 48: the variance of the attained service of the node's tasks, which Alg. 3 breaks ties
+    with; two tasks already have one (population variance, as for three)."""
+    n = kairos_node(slots=2, heartbeat_interval=1.0)
+    place(n, 0.0, 1)
+    place(n, 4.0, 2)
+    (hb,) = [e.msg for e in n.on_timer(6.0, "heartbeat") if isinstance(e, Send)]
+    assert (hb.tasks, hb.variance, hb.attained_sum) == (2, pytest.approx(4.0), pytest.approx(8.0))
+
+
+def test_a_failed_task_is_reported_as_failed_and_one_that_exited_suspended_is_never_resumed():
+    """Alg. 2 line 19 (a task finishes) for the two cases the thesis leaves out: a failed task is reported
+    failed (``ok`` False) and counted apart; a task that exited while suspended (the real runtime's
+    race with SIGSTOP) leaves the idle set, so the next free slot goes to a live task."""
+    n = kairos_node(slots=1)
+    place(n, 0.0, 1)
+    out = n.on_task_exit(1.0, (1, 0), False)
+    assert sent(out, TaskFinished) == [("c", TaskFinished(1, 0, False))]
+    assert (n.counters["tasks_failed"], n.counters["tasks_finished"]) == (1, 0)
+    place(n, 2.0, 2)
+    place(n, 3.0, 3)  # task 2 suspended
+    n.on_task_exit(3.5, (2, 0), True)  # ... and exits meanwhile
+    assert n.idle == {}
+    out = n.on_task_exit(4.0, (3, 0), True)  # the slot frees: nothing left to resume
+    assert not [e for e in out if isinstance(e, (Resume, Launch))] and n.free == 1
+
+
+def test_kairos_node_parameter_edges():
+    """Alg. 2's N and W, and the guard's multiple: W must be positive (0 refused even with an explicit
+    heartbeat period), a guard shorter than one quantum is allowed, a zero heartbeat period is refused;
+    each refusal names the node and the parameter."""
+    with pytest.raises(ValueError, match="node n: quantum"):
+        KairosNodeCore("n", 1, quantum=0.0, heartbeat_interval=1.0)
+    with pytest.raises(ValueError, match="node n: heartbeat_interval"):
+        KairosNodeCore("n", 1, heartbeat_interval=0.0)
+    with pytest.raises(ValueError, match="node n: slots"):
+        KairosNodeCore("n", 0)
+    with pytest.raises(ValueError, match="node n: starvation_quanta"):
+        KairosNodeCore("n", 1, starvation_quanta=0)
+    with pytest.raises(ValueError, match="node n: starvation_multiple"):
+        KairosNodeCore("n", 1, starvation_multiple=0.0)
+    assert KairosNodeCore("n", 1, starvation_multiple=0.5).guard == pytest.approx(0.5 * 10.0)
+    with pytest.raises(ValueError, match="central scheduler c: no nodes"):
+        KairosCentralCore("c", {})
+    with pytest.raises(ValueError, match="central scheduler c: kairos_q"):
+        KairosCentralCore("c", {"a": 1}, q=-1)
+    with pytest.raises(ValueError, match="central scheduler c: tie-break"):
+        KairosCentralCore("c", {"a": 1}, tiebreak="lowest")
