@@ -27,6 +27,7 @@ from aviary.common.messages import (
     TaskFinished,
     TaskStarted,
 )
+from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
 from aviary.worker.las import QUANTUM, KairosNodeCore
 from aviary.worker.stealing import Stealer
@@ -83,6 +84,38 @@ def test_hawk_re_probes_a_dead_node_s_long_reservations_in_the_general_partition
     # A short node dying changes nothing in the general partition.
     s.on_message(4, "fe", PeerDown("s0"))
     assert sorted(s.general) == ["g0", "g1"]
+
+
+# --- Eagle's distributed scheduler: long jobs without the central scheduler, and failures ------------
+
+
+def test_eagle_probes_a_long_job_it_receives_over_the_general_partition_without_the_minimum():
+    """§3.3.3: long jobs are placed "on nodes in the general partition"; the minimum of K probes is for
+    short jobs ("to improve the completion times of short jobs with very few tasks"). A long job that
+    reaches a distributed scheduler (no central one) gets 2t long probes over the general nodes; when a
+    general node dies its reservations are probed again over the live general nodes, and the node is
+    a target again once it rejoins."""
+    nodes = ["g0", "g1", "g2", "s0", "s1"]
+    s = EagleSchedulerCore("s", nodes, ["s0", "s1"], min_probes=20, cutoff=10.0, seed=0)
+    out = s.on_message(0, "fe", SubmitJob(1, [50.0] * 3, 50.0))
+    probes = sent(out, Probe)
+    assert {to for to, _ in probes} == {"g0", "g1", "g2"}
+    assert all(p.long and p.remaining == 3 and p.estimate == 50.0 for _, p in probes)
+    assert sum(p.count for _, p in probes) == 6
+    c = s.counters
+    assert (c["jobs_long"], c["probes_long"], c["jobs"], c["probes"]) == (1, 6, 0, 0)
+    out = s.on_message(1, "fe", PeerDown("g0"))
+    again = sent(out, Probe)
+    assert again and {to for to, _ in again} <= {"g1", "g2"} and all(p.long for _, p in again)
+    assert sum(p.count for _, p in again) == 2 and c["probes_long"] == 8
+    # Short jobs no longer reach g0 either; once it rejoins they do again.
+    reached = set()
+    for j in range(2, 40):
+        reached |= {to for to, _ in sent(s.on_message(2, "fe", SubmitJob(j, [1.0], 1.0)), Probe)}
+    assert reached == {"g1", "g2", "s0", "s1"}
+    s.on_message(3, "fe", PeerUp("g0"))
+    out = s.on_message(4, "fe", SubmitJob(99, [1.0], 1.0))
+    assert {to for to, _ in sent(out, Probe)} == set(nodes)  # 20 probes over 5 nodes: every one
 
 
 # --- Hawk's randomized stealing, the thief's side (§2.3.6) -----------------------------------------------
@@ -276,6 +309,17 @@ def test_a_node_keeps_its_place_in_the_variance_order_through_many_heartbeats():
     c.on_message(0.0, "a", Heartbeat(0, 0.7, 0.0))
     c.on_message(0.0, "c", Heartbeat(0, 0.9, 0.0))
     assert placed(c.on_message(1.0, "fe", SubmitJob(1, [1.0] * 3, 1.0))) == ["b", "a", "c"]
+
+
+def test_a_kairos_node_that_rejoins_takes_tasks_again_up_to_its_n_plus_q():
+    """Alg. 3's admission control (at most N + Q tasks per node) for a node declared dead (issue 14) that
+    rejoins: its cap is N + Q again, and queued tasks go to it at once."""
+    c = KairosCentralCore("c", {"a": 2, "b": 1}, q=1)
+    c.on_message(0.0, "fe", PeerDown("a"))
+    out = c.on_message(1.0, "fe", SubmitJob(1, [1.0] * 6, 1.0))
+    assert placed(out) == ["b", "b"] and len(c.queue) == 4
+    assert placed(c.on_message(2.0, "fe", PeerUp("a"))) == ["a", "a", "a"]
+    assert c.counts() == {"a": 3, "b": 2} and len(c.queue) == 1
 
 
 # --- Kairos node: LAS with preemption and the starvation guard (§4.3.2, Algorithm 2) ---------------------
