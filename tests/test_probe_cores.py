@@ -13,22 +13,28 @@ import pytest
 
 from aviary.central.kairos import KairosCentralCore
 from aviary.central.lwl import CentralLwlCore, LwlIndex
-from aviary.common.effects import Effect, Launch, Resume, Send, SetTimer, Suspend
+from aviary.common.effects import Effect, Kill, Launch, Resume, Send, SetTimer, Suspend
 from aviary.common.messages import (
+    AssignTask,
     CancelProbes,
     GetTask,
     Heartbeat,
+    JobDone,
     LongTask,
     PeerDown,
     PeerUp,
     PlaceTask,
     Probe,
+    QueueTask,
+    StealReply,
+    StealRequest,
     SubmitJob,
     TaskFinished,
     TaskStarted,
 )
 from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
+from aviary.worker.hybrid import HybridNodeCore
 from aviary.worker.las import QUANTUM, KairosNodeCore
 from aviary.worker.stealing import Stealer
 
@@ -78,6 +84,14 @@ def test_hawk_re_probes_a_dead_node_s_long_reservations_in_the_general_partition
     assert sent(out, Probe) == [("g1", Probe(1, 50.0, 1, 1, long=True))]
     assert s.counters["probes_long"] == 3
     assert s.general == ["g1"]
+    # A short job's reservations lost with a node are probed again as short ones, over every live node.
+    out = s.on_message(1.5, "fe", SubmitJob(3, [1.0, 1.0], 1.0))
+    assert sorted(to for to, _ in sent(out, Probe)) == ["g1", "s0", "s1"]  # 4 probes over 3 live nodes
+    holder = next(to for to, p in sent(out, Probe) if p.count == 2)
+    out = s.on_message(1.6, "fe", PeerDown(holder))
+    assert sum(p.count for _, p in sent(out, Probe) if p.job_id == 3) == 2
+    assert not any(p.long for _, p in sent(out, Probe) if p.job_id == 3)
+    s.on_message(1.7, "fe", PeerUp(holder))
     s.on_message(2, "fe", PeerUp("g0"))
     out = s.on_message(3, "fe", SubmitJob(2, [50.0], 50.0))
     assert sorted(to for to, _ in sent(out, Probe)) == ["g0", "g1"]
@@ -188,6 +202,135 @@ def test_a_victim_that_dies_while_asked_is_skipped_at_once_and_a_death_elsewhere
     assert stealer.start() != []
 
 
+# --- Hawk's stealing on the node cores (§2.3.6): thief and victim ------------------------------------------
+
+
+def hawk_node(name: str, victims: list[str], slots: int = 1, attempts: int = 10) -> HybridNodeCore:
+    return HybridNodeCore(
+        name, slots, stealer=Stealer(name, victims, attempts, random.Random(0)), victim=True
+    )
+
+
+def steal_requests(effects: list[Effect]) -> list[str]:
+    return [to for to, _ in sent(effects, StealRequest)]
+
+
+def test_a_victim_running_a_short_task_gives_the_group_after_its_first_long_entry():
+    """Figure 2.3, case a1: "a server currently is executing a short job. The short tasks that it provides
+    for stealing come after the first long job in the queue" (not the short probes at its head)."""
+    v = hawk_node("v", [])
+    v.on_message(0, "s", Probe(1, 1.0, 1))
+    v.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0))  # runs a short task
+    v.on_message(0, "s", Probe(2, 1.0, 1))  # S at the head
+    v.on_message(0, "central", LongTask(9, 0, 50.0, 50.0))  # L
+    v.on_message(0, "s", Probe(3, 1.0, 1))  # S behind L: the one given
+    ((_, reply),) = sent(v.on_message(1, "thief", StealRequest()), StealReply)
+    assert [p[1] for p in reply.probes] == [3] and v.counters["probes_given"] == 1
+    assert [e.job_id for e in v.queue] == [2, 9]
+
+
+def test_a_thief_serves_every_stolen_reservation_and_steals_again_after_a_success():
+    """§2.3.6: stolen probes are queued on the thief as its own (a probe of two reservations asks its
+    scheduler twice); a round that got probes ends, and the next time the thief runs out of work it
+    starts a new one (Table 3.2's stealing counters: ``steal_successes`` per successful round)."""
+    thief = hawk_node("t", ["t", "a", "b", "c"])
+    thief.on_message(0, "s", Probe(1, 1.0, 1))
+    thief.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0))
+    (victim,) = steal_requests(thief.on_task_exit(1, (1, 0), True))
+    out = thief.on_message(2, victim, StealReply([["s", 5, 1.0, 2, 2]]))
+    assert sent(out, GetTask) == [("s", GetTask(5))] and steal_requests(out) == []
+    thief.on_message(2, "s", AssignTask(5, 0, 1.0, 1.0))
+    out = thief.on_task_exit(3, (5, 0), True)
+    assert sent(out, GetTask) == [("s", GetTask(5))]  # the second reservation
+    thief.on_message(3, "s", AssignTask(5, 1, 1.0, 1.0))
+    assert (thief.counters["steals"], thief.counters["steal_successes"]) == (2, 1)
+    (victim,) = steal_requests(thief.on_task_exit(4, (5, 1), True))  # out of work again: a new round
+    thief.on_message(5, victim, StealReply([["s", 6, 1.0, 1, 1]]))
+    assert (thief.counters["steals"], thief.counters["steal_successes"]) == (3, 2)
+
+
+def test_a_probe_stolen_by_a_node_with_a_free_slot_beside_a_long_task_is_rescued_not_behind_long():
+    """Table 3.2 (§3.6.1): a stolen probe that runs at once on its thief did not wait behind long work
+    (``short_ran_behind_long`` stays 0), though it was queued on a node holding long work
+    (``probes_behind_long``, as any probe queued there). The thief here has two slots, one running a
+    long task, and nothing queued: it is out of tasks to execute."""
+    thief = hawk_node("t", ["t", "a", "b"], slots=2)
+    out = thief.on_message(0, "central", LongTask(9, 0, 100.0, 100.0))
+    assert [e for e in out if isinstance(e, Launch)] == [Launch((9, 0), 100.0)]
+    thief.on_message(5, "s", Probe(1, 1.0, 1))
+    thief.on_message(5, "s", AssignTask(1, 0, 1.0, 1.0))
+    (victim,) = steal_requests(thief.on_task_exit(6, (1, 0), True))  # a free slot, nothing queued
+    out = thief.on_message(7, victim, StealReply([["s", 2, 1.0, 1, 1]]))
+    assert sent(out, GetTask) == [("s", GetTask(2))]
+    thief.on_message(7, "s", AssignTask(2, 0, 1.0, 1.0))
+    assert thief.counters["probes_behind_long"] == 2  # job 1's probe and the stolen one
+    assert thief.counters["short_ran_behind_long"] == 0
+
+
+def test_a_round_stops_when_the_thief_got_work_meanwhile():
+    """§2.3.6: only a server out of tasks steals; one that got a task while waiting for a victim's
+    answer asks no further victim, even with no free slot and an empty queue."""
+    thief = hawk_node("t", [f"g{i}" for i in range(10)])
+    thief.on_message(0, "s", Probe(1, 1.0, 1))
+    thief.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0))
+    (victim,) = steal_requests(thief.on_task_exit(1, (1, 0), True))
+    thief.on_message(1.5, "s", Probe(2, 1.0, 1))
+    thief.on_message(1.5, "s", AssignTask(2, 0, 1.0, 1.0))  # busy: free 0, nothing queued
+    assert steal_requests(thief.on_message(2, victim, StealReply([]))) == []
+
+
+def test_a_hawk_node_whose_scheduler_dies_kills_its_tasks_frees_its_slots_and_steals():
+    """Issue 14 on a Hawk node (it has a stealer): the tasks of a dead scheduler are killed and the slots
+    held for its pending ``GetTask`` freed, every one of them; left with nothing, the node steals
+    (§2.3.6). A victim that dies is never asked; if it was being asked, the next one is, at once."""
+    node = hawk_node("n", ["n", "a", "b", "c"], slots=3)
+    node.on_message(0, "s", Probe(1, 1.0, 1))
+    node.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0))  # runs
+    node.on_message(0, "s", Probe(2, 1.0, 2, count=2))  # two GetTask pending
+    assert node.free == 0
+    out = node.on_message(1, "fe", PeerDown("s"))
+    assert [e for e in out if isinstance(e, Kill)] == [Kill((1, 0))]
+    assert node.free == 2  # the two slots held for job 2; job 1's slot frees when its task exits
+    (victim,) = steal_requests(out)
+    out = node.on_message(1, "fe", PeerDown(victim))  # the victim being asked dies: the next one
+    asked = [victim]
+    while requests := steal_requests(out):
+        asked += requests
+        out = node.on_message(2, requests[0], StealReply([]))
+    assert sorted(asked) == ["a", "b", "c"]  # each once, the dead one not again
+    # The killed task's exit: the node is out of work again, and the dead victim is not asked.
+    out = node.on_task_exit(3, (1, 0), True)
+    assert sent(out, TaskFinished) == []  # nobody to tell
+    asked = []
+    while requests := steal_requests(out):
+        asked += requests
+        out = node.on_message(6, requests[0], StealReply([]))
+    assert sorted(asked) == sorted({"a", "b", "c"} - {victim})
+
+
+def test_a_sticky_probe_holds_one_slot_at_a_time_per_reservation():
+    """SBP (§3.4.1): after each task the node asks the same job for another one; a probe of one
+    reservation never runs two tasks at once, even with a second slot free."""
+    node = HybridNodeCore("n", 2, srpt=True, sticky=True)
+    out = node.on_message(0, "s", Probe(1, 1.0, 5))
+    assert sent(out, GetTask) == [("s", GetTask(1))]
+    assert sent(node.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0, 4)), GetTask) == []
+    out = node.on_task_exit(1, (1, 0), True)
+    assert sent(out, GetTask) == [("s", GetTask(1))] and node.free == 1
+    assert sent(node.on_message(1, "s", AssignTask(1, 1, 1.0, 1.0, 3)), GetTask) == []
+
+
+def test_a_dlwl_heartbeat_carries_queued_estimates_plus_what_is_left_of_the_running_tasks_per_slot():
+    """§3.6.2 (DLWL): the node's estimated queue waiting time: estimates of the queued tasks plus the
+    remaining estimated part of the running ones (an overdue task counts 0), divided over its slots."""
+    node = HybridNodeCore("n", 2, srpt=True, stop_at_long=False, heartbeat_to=["s"], heartbeat=1.0)
+    node.on_message(0, "s", QueueTask(1, 0, 10.0, 10.0, 1))  # runs: 6 left at t = 4
+    node.on_message(0, "s", QueueTask(2, 0, 1.0, 1.0, 1))  # runs: overdue at t = 4
+    node.on_message(0, "s", QueueTask(3, 0, 5.0, 5.0, 1))
+    node.on_message(0, "s", QueueTask(4, 0, 3.0, 3.0, 1))
+    assert node.estimated_wait(4.0) == pytest.approx((6.0 + 0.0 + 5.0 + 3.0) / 2)
+
+
 # --- central LWL (Hawk §2.3.7, Eagle §3.3.3) ------------------------------------------------------------
 
 
@@ -195,8 +338,7 @@ def test_lwl_index_always_picks_a_node_with_the_least_work_left_under_long_churn
     """§2.3.7: "the waiting time is the sum of the estimated execution time for all long tasks in that
     server's queue plus the remaining estimated execution time of any long task that currently may be
     executing", the task going to the node with the smallest. Checked against that plain definition
-    over thousands of placements, starts, finishes and DLWL reports (§3.6.2), enough for the index to
-    rebuild its heaps several times."""
+    over thousands of placements, starts, finishes and DLWL reports (§3.6.2)."""
     rng = random.Random(7)
     n = 6
     lwl = LwlIndex(n, list(range(n)))
@@ -238,6 +380,25 @@ def test_lwl_index_always_picks_a_node_with_the_least_work_left_under_long_churn
             reported[i] = now + w if w > 0 else None
 
 
+def test_lwl_index_counts_the_running_task_the_same_after_compacting_its_heaps():
+    """§2.3.7's waiting time (queued estimates plus the remaining part of the running long task) once the
+    index has dropped its stale entries: many small tasks placed and finished on one node without a
+    placement in between make it rebuild its heaps, and a node running a long task with more queued
+    behind it must still count both."""
+    lwl = LwlIndex(2, [0, 1])
+    lwl.add(0, 100.0, 0.0)
+    lwl.start(0, 100.0, 0.0)  # node 0 runs a task expected to end at 100
+    lwl.add(0, 50.0, 0.0)  # ... with 50 queued behind it: 150 at t = 0
+    lwl.add(1, 120.0, 0.0)  # node 1: 120 queued
+    for _ in range(60):  # small tasks come and go on node 1, placed and finished before they started
+        lwl.add(1, 1.0, 0.0)
+        lwl.finish(1, 1.0, None, 0.0)
+    assert len(lwl.idle) + len(lwl.busy) > 8 * 2 + 64  # the next question rebuilds
+    assert lwl.least(0.0) == 1
+    assert len(lwl.idle) + len(lwl.busy) == 2
+    assert lwl.least(40.0) == 0  # 50 queued + 60 left = 110 < 120
+
+
 def test_a_reported_backlog_below_one_second_still_counts():
     """§3.6.2 (DLWL's queue estimates, as LWL's): a node that reports 0.5 s of work is more loaded than an
     idle one, whatever the unit (replays divide trace seconds by the time scale, so waits are small)."""
@@ -272,10 +433,26 @@ def test_lwl_places_a_dead_node_s_long_tasks_again_and_moves_their_sss_bit():
     assert c.bits == bit[second]
     c.on_message(40.0, second, TaskFinished(1, m1.task_index))
     assert c.bits == 0
-    # The dead node rejoins empty and takes long work again.
+    # The dead node rejoins empty: with half a second of work queued on each other node, it is the
+    # one with the least work left.
+    out = c.on_message(41.0, "fe", SubmitJob(2, [0.5, 0.5], 0.5))
+    assert sorted(to for to, _ in sent(out, LongTask)) == sorted({"g0", "g1", "g2"} - {first})
     c.on_message(41.0, "fe", PeerUp(first))
-    out = c.on_message(42.0, "fe", SubmitJob(2, [10.0] * 3, 10.0))
-    assert sorted(to for to, _ in sent(out, LongTask)) == ["g0", "g1", "g2"]
+    out = c.on_message(42.0, "fe", SubmitJob(3, [10.0], 10.0))
+    assert [to for to, _ in sent(out, LongTask)] == [first]
+
+
+def test_a_long_task_placed_again_before_it_started_starts_its_job_when_its_new_node_says_so():
+    """§2.3.7: the central scheduler learns that a long task started from its node; a task placed again
+    because its node died before starting it (issue 14) is queued on the new node, and the job's first
+    start (``JobDone``'s delay) is when that node starts it, not when it was placed again."""
+    c = CentralLwlCore("central", ["g0", "g1"], ["g0", "g1"], sss=True, seed=0)
+    ((node, m),) = sent(c.on_message(0.0, "fe", SubmitJob(1, [30.0], 30.0)), LongTask)
+    ((again, _),) = sent(c.on_message(5.0, "fe", PeerDown(node)), LongTask)
+    assert again != node
+    c.on_message(8.0, again, TaskStarted(1, m.task_index))
+    done = c.on_message(38.0, again, TaskFinished(1, m.task_index))
+    assert sent(done, JobDone) == [("fe", JobDone(1, 8.0))]
 
 
 # --- Kairos central dispatcher (§4.3.3, Algorithm 3) ------------------------------------------------------
@@ -339,18 +516,18 @@ def place(node: KairosNodeCore, now: float, job: int) -> list[Effect]:
 
 def test_an_arrival_preempts_an_unguarded_task_when_another_slot_holds_a_guarded_one():
     """Alg. 2 lines 10-15 with the starvation guard: a new task preempts the running task with the most
-    attained service *among those not protected*; one protected task in another slot does not make it
+    attained service *among those not protected*; a protected task in the first slot does not make it
     wait."""
     n = kairos_node(slots=2, starvation_quanta=1, starvation_multiple=3.0)
     place(n, 0.0, 1)  # slot 0
     place(n, 0.0, 2)  # slot 1
-    place(n, 5.0, 3)  # preempts task 1 (5 s, the first with the most): slot 0
-    out = n.on_timer(10.0, (QUANTUM, 1))  # task 1 waited W: starving, it takes slot 1, guarded
-    assert out[:2] == [Suspend((2, 0)), Resume((1, 0))]
-    assert n.running[1] is not None and n.running[1].task_id == (1, 0)
-    # Slot 0 (task 3, unguarded, 7 s) is preempted by an arrival; slot 1's guarded task 1 is left alone.
-    out = place(n, 12.0, 4)
-    assert out[:2] == [Suspend((3, 0)), Launch((4, 0), 100.0)]
+    place(n, 1.0, 3)  # preempts task 1 (1 s, the first of the two with the most): slot 0
+    place(n, 2.0, 4)  # preempts task 2 (2 s against task 3's 1 s): slot 1
+    out = n.on_timer(11.0, (QUANTUM, 0))  # task 1 waited W: starving, it takes slot 0, guarded
+    assert out == [Suspend((3, 0)), Resume((1, 0)), SetTimer((QUANTUM, 0), 3 * W)]
+    # Slot 1's task 4 (9.5 s, unguarded) is preempted by an arrival; slot 0's guarded task 1 is not.
+    out = place(n, 11.5, 5)
+    assert out == [Suspend((4, 0)), Launch((5, 0), 100.0), SetTimer((QUANTUM, 1), W)]
     assert n.counters["arrivals_waiting"] == 0
 
 
