@@ -21,11 +21,14 @@ from aviary.common.messages import (
     Heartbeat,
     JobDone,
     LongTask,
+    NoTask,
     PeerDown,
     PeerUp,
     PlaceTask,
     Probe,
+    ProbeRejected,
     QueueTask,
+    RemainingUpdate,
     StealReply,
     StealRequest,
     SubmitJob,
@@ -130,6 +133,106 @@ def test_eagle_probes_a_long_job_it_receives_over_the_general_partition_without_
     s.on_message(3, "fe", PeerUp("g0"))
     out = s.on_message(4, "fe", SubmitJob(99, [1.0], 1.0))
     assert {to for to, _ in sent(out, Probe)} == set(nodes)  # 20 probes over 5 nodes: every one
+
+
+def bitvector(busy: set[int], n: int) -> bytes:
+    """The central scheduler's SSS bitvector: bit i (little-endian bytes) set while node i holds long work."""
+    return sum(1 << i for i in busy).to_bytes((n + 7) // 8, "little")
+
+
+def test_eagle_re_sends_rejected_probes_to_the_few_nodes_free_of_long_work_in_a_large_cluster():
+    """§3.3.3: "target nodes are drawn uniformly at random from the set of nodes that are not currently
+    serving a long job according to the selected bitvector", with the short partition always free. Here
+    200 nodes (a bitvector of 25 bytes): every re-sent probe goes to a free one, as round 1, carrying the
+    job's estimate, remaining count and the rejected reservations (drawn with replacement, so both may go
+    to one node). With free nodes this rare, the draw often falls back to listing them."""
+    nodes = [f"g{i}" for i in range(199)] + ["s0"]
+    free = {f"g{i}" for i in range(8, 16)} | {"s0"}
+    busy = bitvector({i for i in range(199) if f"g{i}" not in free}, len(nodes))
+    s = EagleSchedulerCore("s", nodes, ["s0"], probe_ratio=1, min_probes=0, seed=3)
+    ((first, _),) = sent(s.on_message(0, "fe", SubmitJob(1, [4.0], 4.0)), Probe)
+    targets = []
+    for k in range(60):
+        out = s.on_message(1 + k, first, ProbeRejected(1, 2, 0, busy, 10.0))
+        probes = sent(out, Probe)
+        assert all(p == Probe(1, 4.0, 1, p.count, attempt=1) for _, p in probes)
+        assert sum(p.count for _, p in probes) == 2
+        targets += [to for to, p in probes for _ in range(p.count)]
+    assert set(targets) <= free and "s0" in targets and len(set(targets)) >= 5
+    assert s.counters["probes_to_free"] == 120 and s.counters["probes_to_short"] == 0
+    # No short partition, one free node among 200: found whether the draw hits it or lists it.
+    nodes = [f"g{i}" for i in range(200)]
+    busy = bitvector(set(range(200)) - {150}, 200)
+    s = EagleSchedulerCore("s", nodes, probe_ratio=1, min_probes=0, seed=3)
+    ((first, _),) = sent(s.on_message(0, "fe", SubmitJob(1, [4.0], 4.0)), Probe)
+    for k in range(10):
+        out = s.on_message(1 + k, first, ProbeRejected(1, 1, 0, busy, 10.0))
+        assert sent(out, Probe) == [("g150", Probe(1, 4.0, 1, 1, attempt=1))]
+
+
+def test_eagle_keeps_the_freshest_bitvector_and_cancels_and_updates_the_nodes_its_re_sent_probes_hold():
+    """§3.3.3: the re-sent probes use "the freshest available bitvector" (an older one arriving later is
+    ignored). §3.4.3: "upon assigning a new task to a node, the distributed scheduler updates the number
+    of remaining tasks at all nodes where it has located probes" (re-sent ones included, not the node
+    that got the task), and once every task is handed out they are cancelled (Sparrow, §2.3.5)."""
+    nodes = [f"n{i}" for i in range(8)]  # no short partition: only n7 is free by the fresh bitvector
+    s = EagleSchedulerCore("s", nodes, probe_ratio=1, min_probes=0, update_ratio=0.0, seed=0)
+    probed = [to for to, _ in sent(s.on_message(0, "fe", SubmitJob(1, [5.0] * 3, 5.0)), Probe)]
+    a, b, c = (n for n in probed)
+    fresh, old = bitvector(set(range(7)) - {7}, 8), bitvector(set(range(1, 8)), 8)
+    out = s.on_message(1, a, ProbeRejected(1, 1, 0, fresh, 20.0))
+    assert sent(out, Probe) == [("n7", Probe(1, 5.0, 3, 1, attempt=1))]
+    out = s.on_message(2, b, ProbeRejected(1, 1, 0, old, 10.0))  # older: n0 would be free by it
+    assert sent(out, Probe) == [("n7", Probe(1, 5.0, 3, 1, attempt=1))]
+    assert s.stamp == 20.0
+    out = s.on_message(3, c, GetTask(1))
+    assert sent(out, RemainingUpdate) == [("n7", RemainingUpdate(1, 2))]
+    assert s.counters["remaining_updates"] == 1
+    s.on_message(4, "n7", GetTask(1))
+    out = s.on_message(5, "n7", GetTask(1))  # the last task
+    assert sorted(sent(out, CancelProbes)) == sorted([(c, CancelProbes(1)), ("n7", CancelProbes(1))])
+    assert s.counters["probes_leftover_cancelled"] == 3  # c's, and n7's two (sticky: kept after use)
+    # A late request after the job finished is answered NoTask.
+    for i, node in enumerate([c, "n7", "n7"]):
+        s.on_message(6, node, TaskFinished(1, i))
+    assert 1 not in s.jobs
+    assert s.on_message(7, "n7", GetTask(1)) == [Send("n7", NoTask(1))]
+
+
+def test_eagle_never_re_sends_to_dead_nodes_and_re_probes_a_short_job_s_lost_reservations_as_short():
+    """§3.3.3 with failures (issue 14): a node declared dead is never free of long work for the
+    re-placement (every death counts, not only the last), and a short job's reservations lost with a
+    node are probed again as short ones."""
+    nodes = ["g0", "g1", "g2", "s0"]
+    s = EagleSchedulerCore("s", nodes, ["s0"], probe_ratio=2, min_probes=0, seed=5)
+    out = s.on_message(0, "fe", SubmitJob(1, [1.0, 1.0], 1.0))
+    assert sorted(to for to, _ in sent(out, Probe)) == sorted(nodes)  # 4 probes over 4 nodes
+    out = s.on_message(1, "fe", PeerDown("g1"))
+    assert sum(p.count for _, p in sent(out, Probe)) == 1
+    assert not any(p.long for _, p in sent(out, Probe)) and "g1" not in {to for to, _ in sent(out, Probe)}
+    s.on_message(1, "fe", PeerDown("g2"))
+    busy = bitvector({0}, 4)  # only g0 holds long work: g1 and g2 would be free, but they are dead
+    for k in range(20):
+        out = s.on_message(2 + k, "g0", ProbeRejected(1, 1, 0, busy, 5.0))
+        assert [to for to, _ in sent(out, Probe)] == ["s0"]
+
+
+def test_eagle_without_sbp_counts_the_reservations_a_node_holds_one_task_at_a_time():
+    """§3.6.3 (Eagle without sticky batch probing): a probe is used up by the task it brings, so a node
+    holding two reservations of a job still holds one after its first task, and gets the job's cancel
+    (with the right count of leftover reservations); a node whose one reservation was used does not."""
+    nodes = ["a", "b"]
+    s = EagleSchedulerCore("s", nodes, probe_ratio=2, min_probes=0, sticky=False, updates=False, seed=0)
+    out = s.on_message(0, "fe", SubmitJob(1, [1.0, 1.0, 1.0], 1.0))  # 6 probes: 3 on each node
+    assert sorted((to, p.count) for to, p in sent(out, Probe)) == [("a", 3), ("b", 3)]
+    s.on_message(1, "a", GetTask(1))
+    s.on_message(1, "a", GetTask(1))
+    out = s.on_message(1, "b", GetTask(1))  # the last task: a holds 1 reservation, b 2
+    assert sorted(to for to, _ in sent(out, CancelProbes)) == ["a", "b"]
+    assert s.counters["probes_leftover"] == 3
+    s.on_message(0, "fe", SubmitJob(2, [1.0], 1.0))  # 2 probes: one on each node
+    out = s.on_message(1, "a", GetTask(2))
+    assert sent(out, CancelProbes) == [("b", CancelProbes(2))]  # a used its one reservation
 
 
 # --- Hawk's randomized stealing, the thief's side (§2.3.6) -----------------------------------------------
