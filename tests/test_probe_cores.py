@@ -39,6 +39,7 @@ from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
 from aviary.worker.hybrid import HybridNodeCore
 from aviary.worker.las import QUANTUM, KairosNodeCore
+from aviary.worker.queues import BLOCK, Entry, HybridQueue
 from aviary.worker.stealing import Stealer
 
 
@@ -303,6 +304,100 @@ def test_a_victim_that_dies_while_asked_is_skipped_at_once_and_a_death_elsewhere
     assert nxt.to not in (first.to, other)
     assert stealer.down(nxt.to, still_idle=False) == []  # busy again: the round stops
     assert stealer.start() != []
+
+
+# --- Eagle's node queue: SRPT with bypass counters over long queues (§3.4.3, Algorithm 1) ----------------
+
+
+class Kept:
+    """An entry's state as kept by hand: estimate, long, reservations, slots held, bypass counter."""
+
+    def __init__(self, entry: Entry) -> None:
+        self.entry, self.estimate, self.long = entry, entry.estimate, entry.long
+        self.count, self.active, self.bypass = entry.count, 0, 0.0
+
+
+def algorithm_1(
+    kept: list[Kept], remaining: dict[int, int], threshold: float, stop_at_long: bool
+) -> Entry | None:
+    """GetProbeFromQueue of Algorithm 1 with the anti-starvation check, over the live entries head first:
+    the entry of least remaining work (remaining tasks x estimate) whose task estimate fits in threshold x
+    estimate - bypass counter of every entry in front of it; else the first entry that can take a slot."""
+    best, best_work, slack = None, math.inf, math.inf
+    for k in kept:
+        if stop_at_long and k.long:
+            break
+        work = remaining[k.entry.job_id] * k.estimate
+        if k.active < k.count and work < best_work and k.estimate <= slack:
+            best, best_work = k.entry, work
+        slack = min(slack, threshold * k.estimate - k.bypass)
+    if best is None:
+        best = next((k.entry for k in kept if k.active < k.count), None)
+    return best
+
+
+@pytest.mark.parametrize("stop_at_long", [True, False])
+def test_srpt_with_bypass_counters_matches_algorithm_1_kept_by_hand_over_queues_of_many_blocks(stop_at_long):
+    """§3.4.3: "whenever a probe P is about to be bypassed by a task T, P's bypass counter is incremented
+    by the estimated execution time of T. Eagle does not allow T to bypass P if the estimated execution
+    time of T would make the bypass counter of P exceed a threshold value" (5 task estimates, §3.5). The
+    node's queue keeps those counters lazily per block of entries, and the remaining counts it is told
+    are written in later; here everything is kept entry by entry, and every choice, every counter and
+    every reservation count must agree, over queues of hundreds of entries (Eagle's SRPT; with
+    ``stop_at_long`` off, DLWL's, §3.6.2)."""
+    rng = random.Random(11)
+    q = HybridQueue(threshold=5.0)
+    kept: list[Kept] = []
+    remaining: dict[int, int] = {}  # job -> remaining tasks last told
+    job = 0
+    for step in range(6000):
+        op = rng.random()
+        if op < 0.3 or len(kept) < 6 * BLOCK:
+            job += 1
+            long = rng.random() < 0.05
+            est = rng.choice([0.5, 1.0, 2.0, 5.0, 10.0]) * (20 if long else 1)
+            remaining[job] = rng.randint(1, 30)
+            e = Entry("s", job, est, probe=not long, long=long, remaining=remaining[job],
+                      count=1 if long else rng.choice([1, 1, 2, 3]))  # fmt: skip
+            q.push(e)
+            kept.append(Kept(e))
+        elif op < 0.45:
+            k = rng.choice(kept)
+            remaining[k.entry.job_id] = rng.randint(0, 30)
+            q.set_remaining("s", k.entry.job_id, remaining[k.entry.job_id])
+        elif op < 0.55:
+            k = rng.choice(kept)
+            if not k.long and k.active < k.count and rng.random() < 0.5:
+                q.activate(k.entry, 1)  # a sticky probe takes a slot
+                k.active += 1
+            elif k.active > 0:
+                q.activate(k.entry, -1)  # ... and gives it back
+                k.active -= 1
+        elif op < 0.6:
+            q.remove(kept.pop(rng.randrange(len(kept))).entry)
+        else:
+            chosen = q.srpt(stop_at_long=stop_at_long)
+            assert chosen is algorithm_1(kept, remaining, q.threshold, stop_at_long), step
+            if chosen is None:
+                continue
+            q.charge_bypass(chosen)
+            i = next(i for i, k in enumerate(kept) if k.entry is chosen)
+            for k in kept[:i]:
+                k.bypass += chosen.estimate
+            if kept[i].active == 0 and kept[i].count > 1 and rng.random() < 0.5:
+                q.consume(chosen)  # one reservation of a non-sticky probe is used
+                kept[i].count -= 1
+            elif rng.random() < 0.5 or kept[i].long:
+                q.remove(chosen)  # a placed task started, or a probe's job ran out
+                kept.pop(i)
+            else:
+                q.activate(chosen, 1)  # a sticky probe: it holds the slot its task runs in
+                kept[i].active += 1
+        if step % 50 == 0:
+            assert [e for e in q] == [k.entry for k in kept], step
+            assert all(q.bypass_of(k.entry) == pytest.approx(k.bypass) for k in kept), step
+            assert q.reservations == sum(k.count for k in kept) and len(q) == len(kept), step
+            assert all(k.entry.count == k.count and k.entry.active == k.active for k in kept), step
 
 
 # --- Hawk's stealing on the node cores (§2.3.6): thief and victim ------------------------------------------
