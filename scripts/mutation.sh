@@ -17,6 +17,12 @@
 #   bash scripts/mutation.sh --set probe              # the probe-based cores: Hawk, Eagle, Kairos, ...
 #   bash scripts/mutation.sh --set probe 'aviary.worker.stealing.*'
 #
+# MUTATION_TESTS="tests/a.py tests/b.py": run only these test files instead of the set's selection (with
+# mutant names from an earlier run: which of its survivors new tests kill; a mutant killed once stays
+# killed when tests are only added), e.g.
+#   MUTATION_TESTS=tests/test_probe_cores.py bash scripts/mutation.sh --set probe $(cat survivors.txt)
+# MUTATION_STAGE=build/NAME: the stage folder (default build/mutation or build/mutation-SET); one run at a
+# time per folder (a lock file beside it).
 # MUTMUT_CHILDREN: parallel test processes (default 2). Afterwards, in the stage folder:
 # `mutmut show NAME` prints a mutant's diff, `mutmut results` lists the survivors, `mutmut browse`.
 set -euo pipefail
@@ -37,6 +43,14 @@ if [ "${1:-}" = --set ]; then
     stage=build/mutation-$set_name
     shift 2
 fi
+stage=${MUTATION_STAGE:-$stage}
+# One run per stage folder: a second one would delete the first one's mutants under it.
+mkdir -p build
+exec 9>"$stage.lock"
+flock -n 9 || {
+    echo "mutation.sh: a run in $stage is going on (MUTATION_STAGE=build/other to run beside it)" >&2
+    exit 1
+}
 
 # The staged pyproject.toml: the [tool.mutmut] tables replaced by one with the chosen set's keys. Prints
 # what to copy besides the package: "tests PATH" per test file of the selection, "stage PATH" per extra.
@@ -44,6 +58,7 @@ plan=$(mktemp -d)
 trap 'rm -rf "$plan"' EXIT
 python3 - "$set_name" pyproject.toml "$plan/pyproject.toml" >"$plan/copy" <<'PY'
 import json
+import os
 import re
 import sys
 import tomllib
@@ -59,6 +74,8 @@ if name:
     chosen = dict(sets[name])
     extra = chosen.pop("stage", [])
     section.update(chosen)
+if os.environ.get("MUTATION_TESTS"):  # only these tests (e.g. new ones, against the survivors of a run)
+    section["pytest_add_cli_args_test_selection"] = os.environ["MUTATION_TESTS"].split()
 lines, skip = [], False
 for line in text.splitlines():
     if line.startswith("["):
