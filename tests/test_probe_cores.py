@@ -686,6 +686,29 @@ def test_a_node_keeps_its_place_in_the_variance_order_through_many_heartbeats():
     assert placed(c.on_message(1.0, "fe", SubmitJob(1, [1.0] * 3, 1.0))) == ["b", "a", "c"]
 
 
+def test_kairos_queues_each_task_of_a_staged_job_once_as_its_stages_are_released():
+    """Alg. 3's central queue (line 5: every task of a job is pushed once) for a staged job (the map and
+    reduce stages of §4.5's Hadoop jobs; here a DAG): a stage joins the queue when its parents finish,
+    and a stage whose tasks are still partly queued is not queued again when another stage is released."""
+    c = KairosCentralCore("c", {"a": 2}, q=0)
+    # Stage 0: 1 task (index 0); stage 1: 3 tasks (1-3); stage 2 after 0: index 4; stage 3 after 2: 5.
+    stages = [[1, 1.0, [1], []], [3, 1.0, [1], []], [1, 1.0, [1], [0]], [1, 1.0, [1], [2]]]
+    out = c.on_message(0.0, "fe", SubmitJob(1, [1.0] * 6, 1.0, stages))
+    assert [(e.to, e.msg.task_index) for e in out] == [("a", 0), ("a", 1)]
+    assert list(c.queue) == [(1, 2), (1, 3)]
+    out = c.on_message(1.0, "a", TaskFinished(1, 0))  # stage 2 released: behind stage 1's two
+    assert [e.msg.task_index for e in out if isinstance(e.msg, PlaceTask)] == [2]
+    assert list(c.queue) == [(1, 3), (1, 4)]
+    done = []
+    for now in range(2, 8):
+        if not c.state.placed:
+            break
+        (job, index) = next(iter(c.state.placed))
+        out = c.on_message(float(now), "a", TaskFinished(job, index))
+        done += [e.msg.task_index for e in out if isinstance(e.msg, PlaceTask)]
+    assert sorted(done) == [3, 4, 5] and c.counters["tasks_placed"] == 6
+
+
 def test_a_kairos_node_that_rejoins_takes_tasks_again_up_to_its_n_plus_q():
     """Alg. 3's admission control (at most N + Q tasks per node) for a node declared dead (issue 14) that
     rejoins: its cap is N + Q again, and queued tasks go to it at once."""
