@@ -27,6 +27,7 @@ from aviary.common.messages import (
     PlaceTask,
     Probe,
     ProbeRejected,
+    QueueReport,
     QueueTask,
     RemainingUpdate,
     StealReply,
@@ -35,6 +36,7 @@ from aviary.common.messages import (
     TaskFinished,
     TaskStarted,
 )
+from aviary.distributed.dlwl import DlwlSchedulerCore
 from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
 from aviary.worker.hybrid import HybridNodeCore
@@ -651,6 +653,31 @@ def test_a_long_task_placed_again_before_it_started_starts_its_job_when_its_new_
     c.on_message(8.0, again, TaskStarted(1, m.task_index))
     done = c.on_message(38.0, again, TaskFinished(1, m.task_index))
     assert sent(done, JobDone) == [("fe", JobDone(1, 8.0))]
+
+
+def test_dlwl_places_a_dead_node_s_tasks_again_by_least_work_and_ignores_its_late_reports():
+    """§3.6.2 (DLWL: each task on the node with the least estimated wait) under failures (issue 14): the
+    tasks placed on a node declared dead, started or not, are placed again on the live nodes, with the
+    job's count of tasks not started back up (what node SRPT reads); the dead node gets no remaining
+    update, its late start and finish count for nothing, and once it rejoins it is a target again."""
+    s = DlwlSchedulerCore("s", ["a", "b", "c"], ["a", "b", "c"], heartbeat=0.0, update_ratio=0.0, seed=0)
+    for node, wait in (("a", 0.0), ("b", 1.0), ("c", 50.0)):
+        s.on_message(0, node, QueueReport(wait))
+    out = s.on_message(0, "fe", SubmitJob(1, [4.0] * 3, 4.0))
+    assert [to for to, _ in sent(out, QueueTask)] == ["a", "b", "a"]
+    s.on_message(1, "a", TaskStarted(1, 0))  # a runs task 0, task 2 waits there
+    out = s.on_message(2, "fe", PeerDown("a"))
+    again = sent(out, QueueTask)
+    assert [(to, m.task_index) for to, m in again] == [("b", 0), ("b", 2)]
+    assert [m.remaining for _, m in again] == [3, 3]  # task 0 is not started any more
+    assert s.counters["tasks_rerun"] == 2 and s.counters["rerun_lost_ms"] == 1000
+    assert s.on_message(3, "a", TaskStarted(1, 2)) == [] and s.counters["late_results_ignored"] == 1
+    out = s.on_message(3, "b", TaskStarted(1, 1))
+    assert sent(out, RemainingUpdate) == [("b", RemainingUpdate(1, 2))]  # b still holds 0 and 2
+    s.on_message(4, "a", TaskFinished(1, 0))
+    assert s.counters["late_results_ignored"] == 2 and 0 in s.jobs[1].placed
+    s.on_message(5, "fe", PeerUp("a"))
+    assert [to for to, _ in sent(s.on_message(6, "fe", SubmitJob(2, [1.0], 1.0)), QueueTask)] == ["a"]
 
 
 # --- Kairos central dispatcher (§4.3.3, Algorithm 3) ------------------------------------------------------
