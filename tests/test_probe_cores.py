@@ -508,6 +508,36 @@ def test_a_hawk_node_whose_scheduler_dies_kills_its_tasks_frees_its_slots_and_st
     assert sorted(asked) == sorted({"a", "b", "c"} - {victim})
 
 
+def test_a_long_probe_of_hawk_without_central_is_long_work_on_its_node():
+    """§2.4.4 (Hawk without centralized scheduling: long jobs are probed) with §2.3.6: a long job's probe
+    queued on a node is long work there, so the short probes behind it are "behind a long task": a thief
+    gets them (Figure 2.3, case a1) and they count as queued behind long work (Table 3.2)."""
+    v = hawk_node("v", [])
+    v.on_message(0, "s", Probe(1, 1.0, 1))
+    v.on_message(0, "s", AssignTask(1, 0, 1.0, 1.0))  # runs a short task
+    v.on_message(0, "s", Probe(2, 500.0, 1, long=True))  # a long job's probe
+    v.on_message(0, "s", Probe(3, 1.0, 1))
+    assert v.holds_long_work and v.counters["probes_behind_long"] == 1
+    ((_, reply),) = sent(v.on_message(1, "thief", StealRequest()), StealReply)
+    assert [p[1] for p in reply.probes] == [3]
+
+
+def test_dlwl_srpt_charges_placed_tasks_to_the_bypass_counters_so_a_big_task_is_not_starved():
+    """§3.6.2 (DLWL+SRPT: the node reorders its whole queue by SRPT) with §3.4.3's anti-starvation rule:
+    a task placed early may be bypassed by shorter ones only until its counter would pass 5 x its
+    estimate; here a task of estimate 2 lets ten tasks of 1 go first, then runs."""
+    node = HybridNodeCore("n", srpt=True, stop_at_long=False, threshold=5.0)
+    node.on_message(0, "s", QueueTask(100, 0, 1.0, 1.0, 1))  # runs
+    node.on_message(0, "s", QueueTask(1, 0, 2.0, 2.0, 10))  # remaining work 20
+    launched = []
+    for i in range(1, 13):
+        node.on_message(i - 0.5, "s", QueueTask(100 + i, 0, 1.0, 1.0, 1))  # remaining work 1
+        running = next(iter(node.running))
+        out = node.on_task_exit(i, running, True)
+        launched += [e.task_id[0] for e in out if isinstance(e, Launch)]
+    assert launched[:11] == [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 1]
+
+
 def test_a_sticky_probe_holds_one_slot_at_a_time_per_reservation():
     """SBP (§3.4.1): after each task the node asks the same job for another one; a probe of one
     reservation never runs two tasks at once, even with a second slot free."""
