@@ -639,6 +639,25 @@ def test_a_reported_backlog_below_one_second_still_counts():
     assert lwl.least(10.5) == 0  # the backlog is over: a tie again
 
 
+def test_lwl_sss_bits_over_many_nodes_stay_set_while_a_node_holds_any_long_task():
+    """§3.3.3: "bit i indicating whether or not worker i currently has a long task assigned to it
+    (either running or enqueued)": with 16 nodes (two bytes, little-endian as the nodes and schedulers
+    read it) and two tasks of a job on one node, the bit stays set until both finished. §2.3.7: a task
+    that finishes before its estimate leaves no remaining work behind."""
+    nodes = [f"n{i}" for i in range(16)]
+    c = CentralLwlCore("central", nodes, ["n12"], sss=True, seed=0)
+    out = c.on_message(0.0, "fe", SubmitJob(1, [100.0, 100.0], 100.0))
+    assert [to for to, _ in sent(out, LongTask)] == ["n12", "n12"]
+    assert all(int.from_bytes(m.bitvector, "little") == 1 << 12 for _, m in sent(out, LongTask))
+    c.on_message(1.0, "n12", TaskStarted(1, 0))
+    c.on_message(10.0, "n12", TaskFinished(1, 0))  # early: 90 s before its estimate
+    assert c.bits == 1 << 12  # task 1 is still queued there
+    assert c.lwl.wait(0, 10.0) == 100.0  # the queued task only, nothing left of the finished one
+    c.on_message(10.0, "n12", TaskStarted(1, 1))
+    c.on_message(20.0, "n12", TaskFinished(1, 1))
+    assert c.bits == 0 and c.lwl.wait(0, 20.0) == 0.0
+
+
 def test_lwl_places_a_dead_node_s_long_tasks_again_and_moves_their_sss_bit():
     """§2.3.7 and §3.3.3 under failures (issue 14): the long tasks of a node declared dead are placed
     again by LWL on the live targets, queued there until they start, and the bitvector piggybacked on
