@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Mutation testing of the multi-resource cores with mutmut (docs/mutation.md). Slow (~30 min on two
-# cores): NOT part of scripts/test.sh, and CI does not run it.
+# Mutation testing of the policy cores with mutmut (docs/mutation.md). Slow (~30 min on two cores for
+# the multi-resource cores): NOT part of scripts/test.sh, and CI does not run it.
 #
 # mutmut names a mutant after its file's path (central/packing.py -> module central.packing) and copies
 # the code to mutate into mutants/; the tests import aviary.central.packing, and the package is the
-# repository root. So it runs in a staged copy, build/mutation/ (ignored by git, ruff and mypy): the
-# package's Python files in a folder named aviary, the tests, and pyproject.toml, whose [tool.mutmut]
-# section says what to mutate (the eight cores) and which tests to run (tests/test_packing.py only).
+# repository root. So it runs in a staged copy (ignored by git, ruff and mypy): the package's Python
+# files in a folder named aviary, the tests, and pyproject.toml, whose [tool.mutmut] section says what
+# to mutate and which tests to run. Without --set, that section as it is (the multi-resource cores,
+# Carbyne and DLWL against tests/test_packing.py, test_carbyne.py and test_dlwl.py), in build/mutation/.
+# With `--set NAME`, only_mutate, the test selection and pytest_add_cli_args come from
+# [tool.mutmut.sets.NAME], the files its `stage` key lists are staged too, and the run is in
+# build/mutation-NAME/ (the results of different sets do not overwrite each other).
 #
-#   bash scripts/mutation.sh                          # every mutant of the eight cores
+#   bash scripts/mutation.sh                          # every mutant of the multi-resource cores
 #   bash scripts/mutation.sh 'aviary.central.drf.*'   # only these mutants (mutmut's name globs)
+#   bash scripts/mutation.sh --set probe              # the probe-based cores: Hawk, Eagle, Kairos, ...
+#   bash scripts/mutation.sh --set probe 'aviary.worker.stealing.*'
 #
-# MUTMUT_CHILDREN: parallel test processes (default 2). Afterwards, in build/mutation:
+# MUTATION_TESTS="tests/a.py tests/b.py": run only these test files instead of the set's selection (with
+# mutant names from an earlier run: which of its survivors new tests kill; a mutant killed once stays
+# killed when tests are only added), e.g.
+#   MUTATION_TESTS=tests/test_probe_cores.py bash scripts/mutation.sh --set probe $(cat survivors.txt)
+# MUTATION_STAGE=build/NAME: the stage folder (default build/mutation or build/mutation-SET); one run at a
+# time per folder (a lock file beside it).
+# MUTMUT_CHILDREN: parallel test processes (default 2). Afterwards, in the stage folder:
 # `mutmut show NAME` prints a mutant's diff, `mutmut results` lists the survivors, `mutmut browse`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +33,61 @@ command -v mutmut >/dev/null || {
     echo "mutmut is missing: bash scripts/setup.sh, then PATH=\"\$PWD/.venv/bin:\$PATH\"" >&2
     exit 1
 }
+set_name=
+if [ "${1:-}" = --set ]; then
+    [ -n "${2:-}" ] || {
+        echo "usage: bash scripts/mutation.sh [--set NAME] [MUTANT_GLOB...]" >&2
+        exit 2
+    }
+    set_name=$2
+    stage=build/mutation-$set_name
+    shift 2
+fi
+stage=${MUTATION_STAGE:-$stage}
+# One run per stage folder: a second one would delete the first one's mutants under it.
+mkdir -p build
+exec 9>"$stage.lock"
+flock -n 9 || {
+    echo "mutation.sh: a run in $stage is going on (MUTATION_STAGE=build/other to run beside it)" >&2
+    exit 1
+}
+
+# The staged pyproject.toml: the [tool.mutmut] tables replaced by one with the chosen set's keys. Prints
+# what to copy besides the package: "tests PATH" per test file of the selection, "stage PATH" per extra.
+plan=$(mktemp -d)
+trap 'rm -rf "$plan"' EXIT
+python3 - "$set_name" pyproject.toml "$plan/pyproject.toml" >"$plan/copy" <<'PY'
+import json
+import os
+import re
+import sys
+import tomllib
+
+name, source, target = sys.argv[1:]
+text = open(source, encoding="utf-8").read()
+section = tomllib.loads(text)["tool"]["mutmut"]
+sets = section.pop("sets", {})
+extra = []
+if name:
+    if name not in sets:
+        sys.exit(f"mutation.sh: no set '{name}' in pyproject.toml (sets: {', '.join(sorted(sets)) or 'none'})")
+    chosen = dict(sets[name])
+    extra = chosen.pop("stage", [])
+    section.update(chosen)
+if os.environ.get("MUTATION_TESTS"):  # only these tests (e.g. new ones, against the survivors of a run)
+    section["pytest_add_cli_args_test_selection"] = os.environ["MUTATION_TESTS"].split()
+lines, skip = [], False
+for line in text.splitlines():
+    if line.startswith("["):
+        skip = re.match(r"\[tool\.mutmut[].]", line) is not None
+    if not skip:
+        lines.append(line)
+lines += ["", "[tool.mutmut]", *(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in section.items())]
+open(target, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+selection = section.get("pytest_add_cli_args_test_selection", [])
+tests = sorted({arg.split("::")[0] for arg in selection if arg.startswith("tests/")})
+print("\n".join([*(f"tests {t}" for t in tests), *(f"stage {p}" for p in extra)]))
+PY
 
 rm -rf "$stage"
 mkdir -p "$stage/aviary" "$stage/tests"
@@ -28,8 +95,14 @@ mkdir -p "$stage/aviary" "$stage/tests"
 for dir in __init__.py common worker distributed central launch experiments; do
     find "$dir" -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$stage/aviary/" \;
 done
-cp tests/conftest.py tests/test_packing.py tests/test_carbyne.py tests/test_dlwl.py "$stage/tests/"
-cp pyproject.toml "$stage/"
+cp tests/conftest.py "$stage/tests/"
+while read -r kind path; do
+    case $kind in
+        tests) cp "$path" "$stage/tests/" ;;
+        stage) cp -r --parents "$path" "$stage/aviary/" ;;
+    esac
+done <"$plan/copy"
+cp "$plan/pyproject.toml" "$stage/"
 
 cd "$stage"
 mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || echo "mutmut run exited with $?" >&2
