@@ -143,6 +143,7 @@ class FrontendCore(Core):
         self.epoch = epoch  # this replay's, in every Hello: its processes drop an earlier replay's work
         self.last_heard: dict[str, float] = {}
         self.dead: dict[str, float] = {}  # name -> replay clock when it was declared dead
+        self.exited: set[str] = set()  # dead for sure (its process exited): no answer brings it back
         self.reported: dict[str, Counters] = {}  # each process's last Counters (kept when it dies)
         self.pings = 0
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
@@ -225,6 +226,9 @@ class FrontendCore(Core):
             self.registered[sender] = msg
             self.last_heard[sender] = now
             if sender in self.dead:
+                if sender in self.exited:  # an answer it sent before it died, still on its way
+                    self.counters["late_answers_of_the_dead"] += 1
+                    return []
                 return self._rejoin(sender)
             if sender in self.waiting:
                 self.waiting.discard(sender)
@@ -290,10 +294,14 @@ class FrontendCore(Core):
             effects.append(SetTimer(PING, period))
         return effects
 
-    def declare_dead(self, now: float, name: str, why: str = "") -> list[Effect]:
+    def declare_dead(self, now: float, name: str, why: str = "", exited: bool = False) -> list[Effect]:
         """``name`` is dead: every live process hears ``PeerDown``; a scheduler's unfinished jobs go to a
-        live one of its role (or the replay :attr:`failed`)."""
+        live one of its role (or the replay :attr:`failed`). ``exited``: its process is known to have
+        exited (not just silent), so it never rejoins: a ``Register`` from it afterwards answered a
+        ``Hello`` before it died."""
         role = self.roles.get(name)
+        if exited and role is not None:
+            self.exited.add(name)
         if role is None or name in self.dead or self.t0 is None:
             return []
         clock = now - self.t0

@@ -26,7 +26,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag}: with --cluster the testbed is {args.cluster}'s: drop the flag")
-        return hold(args.cluster, args.dir or _temporary("aviary-up-"), args.remote_aviary)
+        import tempfile
+
+        return hold(args.cluster, args.dir or Path(tempfile.mkdtemp(prefix="aviary-up-")), args.remote_aviary)
 
     base_port = getattr(args, "base_port", None)
     cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=base_port is None)
@@ -95,12 +97,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         summary = run_replay(setup, quiet=args.quiet)
     print_summary(summary, setup.out)
     return 0 if summary["finished"] == summary["jobs"] else 1
-
-
-def _temporary(prefix: str) -> Path:
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

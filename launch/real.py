@@ -118,7 +118,7 @@ class FrontendSession:
                 self.lost.add(name)
                 self.problems.append(f"process {name} exited with code {code}")
                 if self.core.t0 is not None:  # replaying: its work goes elsewhere now
-                    self.runtime.inject(self.core.declare_dead, name, f"exited with code {code}")
+                    self.runtime.inject(self.core.declare_dead, name, f"exited with code {code}", True)
 
     async def registered(
         self, timeout: float = 60.0, progress: Progress | None = None, stop: Stop = _never

@@ -117,6 +117,19 @@ def test_liveness_declares_a_silent_process_dead_and_it_rejoins_when_it_answers(
     assert "n1" not in fe.dead and fe.counters["processes_rejoined"] == 1
 
 
+def test_a_process_that_exited_never_rejoins_on_an_answer_still_on_its_way() -> None:
+    """A ``Register`` sent before the process died (it answered a ``Hello`` just before the SIGKILL) and
+    read after its exit was seen must not bring it back: it would rejoin, then be declared dead a second
+    time by the liveness rounds (``processes_declared_dead`` 2 for one death, as a real run once
+    counted). A silent process that answers again does rejoin (above)."""
+    fe = frontend([job(0, 0.0, 1.0)])
+    fe.on_timer(0.0, "submit")
+    fe.declare_dead(2.0, "n1", "exited with code -9", exited=True)
+    assert fe.on_message(2.01, "n1", Register("node", 1)) == []
+    assert "n1" in fe.dead and fe.counters["processes_rejoined"] == 0
+    assert fe.counters["late_answers_of_the_dead"] == 1 and fe.counters["processes_declared_dead"] == 1
+
+
 # --- the cores: what a death means to each ----------------------------------------------------------
 
 
