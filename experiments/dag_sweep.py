@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio
 from aviary.launch.compare import FactorStats, load_comparison
 
@@ -145,14 +146,7 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     p.add_argument("--nodes", type=int, default=sweep.nodes)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
-    p.add_argument(
-        "--from-sweep",
-        type=Path,
-        metavar="DIR",
-        help=f"no runs: the report from the cells of `aviary sweep experiments/sweeps/"
-        f"{report_name or sweep.name}.toml` under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: "
-        "results/sweeps)",
-    )
+    from_sweep_flag(p, report_name or sweep.name)
     p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
     args = p.parse_args(argv)
     sweep.jobs, sweep.nodes = args.jobs, args.nodes

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num
 
 HERE = Path(__file__).resolve().parent
@@ -294,13 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="simulations run in parallel (default 2)")
     ap.add_argument("--report-only", action="store_true", help="rebuild the tables and plot from results")
     ap.add_argument("--force", action="store_true", help="re-run simulations whose results exist")
-    ap.add_argument(
-        "--from-sweep",
-        type=Path,
-        metavar="DIR",
-        help="no runs: the tables and plot from the cells of `aviary sweep experiments/sweeps/hawk_eagle_sim"
-        "*.toml` under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps)",
-    )
+    from_sweep_flag(ap, "hawk_eagle_sim*", "the tables and plot")
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the report and plot go")
     args = ap.parse_args(argv)
     global FROM_SWEEP

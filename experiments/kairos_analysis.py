@@ -228,16 +228,15 @@ def count_ties(
     are *consequential*. The round is replayed from its effects: a node's count when the round started is
     its count now less the tasks the round placed on it (nothing else changes a count within a round),
     and the node cores are untouched until the placements arrive, so their states are those of the pick."""
-    placements = [e.msg for e in effects if type(e) is Send and type(e.msg) is PlaceTask]
+    placements = [(e.to, e.msg) for e in effects if type(e) is Send and type(e.msg) is PlaceTask]
     if not placements:
         return
-    names = [e.to for e in effects if type(e) is Send and type(e.msg) is PlaceTask]
     count = {n.name: n.count for n in central.nodes}
-    for name in names:
+    for name, _ in placements:
         count[name] -= 1
     caps = {n.name: n.cap for n in central.nodes}
     levels: dict[int, tuple[int, list[float], bool]] = {}
-    for name, msg in zip(names, placements, strict=True):
+    for name, msg in placements:
         level = count[name]
         if level not in levels:
             tied = [n for n, c in count.items() if c == level and c < caps[n]]

@@ -46,6 +46,7 @@ import numpy as np
 
 from aviary.common.results import jobs_rows
 from aviary.experiments.hawk_eagle_sim import busy_load
+from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import ratio
 from aviary.launch.cli import BUNDLED_TRACE
 from aviary.launch.cli import main as aviary
@@ -541,13 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-only", action="store_true", help="the report from the saved summaries")
     ap.add_argument("--force-measure", action="store_true", help="repeat the instrumented Kairos runs")
     ap.add_argument("--out", type=Path, default=Path("experiments/results/kairos_sim"))
-    ap.add_argument(
-        "--from-sweep",
-        type=Path,
-        metavar="DIR",
-        help="no runs: the report and plot from the cells of `aviary sweep experiments/sweeps/kairos_sim*"
-        ".toml` under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps); the "
-        "instrumented runs' measure.json still from --out",
+    from_sweep_flag(
+        ap, "kairos_sim*", "the report and plot", "; the instrumented runs' measure.json still from --out"
     )
     args = ap.parse_args(argv)
     global FROM_SWEEP

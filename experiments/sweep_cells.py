@@ -8,6 +8,7 @@ spec's flags)."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,3 +76,16 @@ def find(names: Sequence[str], root: Path, **want: Any) -> Path | None:
         if all(same(values.get(k), v) for k, v in want.items()):
             return folder
     return None
+
+
+def from_sweep_flag(
+    parser: argparse.ArgumentParser, specs: str, what: str = "the report", more: str = ""
+) -> None:
+    """The scripts' ``--from-sweep DIR``: ``what`` from the cells of ``experiments/sweeps/<specs>.toml``."""
+    parser.add_argument(
+        "--from-sweep",
+        type=Path,
+        metavar="DIR",
+        help=f"no runs: {what} from the cells of `aviary sweep experiments/sweeps/{specs}.toml` under DIR "
+        f"(DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps){more}",
+    )

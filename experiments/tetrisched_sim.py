@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -301,13 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=JOBS, help=f"jobs per cell (default {JOBS})")
     p.add_argument("--no-spread", action="store_true", help=f"skip seed {SPREAD_SEED} at X = 0")
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
-    p.add_argument(
-        "--from-sweep",
-        type=Path,
-        metavar="DIR",
-        help="no runs: the report from the cells of `aviary sweep experiments/sweeps/tetrisched_sim*.toml` "
-        "under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps)",
-    )
+    from_sweep_flag(p, "tetrisched_sim*")
     p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
     args = p.parse_args(argv)
     global FROM_SWEEP

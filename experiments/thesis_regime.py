@@ -53,6 +53,7 @@ import numpy as np
 
 from aviary.experiments.hawk_eagle_sim import busy_load
 from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio
 
 HERE = Path(__file__).resolve().parent
@@ -825,13 +826,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only write the shuffled copy of the sample (the trace of sweeps/thesis_regime_shuffled.toml)",
     )
-    ap.add_argument(
-        "--from-sweep",
-        type=Path,
-        metavar="DIR",
-        help="no runs: the reports from the cells of `aviary sweep experiments/sweeps/thesis_regime_*.toml` "
-        "under DIR (DIR/<spec name>/<cell>/; the sweeps' default DIR: results/sweeps); the anatomy.json of "
-        "the instrumented runs still from the script's folder",
+    from_sweep_flag(
+        ap,
+        "thesis_regime_*",
+        "the reports",
+        "; the anatomy.json of the instrumented runs still from the script's folder",
     )
     ap.add_argument("--results", type=Path, default=RESULTS, help="where the reports go")
     args = ap.parse_args(argv)

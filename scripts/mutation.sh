@@ -95,7 +95,7 @@ mkdir -p "$stage/aviary" "$stage/tests"
 for dir in __init__.py common worker distributed central launch experiments; do
     find "$dir" -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$stage/aviary/" \;
 done
-cp tests/conftest.py "$stage/tests/"
+cp tests/conftest.py tests/helpers.py "$stage/tests/" # helpers: what the test files share
 while read -r kind path; do
     case $kind in
         tests) cp "$path" "$stage/tests/" ;;

@@ -4,9 +4,8 @@ rule, JobDone. No sockets, no sleeps."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from helpers import sent
 
 from aviary.common.effects import Effect, Send
 from aviary.common.messages import (
@@ -24,10 +23,6 @@ from aviary.distributed.eagle import update_due
 from aviary.launch.registry import build_core, policy_cluster
 
 NODES = ["a", "b", "c", "d"]
-
-
-def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
-    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
 
 
 def placed(effects: list[Effect]) -> list[str]:

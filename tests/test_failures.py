@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers import sent
 
 from aviary.central.fifo import CentralFifoCore
 from aviary.central.kairos import KairosCentralCore
@@ -34,10 +35,6 @@ from aviary.worker.node_monitor import NodeMonitorCore
 
 def job(job_id: int, submit: float, *durations: float) -> JobSpec:
     return JobSpec(job_id, submit, list(durations), sum(durations) / len(durations), long=False)
-
-
-def sent(effects: list, kind: type) -> list[tuple[str, object]]:
-    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
 
 
 # --- --fail ------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import random
 from typing import Any
 
 import pytest
+from helpers import sent
 
 from aviary.central.lwl import CentralLwlCore, LwlIndex
 from aviary.common.core import Core
@@ -38,10 +39,6 @@ from aviary.launch.registry import build_core, policy_cluster
 from aviary.launch.sim import Simulator, simulate
 from aviary.worker.hybrid import LAST_ATTEMPT, HybridNodeCore
 from aviary.worker.stealing import Stealer
-
-
-def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
-    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
 
 
 class Preload(Core):

@@ -9,8 +9,6 @@ addresses of the cluster description, so messages between hosts cross veth pairs
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import namespace_hosts, need_root
 
 from aviary.common.cluster import load_cluster
 from aviary.launch.cli import main
@@ -29,39 +28,11 @@ ROOT = "10.231.0.1"
 HOSTS = {"avsched": "10.231.0.2", "avnodes": "10.231.0.3"}  # namespace -> address
 
 
-def ip(*args: str, check: bool = True) -> None:
-    subprocess.run(["ip", *args], check=check, capture_output=True)
-
-
-def teardown() -> None:
-    for ns in HOSTS:
-        ip("netns", "del", ns, check=False)  # takes its end of the veth pair, hence the pair, with it
-    ip("link", "del", BRIDGE, check=False)
-
-
 @pytest.fixture
 def hosts() -> Iterator[dict[str, str]]:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        reason = "network namespaces need root and iproute2 (scripts/setup-docker.sh installs it)"
-        if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":  # CI: the system tests must run
-            pytest.fail(reason)
-        pytest.skip(reason)
-    teardown()  # leftovers of an interrupted run
-    try:
-        ip("link", "add", BRIDGE, "type", "bridge")
-        ip("addr", "add", f"{ROOT}/24", "dev", BRIDGE)
-        ip("link", "set", BRIDGE, "up")
-        for ns, address in HOSTS.items():
-            ip("netns", "add", ns)
-            ip("link", "add", f"{ns}-h", "type", "veth", "peer", "name", f"{ns}-n")
-            ip("link", "set", f"{ns}-h", "master", BRIDGE, "up")
-            ip("link", "set", f"{ns}-n", "netns", ns)
-            ip("-n", ns, "addr", "add", f"{address}/24", "dev", f"{ns}-n")
-            ip("-n", ns, "link", "set", f"{ns}-n", "up")
-            ip("-n", ns, "link", "set", "lo", "up")
+    need_root("network namespaces need root and iproute2 (scripts/setup-docker.sh installs it)")
+    with namespace_hosts(BRIDGE, ROOT, HOSTS):
         yield HOSTS
-    finally:
-        teardown()
 
 
 def test_replay_across_network_namespaces(hosts, tmp_path: Path):

@@ -10,6 +10,7 @@ import random
 from typing import Any
 
 import pytest
+from helpers import sent
 
 from aviary.central.kairos import KairosCentralCore
 from aviary.central.lwl import CentralLwlCore, LwlIndex
@@ -43,11 +44,6 @@ from aviary.worker.hybrid import HybridNodeCore
 from aviary.worker.las import QUANTUM, KairosNodeCore
 from aviary.worker.queues import BLOCK, Entry, HybridQueue
 from aviary.worker.stealing import Stealer
-
-
-def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
-    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
-
 
 # --- Hawk's distributed scheduler: long jobs without the central scheduler ------------------------------
 

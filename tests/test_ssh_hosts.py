@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import namespace_hosts, need_root, pids
 
 pytestmark = pytest.mark.system
 
@@ -29,24 +30,6 @@ BRIDGE = "avbr1"
 ROOT = "10.232.0.1"
 HOSTS = {"avssh1": "10.232.0.2", "avssh2": "10.232.0.3", "avssh3": "10.232.0.4"}  # namespace -> address
 SSHD = "/usr/sbin/sshd"
-
-
-def ip(*args: str, check: bool = True) -> None:
-    subprocess.run(["ip", *args], check=check, capture_output=True)
-
-
-def teardown() -> None:
-    for ns in HOSTS:
-        for pid in pids(ns):
-            os.kill(pid, signal.SIGKILL)
-        ip("netns", "del", ns, check=False)
-    ip("link", "del", BRIDGE, check=False)
-
-
-def pids(ns: str) -> set[int]:
-    """The processes running in namespace ``ns``."""
-    done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-    return {int(x) for x in done.stdout.split()}
 
 
 def keygen(path: Path) -> str:
@@ -86,62 +69,48 @@ class Hosts:
 
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
-    if os.geteuid() != 0 or shutil.which("ip") is None or not Path(SSHD).exists():
-        reason = "needs root, iproute2 and openssh-server (scripts/setup-docker.sh installs them)"
-        if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":  # CI: the system tests must run
-            pytest.fail(reason)
-        pytest.skip(reason)
+    reason = "needs root, iproute2 and openssh-server (scripts/setup-docker.sh installs them)"
+    need_root(reason, also=Path(SSHD).exists())
     base = tmp_path_factory.mktemp("ssh")
     home = base / "home"
     (home / ".ssh").mkdir(parents=True, mode=0o700)
     client = keygen(home / ".ssh" / "id_ed25519")
     (base / "authorized_keys").write_text(client + "\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
-    teardown()  # leftovers of an interrupted run
     servers: list[subprocess.Popen[bytes]] = []
     known = []
-    try:
-        ip("link", "add", BRIDGE, "type", "bridge")
-        ip("addr", "add", f"{ROOT}/24", "dev", BRIDGE)
-        ip("link", "set", BRIDGE, "up")
-        for ns, address in HOSTS.items():
-            ip("netns", "add", ns)
-            ip("link", "add", f"{ns}-h", "type", "veth", "peer", "name", f"{ns}-n")
-            ip("link", "set", f"{ns}-h", "master", BRIDGE, "up")
-            ip("link", "set", f"{ns}-n", "netns", ns)
-            ip("-n", ns, "addr", "add", f"{address}/24", "dev", f"{ns}-n")
-            ip("-n", ns, "link", "set", f"{ns}-n", "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-            hostkey = base / f"{ns}_host_key"
-            known.append(f"{address} {keygen(hostkey)}")
-            config = base / f"{ns}_sshd_config"
-            config.write_text(
-                f"ListenAddress {address}\nHostKey {hostkey}\nAuthorizedKeysFile {base}/authorized_keys\n"
-                "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                f"PidFile {base}/{ns}_sshd.pid\nSubsystem sftp internal-sftp\n"
-            )
-            servers.append(
-                subprocess.Popen(
-                    ["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],
-                    stderr=open(base / f"{ns}_sshd.log", "wb"),  # noqa: SIM115 (the child's)
+    with namespace_hosts(BRIDGE, ROOT, HOSTS):
+        try:
+            for ns, address in HOSTS.items():
+                hostkey = base / f"{ns}_host_key"
+                known.append(f"{address} {keygen(hostkey)}")
+                config = base / f"{ns}_sshd_config"
+                config.write_text(
+                    f"ListenAddress {address}\nHostKey {hostkey}\nAuthorizedKeysFile {base}/authorized_keys\n"
+                    "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                    "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    f"PidFile {base}/{ns}_sshd.pid\nSubsystem sftp internal-sftp\n"
                 )
-            )
-        (home / ".ssh" / "known_hosts").write_text("\n".join(known) + "\n")
-        deadline = time.monotonic() + 10
-        while not all(answers(a, 22) for a in HOSTS.values()):
-            assert time.monotonic() < deadline, "sshd did not start: " + " ".join(
-                (base / f"{ns}_sshd.log").read_text() for ns in HOSTS
-            )
-            time.sleep(0.1)
-        yield Hosts(
-            home, {ns: server.pid for ns, server in zip(HOSTS, servers, strict=True)}
-        )  # ip execs sshd
-    finally:
-        for server in servers:
-            server.kill()
-            server.wait()
-        teardown()
+                servers.append(
+                    subprocess.Popen(
+                        ["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],
+                        stderr=open(base / f"{ns}_sshd.log", "wb"),  # noqa: SIM115 (the child's)
+                    )
+                )
+            (home / ".ssh" / "known_hosts").write_text("\n".join(known) + "\n")
+            deadline = time.monotonic() + 10
+            while not all(answers(a, 22) for a in HOSTS.values()):
+                assert time.monotonic() < deadline, "sshd did not start: " + " ".join(
+                    (base / f"{ns}_sshd.log").read_text() for ns in HOSTS
+                )
+                time.sleep(0.1)
+            yield Hosts(
+                home, {ns: server.pid for ns, server in zip(HOSTS, servers, strict=True)}
+            )  # ip execs sshd
+        finally:
+            for server in servers:
+                server.kill()
+                server.wait()
 
 
 def aviary(*args: str) -> list[str]:
@@ -247,35 +216,31 @@ def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: P
     """A host that cannot be reached, an unknown host key, a port in use on a host and a missing aviary:
     exit status 2, one line each naming the host, and nothing left running on any host, nor its folder."""
     before = remote_folders()
+
+    def refused(cluster_file: Path, *more: str) -> str:
+        """``aviary up --cluster``'s one line, once it exited with status 2, no folder left behind."""
+        up = aviary("up", "--cluster", str(cluster_file), "--dir", str(tmp_path / "up"), *more)
+        done = subprocess.run(up, env=hosts.env(), capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert remote_folders() == before
+        return done.stderr
+
     nowhere = tmp_path / "nowhere.toml"  # an address of the test's bridge that no host answers
     flags = ["cluster", "--nodes", "2", "--hosts", f"{HOSTS['avssh1']},10.232.0.9", "--frontend-host", ROOT,
              "--out", str(nowhere)]  # fmt: skip
     subprocess.run(aviary(*flags), check=True, capture_output=True)
-    done = subprocess.run(
-        aviary("up", "--cluster", str(nowhere), "--dir", str(tmp_path / "up")),
-        env=hosts.env(),
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "host 10.232.0.9: cannot reach its SSH server" in done.stderr
-    assert hosts.left() == {} and remote_folders() == before
+    assert "host 10.232.0.9: cannot reach its SSH server" in refused(nowhere)
+    assert hosts.left() == {}
 
     known = hosts.home / ".ssh" / "known_hosts"
     saved = known.read_text()
     known.write_text("".join(line + "\n" for line in saved.splitlines() if HOSTS["avssh2"] not in line))
     try:
-        done = subprocess.run(
-            aviary("up", "--cluster", str(cluster), "--dir", str(tmp_path / "up")),
-            env=hosts.env(),
-            capture_output=True,
-            text=True,
-        )
+        said = refused(cluster)
     finally:
         known.write_text(saved)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert f"host {HOSTS['avssh2']}: its host key is not in ~/.ssh/known_hosts" in done.stderr
-    assert hosts.left() == {} and remote_folders() == before
+    assert f"host {HOSTS['avssh2']}: its host key is not in ~/.ssh/known_hosts" in said
+    assert hosts.left() == {}
 
     taken = next(p for p in listening(cluster) if p[0] == HOSTS["avssh1"])
     hold = (  # SO_REUSEADDR: the earlier tests' connections to that port may linger in TIME_WAIT
@@ -288,31 +253,17 @@ def test_what_stops_a_start_is_one_line_naming_the_host(hosts: Hosts, cluster: P
         while not answers(taken[0], taken[1]):
             assert time.monotonic() < deadline
             time.sleep(0.1)
-        done = subprocess.run(
-            aviary("up", "--cluster", str(cluster), "--dir", str(tmp_path / "up")),
-            env=hosts.env(),
-            capture_output=True,
-            text=True,
-        )
+        said = refused(cluster)
     finally:
         holder.kill()
         holder.wait()
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert f"host {HOSTS['avssh1']}: aviary host exited with status 2 at its start: " in done.stderr
-    assert f"cannot listen on {taken[0]}:{taken[1]}" in done.stderr
-    assert hosts.left() == {} and remote_folders() == before
+    assert f"host {HOSTS['avssh1']}: aviary host exited with status 2 at its start: " in said
+    assert f"cannot listen on {taken[0]}:{taken[1]}" in said
+    assert hosts.left() == {}  # the port's holder gone too
 
-    done = subprocess.run(
-        aviary(
-            "up", "--cluster", str(cluster), "--dir", str(tmp_path / "up"), "--remote-aviary", "/no/aviary"
-        ),
-        env=hosts.env(),
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert "/no/aviary is not installed there" in done.stderr and "host 10.232.0." in done.stderr
-    assert hosts.left() == {} and remote_folders() == before
+    said = refused(cluster, "--remote-aviary", "/no/aviary")
+    assert "/no/aviary is not installed there" in said and "host 10.232.0." in said
+    assert hosts.left() == {}
 
 
 def listening(cluster: Path) -> list[tuple[str, int]]:

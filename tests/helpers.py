@@ -1,0 +1,69 @@
+"""What several test files share: the sends among a core's effects, and test hosts in network namespaces."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from aviary.common.effects import Effect, Send
+
+
+def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
+    """The (target, message) of every ``Send`` of a ``kind`` message among ``effects``."""
+    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
+
+
+def ip(*args: str, check: bool = True) -> None:
+    subprocess.run(["ip", *args], check=check, capture_output=True)
+
+
+def pids(ns: str) -> set[int]:
+    """The processes running in namespace ``ns``."""
+    done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return {int(x) for x in done.stdout.split()}
+
+
+def need_root(reason: str, *, also: bool = True) -> None:
+    """Skip (fail in CI, where the system tests must run) unless root with iproute2 and ``also``."""
+    if os.geteuid() != 0 or shutil.which("ip") is None or not also:
+        if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def _teardown(bridge: str, hosts: dict[str, str]) -> None:
+    for ns in hosts:
+        for pid in pids(ns):
+            os.kill(pid, signal.SIGKILL)
+        ip("netns", "del", ns, check=False)  # takes its end of the veth pair, hence the pair, with it
+    ip("link", "del", bridge, check=False)
+
+
+@contextmanager
+def namespace_hosts(bridge: str, root: str, hosts: dict[str, str]) -> Iterator[None]:
+    """Test hosts: a network namespace per entry of ``hosts`` (namespace -> address, /24), each joined by
+    a veth pair to ``bridge``, which has address ``root`` in this namespace; all removed afterwards (and
+    leftovers of an interrupted run before), every process still in them killed."""
+    _teardown(bridge, hosts)
+    try:
+        ip("link", "add", bridge, "type", "bridge")
+        ip("addr", "add", f"{root}/24", "dev", bridge)
+        ip("link", "set", bridge, "up")
+        for ns, address in hosts.items():
+            ip("netns", "add", ns)
+            ip("link", "add", f"{ns}-h", "type", "veth", "peer", "name", f"{ns}-n")
+            ip("link", "set", f"{ns}-h", "master", bridge, "up")
+            ip("link", "set", f"{ns}-n", "netns", ns)
+            ip("-n", ns, "addr", "add", f"{address}/24", "dev", f"{ns}-n")
+            ip("-n", ns, "link", "set", f"{ns}-n", "up")
+            ip("-n", ns, "link", "set", "lo", "up")
+        yield
+    finally:
+        _teardown(bridge, hosts)
