@@ -286,9 +286,10 @@ class Simulator:
         gsender = ""
         gmsg: Any = None
         gseq = 0
-        hmsg: Any = None  # a held message being sent to several targets in a row, its record and count
-        hrec: Held | None = None
+        hmsg: Any = None  # a held message being sent to several targets in a row: its record, count and
+        hrec: Held | None = None  # the sequence number of its last send
         hcount = 0
+        hseq = -2
         try:
             while True:
                 # --- next event: the rest of a multicast, else the earlier, by (time, seq), of the ----
@@ -417,12 +418,18 @@ class Simulator:
                         msg = e.msg
                         seq += 1
                         if hold:
-                            if msg is hmsg and hrec is not None and hrec.kind in target.lazy:
+                            if (
+                                msg is hmsg
+                                and seq == hseq + 1
+                                and hrec is not None
+                                and hrec.kind in target.lazy
+                            ):
                                 # The same held message again, right after (nothing between: their
                                 # sequence numbers are consecutive): the same record, as arrived
                                 # before an input exactly when its own would be.
                                 target.held.append(hrec)
                                 hcount += 1
+                                hseq = seq
                                 continue
                             if hmsg is not None:
                                 sent[type(hmsg)] += hcount
@@ -432,6 +439,7 @@ class Simulator:
                                 hmsg = msg
                                 hrec = Held(arrive, seq, name, msg)
                                 hcount = 1
+                                hseq = seq
                                 target.held.append(hrec)
                                 continue
                         else:
@@ -451,9 +459,6 @@ class Simulator:
                         append((arrive, seq, target, name, msg))
                     elif isinstance(e, Launch):
                         last = None
-                        if hmsg is not None:
-                            sent[type(hmsg)] += hcount
-                            hmsg = None
                         tasks = proc.tasks
                         task_id = e.task_id
                         if task_id in tasks:
@@ -467,24 +472,15 @@ class Simulator:
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
                     elif isinstance(e, SetTimer):
                         last = None
-                        if hmsg is not None:
-                            sent[type(hmsg)] += hcount
-                            hmsg = None
                         seq += 1
                         proc.timers[e.key] = seq
                         d = e.delay
                         heappush(heap, (now + d if d > 0.0 else now, seq, TIMER, proc, e.key, None))
                     elif isinstance(e, CancelTimer):
                         last = None
-                        if hmsg is not None:
-                            sent[type(hmsg)] += hcount
-                            hmsg = None
                         proc.timers.pop(e.key, None)
                     else:
                         last = None
-                        if hmsg is not None:
-                            sent[type(hmsg)] += hcount
-                            hmsg = None
                         self.seq = seq
                         self._executor(proc, e, now)
                         seq = self.seq
