@@ -33,17 +33,14 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import asyncssh
 
 from ..common.cluster import CONTROL, Cluster, load_cluster, write_cluster
 from ..common.keys import SECRET_SUFFIX
 from .spec import UsageError
-
-T = TypeVar("T")
 
 REGISTERED = re.compile(r"all (\d+) processes registered")
 """What ``aviary host`` prints once every process of its share answered."""
@@ -122,8 +119,7 @@ class RemoteTestbed:
         grace: float = 15.0,
         say: Any = print,
     ) -> None:
-        self.cluster_file = Path(cluster_file)
-        self.cluster: Cluster = load_cluster(self.cluster_file)
+        self.cluster: Cluster = load_cluster(cluster_file)
         self.out = Path(out)
         self.aviary = aviary or default_aviary()
         self.connect_timeout = connect_timeout
@@ -141,9 +137,6 @@ class RemoteTestbed:
         self._thread = threading.Thread(target=self._loop.run_forever, name="aviary-ssh", daemon=True)
 
     # --- the caller's side (any thread but the loop's) ---
-
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def start(self, cancel: threading.Event | None = None) -> None:
         """Start every share and wait until every process registered; on a failure stop them all and
@@ -173,7 +166,7 @@ class RemoteTestbed:
     def close(self) -> None:
         """Stop every host's share, fetch the logs, remove the hosts' folders; idempotent."""
         if self._thread.is_alive():
-            self._call(self._stop_all())
+            asyncio.run_coroutine_threadsafe(self._stop_all(), self._loop).result()
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
         for share in self.shares:
