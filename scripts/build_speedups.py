@@ -49,13 +49,12 @@ setup(
 
 
 def compiled_files() -> list[Path]:
-    """Every extension module of a build, in the package (for --clean and before a new build)."""
+    """Every extension module in the package (for --clean and before a new build): the package ships
+    none but the build's, so this also finds those of modules compiled by an older :data:`MODULES`
+    (another checkout), which would otherwise shadow their sources."""
     suffixes = tuple(__import__("importlib.machinery").machinery.EXTENSION_SUFFIXES)
-    found = [p for p in ROOT.glob("_speedups__mypyc*") if p.name.endswith(suffixes)]
-    for m in speedups.MODULES:
-        path = ROOT.joinpath(*m.split("."))
-        found += [p for p in path.parent.glob(path.name + ".*") if p.name.endswith(suffixes)]
-    return found
+    folders = [ROOT, *(d for d in ROOT.iterdir() if (d / "__init__.py").is_file())]
+    return [p for d in folders for p in d.iterdir() if p.name.endswith(suffixes)]
 
 
 def clean() -> None:
@@ -72,10 +71,8 @@ def up_to_date() -> bool:
     return (
         manifest.get("interpreter") == speedups.interpreter_tag()
         and manifest.get("modules") == speedups.source_hashes()
-        and all(
-            any(ROOT.joinpath(*m.split(".")).parent.glob(m.split(".")[-1] + ".*.so"))
-            for m in speedups.MODULES
-        )
+        and {p.with_name(p.name.split(".")[0]) for p in compiled_files()}
+        == {ROOT.joinpath(*m.split(".")) for m in speedups.MODULES} | {ROOT / "_speedups__mypyc"}
     )
 
 

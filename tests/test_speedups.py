@@ -83,3 +83,36 @@ def test_randbelow_draws_what_randrange_draws() -> None:
     for n in [1, 2, 3, 7, 8, 100, 5000, 12500, 2**40 + 3] * 50:
         assert randbelow(ours, n) == theirs.randrange(n)
     assert ours.getstate() == theirs.getstate()
+
+
+def test_a_module_compiled_by_an_older_build_is_found_and_makes_the_build_stale(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """An extension module left by a build whose MODULES listed more (another checkout) would shadow its
+    source: the set-up's build must find it (to remove it) and build again."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_build_speedups", ROOT / "scripts" / "build_speedups.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    so = speedups.interpreter_tag()
+    find = build.compiled_files
+
+    if speedups.ACTIVE == "compiled":
+        assert build.up_to_date()
+        current = find()
+        monkeypatch.setattr(build, "compiled_files", lambda: [*current, ROOT / "common" / f"messages{so}"])
+        assert not build.up_to_date()
+
+    (tmp_path / "common").mkdir()
+    (tmp_path / ".venv").mkdir()
+    ours = [
+        tmp_path / f"_speedups__mypyc{so}",
+        tmp_path / "common" / f"queues{so}",
+        tmp_path / "common" / f"old{so}",
+    ]
+    for f in [*ours, tmp_path / "common" / "__init__.py", tmp_path / ".venv" / f"other{so}"]:
+        f.write_text("")
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    assert sorted(find()) == sorted(ours)
