@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core import Core
-from .effects import CancelTimer, Kill, Launch, Resume, Send, SetTimer, Suspend
+from .effects import CancelTimer, Kill, Launch, Multicast, Resume, Send, SetTimer, Suspend
 from .messages import (
     BadFrame,
     Counters,
@@ -263,6 +263,9 @@ class Runtime:
             kind = type(effect)
             if kind is Send:
                 self._send(effect.to, effect.msg)
+            elif kind is Multicast:
+                for to in effect.to:
+                    self._send(to, effect.msg)
             elif kind is SetTimer:
                 self._set_timer(effect.key, effect.delay)
             elif kind is CancelTimer:

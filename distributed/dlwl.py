@@ -41,7 +41,7 @@ from typing import Any
 
 from ..central.lwl import LwlIndex
 from ..common.core import Core
-from ..common.effects import Effect, Send
+from ..common.effects import Effect, Multicast, Send
 from ..common.messages import (
     PeerDown,
     PeerUp,
@@ -208,9 +208,8 @@ class DlwlSchedulerCore(Core):
             job.waiting.pop(node, None)
         if job.waiting and update_due(job.not_started, job.told, self.update_ratio):
             job.told = job.not_started
-            update = RemainingUpdate(msg.job_id, job.not_started)
             self.counters["remaining_updates"] += len(job.waiting)
-            return [Send(n, update) for n in job.waiting]
+            return [Multicast(list(job.waiting), RemainingUpdate(msg.job_id, job.not_started))]
         return []
 
     def _finished(self, sender: str, msg: TaskFinished) -> list[Effect]:

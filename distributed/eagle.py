@@ -50,7 +50,7 @@ from typing import Any, Final
 
 from ..common.core import Core
 from ..common.draws import randbelow
-from ..common.effects import Effect, Send
+from ..common.effects import Effect, Multicast, Send
 from ..common.messages import (
     AssignTask,
     GetTask,
@@ -308,9 +308,10 @@ class EagleSchedulerCore(Core):
             effects.extend(self._leftover(job_id, job))
         elif self.updates and update_due(left, job.told, self.update_ratio):
             job.told = left
-            update = RemainingUpdate(job_id, left)
-            effects += [Send(n, update) for n in job.probed if n != node]
-            self.counters["remaining_updates"] += len(job.probed) - (node in job.probed)
+            targets = [n for n in job.probed if n != node]
+            if targets:
+                effects.append(Multicast(targets, RemainingUpdate(job_id, left)))
+                self.counters["remaining_updates"] += len(targets)
         if left == 0 and not self.cancel:
             effects.extend(self._leftover(job_id, job))
         return effects

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ..common.core import Core
-from ..common.effects import Effect, Send
+from ..common.effects import Effect, Multicast, Send
 from ..common.messages import (
     AssignTask,
     CancelProbes,
@@ -90,8 +90,8 @@ def leftover_probes(counters: Counter[str], job_id: int, probed: Counter[str], c
     counters["probes_leftover"] += left
     if cancel:
         counters["probes_leftover_cancelled"] += left
-        cancel_msg = CancelProbes(job_id)  # one object for all: the simulator delivers it as a multicast
-        effects: list[Effect] = [Send(n, cancel_msg) for n, c in probed.items() if c > 0]
+        targets = [n for n, c in probed.items() if c > 0]
+        effects: list[Effect] = [Multicast(targets, CancelProbes(job_id))] if targets else []
     else:
         counters["probes_leftover_kept"] += left
         effects = []

@@ -23,12 +23,13 @@ heap, and only timers and task exits use the heap. The loop merges the two by (t
 is exactly the order a single heap would give. Stale timers and exits (replaced, cancelled, suspended,
 killed) are dropped lazily when they come up.
 
-Two more shortcuts, both exact: consecutive ``Send``s of one message object (a scheduler's update or
-cancel to many nodes) are one FIFO entry, delivered to its targets in a row (their sequence numbers are
-consecutive, so nothing could come between them); and a message of a kind the target declares in
-``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the target and handed to it
-just before its next other input, only the last of each (sender, job) among those that have arrived
-(consecutive sends of one such message share one held record: their sequence numbers are consecutive).
+Two more shortcuts, both exact: a ``Multicast`` (a scheduler's update or cancel to many nodes), like
+consecutive ``Send``s of one message object, is one FIFO entry, delivered to its targets in a row
+(their sequence numbers are consecutive, so nothing could come between them); and a message of a kind
+the target declares in ``Core.latest_wins`` (the hybrid node's ``RemainingUpdate``) is held by the
+target and handed to it just before its next other input, only the last of each (sender, job) among
+those that have arrived (the targets of one multicast share one held record, with the sequence number
+of the first: as arrived before an input exactly when each own record would be).
 
 Observing a run (DESIGN §9, "observe, don't patch"): an ``observer(now, core, input, effects)`` given to
 the :class:`Simulator` (or :func:`simulate`) is called after every input a core handled, with the input
@@ -50,7 +51,18 @@ from typing import Any
 
 from ..common.cluster import Cluster
 from ..common.core import Core
-from ..common.effects import CancelTimer, Effect, Kill, Launch, Resume, Send, SetTimer, Suspend, TaskId
+from ..common.effects import (
+    CancelTimer,
+    Effect,
+    Kill,
+    Launch,
+    Multicast,
+    Resume,
+    Send,
+    SetTimer,
+    Suspend,
+    TaskId,
+)
 from ..common.failures import EXIT_DETECT_SECONDS, Failure
 from ..common.frontend import FrontendCore
 from ..common.model import JobSpec
@@ -94,8 +106,8 @@ Observer = Callable[[float, Core, tuple[Any, ...], list[Effect]], None]
 
 class Held:
     """A held message (:attr:`Core.latest_wins`): arrival time, sequence number, sender, message, and
-    the (sender, kind, job) of which only the last counts. One object for consecutive sends of one
-    message (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
+    the (sender, kind, job) of which only the last counts. One object for the targets of one multicast
+    (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
 
     __slots__ = ("at", "key", "kind", "msg", "sender", "seq")
 
@@ -139,8 +151,8 @@ class _Proc:
         # Read as Python does (the class attribute of a core class that overrides it), also when this
         # module and Core are compiled (speedups.py), where a plain read would see Core's default.
         self.lazy: frozenset[type] = getattr(core, "latest_wins", frozenset())
-        # Messages of ``lazy`` kinds sent to it, in arrival order; consecutive sends of one message object
-        # share one record (with the sequence number of the first).
+        # Messages of ``lazy`` kinds sent to it, in arrival order (the targets of one multicast share one
+        # record, with the sequence number of the first).
         self.held: list[Held] = []
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
         self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
@@ -281,15 +293,13 @@ class Simulator:
         gc_threshold = gc.get_threshold()
         gc.set_threshold(max(gc_threshold[0], 200_000), *gc_threshold[1:])
         stop: tuple[float, int] | None = None  # where the run ended, for the held messages
-        hold = any(p.lazy for p in self.procs.values())  # some core declares Core.latest_wins
+        # The kinds some core declares in Core.latest_wins (one set, read at every send)
+        lazy: frozenset[type] = frozenset().union(*(p.lazy for p in self.procs.values()))
+        hold = bool(lazy)
         group: list[_Proc] = []  # a multicast being delivered: its targets left, last first
         gsender = ""
         gmsg: Any = None
         gseq = 0
-        hmsg: Any = None  # a held message being sent to several targets in a row: its record, count and
-        hrec: Held | None = None  # the sequence number of its last send
-        hcount = 0
-        hseq = -2
         try:
             while True:
                 # --- next event: the rest of a multicast, else the earlier, by (time, seq), of the ----
@@ -417,33 +427,13 @@ class Simulator:
                             continue
                         msg = e.msg
                         seq += 1
-                        if hold:
-                            if (
-                                msg is hmsg
-                                and seq == hseq + 1
-                                and hrec is not None
-                                and hrec.kind in target.lazy
-                            ):
-                                # The same held message again, right after (nothing between: their
-                                # sequence numbers are consecutive): the same record, as arrived
-                                # before an input exactly when its own would be.
-                                target.held.append(hrec)
-                                hcount += 1
-                                hseq = seq
-                                continue
-                            if hmsg is not None:
-                                sent[type(hmsg)] += hcount
-                                hmsg = None
-                            kind = type(msg)
-                            if kind in target.lazy:  # Core.latest_wins: held until its next input
-                                hmsg = msg
-                                hrec = Held(arrive, seq, name, msg)
-                                hcount = 1
-                                hseq = seq
-                                target.held.append(hrec)
-                                continue
-                        else:
-                            kind = type(msg)
+                        kind = type(msg)
+                        if (
+                            kind in lazy and kind in target.lazy
+                        ):  # Core.latest_wins: held until its next input
+                            target.held.append(Held(arrive, seq, name, msg))
+                            sent[kind] += 1
+                            continue
                         sent[kind] += 1
                         if msg is last:
                             # The same message object again, right after: one FIFO entry for all its
@@ -457,6 +447,35 @@ class Simulator:
                             continue
                         last = msg
                         append((arrive, seq, target, name, msg))
+                    elif isinstance(e, Multicast):
+                        # As a Send to each target in a row (the same sequence numbers and records),
+                        # without an effect per target.
+                        last = None
+                        msg = e.msg
+                        kind = type(msg)
+                        rec: Held | None = None  # the held record of the run of held targets now
+                        fifo: list[_Proc] | None = None  # the FIFO entry of the run of other targets
+                        ntargets = 0
+                        for to in e.to:
+                            target = procs.get(to)
+                            if target is None:
+                                errors["error.unknown-peer"] += 1
+                                continue
+                            seq += 1
+                            ntargets += 1
+                            if kind in lazy and kind in target.lazy:
+                                fifo = None
+                                if rec is None:
+                                    rec = Held(arrive, seq, name, msg)
+                                target.held.append(rec)
+                            else:
+                                rec = None
+                                if fifo is None:
+                                    fifo = [target]
+                                    append((arrive, seq, fifo, name, msg))
+                                else:
+                                    fifo.append(target)
+                        sent[kind] += ntargets
                     elif isinstance(e, Launch):
                         last = None
                         tasks = proc.tasks
@@ -484,9 +503,6 @@ class Simulator:
                         self.seq = seq
                         self._executor(proc, e, now)
                         seq = self.seq
-                if hmsg is not None:
-                    sent[type(hmsg)] += hcount
-                    hmsg = None
         finally:
             self.seq = seq
             self.events = events
@@ -512,12 +528,7 @@ class Simulator:
                     break
                 n += 1
         if n == 1:
-            ev = held.pop(0)
-            at = ev.at
-            effects = proc.on_message(at, ev.sender, ev.msg)
-            if effects:
-                self.errors["error.held-effects"] += 1
-                self._apply(proc, effects, at)
+            self._hand_held(proc, held.pop(0))
             return 1
         if not n:
             return 0
@@ -527,12 +538,18 @@ class Simulator:
             last[ev.key] = ev
         del held[:n]
         for ev in last.values():
-            at = ev.at
-            effects = proc.on_message(at, ev.sender, ev.msg)
-            if effects:  # the core broke its promise: apply them rather than lose them
-                self.errors["error.held-effects"] += 1
-                self._apply(proc, effects, at)
+            self._hand_held(proc, ev)
         return n
+
+    def _hand_held(self, proc: _Proc, ev: Held) -> None:
+        at = ev.at
+        if proc.wrapped:
+            effects = proc.on_message(at, ev.sender, ev.msg)
+        else:  # a native call where this module is compiled
+            effects = proc.core.on_message(at, ev.sender, ev.msg)
+        if effects:  # the core broke its promise: apply them rather than lose them
+            self.errors["error.held-effects"] += 1
+            self._apply(proc, effects, at)
 
     def _deliver_all_held(self, t: float, q: int) -> None:
         """Every process's held messages that arrive before (t, q) (the end of a run)."""
@@ -555,6 +572,8 @@ class Simulator:
                 self.sent[type(e.msg)] += 1
                 self.seq += 1
                 self.inbox.append((now + self.net_delay, self.seq, target, proc.name, e.msg))
+            elif k is Multicast:
+                self._apply(proc, [Send(to, e.msg) for to in e.to], now)
             elif k is SetTimer:
                 self.seq += 1
                 proc.timers[e.key] = self.seq

@@ -12,12 +12,19 @@ from typing import Any
 
 import pytest
 
-from aviary.common.effects import Effect, Send
+from aviary.common.effects import Effect, Multicast, Send
 
 
 def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
-    """The (target, message) of every ``Send`` of a ``kind`` message among ``effects``."""
-    return [(e.to, e.msg) for e in effects if isinstance(e, Send) and isinstance(e.msg, kind)]
+    """The (target, message) of every ``Send`` of a ``kind`` message among ``effects`` (a ``Multicast``
+    as a ``Send`` to each of its targets)."""
+    out: list[tuple[str, Any]] = []
+    for e in effects:
+        if isinstance(e, Send) and isinstance(e.msg, kind):
+            out.append((e.to, e.msg))
+        elif isinstance(e, Multicast) and isinstance(e.msg, kind):
+            out += [(to, e.msg) for to in e.to]
+    return out
 
 
 def ip(*args: str, check: bool = True) -> None:

@@ -97,7 +97,7 @@ def test_remaining_updates_go_to_the_nodes_still_holding_tasks_by_the_update_rat
         for to, _ in sent(out, RemainingUpdate):
             assert to in nodes[i + 1 :]  # only where tasks wait, never the node that started one
         if out:
-            assert len(out) == len(nodes) - i - 1
+            assert len(sent(out, RemainingUpdate)) == len(nodes) - i - 1
             updates.append(sent(out, RemainingUpdate)[0][1].remaining)
     assert updates == [4, 2, 1]
     assert s.counters["remaining_updates"] == 4 + 2 + 1

@@ -15,7 +15,7 @@ import pytest
 
 from aviary import speedups
 from aviary.common.core import Core
-from aviary.common.effects import Launch, Send, SetTimer
+from aviary.common.effects import Launch, Multicast, Send, SetTimer
 from aviary.common.messages import GetTask, RemainingUpdate
 from aviary.common.model import JobSpec
 from aviary.launch.registry import policy_cluster
@@ -105,6 +105,38 @@ def test_held_messages_arrive_before_the_next_input_and_only_the_last_per_job() 
     ]
     assert sim.messages()["RemainingUpdate"] == 4
     assert sim.events == 4 + 4 + 1  # timers of a and b, updates (held ones too), GetTask
+
+
+def test_a_multicast_effect_is_a_send_to_each_of_its_targets() -> None:
+    """Held and plain targets, an unknown one, in the loop and outside it (Simulator.apply)."""
+
+    def run(multi: bool) -> tuple[Any, ...]:
+        log: list[Any] = []
+        targets = ["b", "nobody", "c", "d"]
+
+        def fan(msg: Any) -> list[Any]:
+            return [Multicast(targets, msg)] if multi else [Send(t, msg) for t in targets]
+
+        script = {
+            0.0: [*fan(RemainingUpdate(1, 3)), *fan(GetTask(7)), Launch((0, 0), 0.1)],
+            0.1: fan(RemainingUpdate(1, 2)),
+            0.3: [*fan(GetTask(8)), *fan(RemainingUpdate(2, 1))],
+        }
+        cores = [Logger("a", log, script), Holder("b", log, {0.2: []}), Logger("c", log), Holder("d", log)]
+        sim = Simulator(cores, net_delay=0.25)
+        sim.apply("a", fan(GetTask(9)))
+        sim.run()
+        return log, sim.messages(), dict(sim.errors), sim.events
+
+    log, messages, errors, _ = got = run(multi=True)
+    assert got == run(multi=False)
+    assert messages == {"RemainingUpdate": 9, "GetTask": 9}
+    assert errors["error.unknown-peer"] == 6
+    b = [(e[0], e[3]) for e in log if e[1] == "b"]
+    assert b[:3] == [(0.2, ("at", 0.2)), (0.25, GetTask(9)), (0.25, RemainingUpdate(1, 3))]
+    assert b[3] == (0.25, GetTask(7))  # the held update came just before it
+    c = [(e[0], e[3]) for e in log if e[1] == "c" and isinstance(e[3], RemainingUpdate)]
+    assert c == [(0.25, RemainingUpdate(1, 3)), (0.35, RemainingUpdate(1, 2)), (0.55, RemainingUpdate(2, 1))]
 
 
 def test_deferred_remaining_counts_reach_the_entries_that_were_there() -> None:

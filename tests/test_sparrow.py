@@ -3,6 +3,8 @@
 import random
 from collections import Counter
 
+from helpers import sent as sends
+
 from aviary.common.effects import Send
 from aviary.common.messages import (
     AssignTask,
@@ -60,7 +62,7 @@ def test_late_binding_hands_out_each_task_once_then_no_task_and_cancels_leftover
     assert [e.msg for e in out] == [AssignTask(5, 0, 1.0, 1.5)]
     out = s.on_message(2, second, GetTask(5))
     assigned = [e.msg for e in out if isinstance(e.msg, AssignTask)]
-    cancels = sorted(e.to for e in out if isinstance(e.msg, CancelProbes))
+    cancels = sorted(to for to, _ in sends(out, CancelProbes))
     assert assigned == [AssignTask(5, 1, 2.0, 1.5)]
     # Only the nodes still holding a reservation are told to cancel.
     assert cancels == sorted([third, *rest])
@@ -101,7 +103,7 @@ def test_leftover_probes_are_cancelled_by_default_or_kept_and_counted_either_way
         sent = sorted(probes(s.on_message(0, "fe", SubmitJob(5, [1.0, 2.0], 1.5))))
         s.on_message(1, sent[0], GetTask(5))
         out = s.on_message(2, sent[1], GetTask(5))
-        cancels = sorted(e.to for e in out if isinstance(e.msg, CancelProbes))
+        cancels = sorted(to for to, _ in sends(out, CancelProbes))
         assert cancels == (sent[2:] if cancel else [])
         # A kept probe that reaches a free slot gets NoTask: one round trip instead of a cancel.
         assert [e.msg for e in s.on_message(3, sent[2], GetTask(5))] == [NoTask(5)]

@@ -115,6 +115,9 @@ _K_PlaceTask: Final[type] = PlaceTask
 _K_PeerDown: Final[type] = PeerDown
 _K_PeerUp: Final[type] = PeerUp
 
+_LATEST_WINS: Final = frozenset({RemainingUpdate})
+"""One set for all nodes: the simulator reads it at every message it sends to a node."""
+
 _NOTHING_TO_STEAL: Final = StealReply([])
 """The answer of a victim with nothing to give: one object for all (a message is never changed once
 sent), as most steal requests get it."""
@@ -184,7 +187,7 @@ class HybridNodeCore(Core):
         self._dirty = True  # the queue changed since the last heartbeat
         self.dead: set[str] = set()  # peers declared dead (PeerDown)
         if srpt:  # on_message's RemainingUpdate overwrites the job's entries' count (only SRPT reads it)
-            self.latest_wins = frozenset({RemainingUpdate})
+            self.latest_wins = _LATEST_WINS
 
     # --- state ---------------------------------------------------------------------------------------
     @property

@@ -37,7 +37,7 @@ from ..common.messages import (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)  # an __init__ of its own: native when compiled (common/effects.py)
 class ProbeEntry:
     """``count`` reservations of one job from one scheduler (a batched probe)."""
 
@@ -47,8 +47,15 @@ class ProbeEntry:
     remaining: int
     count: int
 
+    def __init__(self, scheduler: str, job_id: int, estimate: float, remaining: int, count: int) -> None:
+        self.scheduler = scheduler
+        self.job_id = job_id
+        self.estimate = estimate
+        self.remaining = remaining
+        self.count = count
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TaskEntry:
     """A task placed on this node by a central scheduler."""
 
@@ -57,6 +64,15 @@ class TaskEntry:
     task_index: int
     duration: float
     estimate: float
+
+    def __init__(
+        self, scheduler: str, job_id: int, task_index: int, duration: float, estimate: float
+    ) -> None:
+        self.scheduler = scheduler
+        self.job_id = job_id
+        self.task_index = task_index
+        self.duration = duration
+        self.estimate = estimate
 
 
 Entry = ProbeEntry | TaskEntry
