@@ -36,17 +36,20 @@ to HiGHS with ``setSolution``.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import highspy
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .strl import Barrier, Expr, Max, Min, NCk, Scale, Sum
 
-INF = highspy.kHighsInf
+if TYPE_CHECKING:
+    import highspy
+
+# highspy and numpy are imported where a model is solved: importing them costs every aviary command
+# (probe-based policies and --help included) ~0.1 s of CPU and starts OpenBLAS's threads.
+INF = math.inf  # highspy.kHighsInf
 Linear = dict[int, float]
 
 
@@ -340,6 +343,9 @@ class Model:
     # --- solving -------------------------------------------------------------------------------------
     def highs(self, settings: SolverSettings, relax: bool = False) -> highspy.Highs:
         """A HiGHS instance holding the model (``relax``: its LP relaxation, no integrality)."""
+        import highspy
+        import numpy as np
+
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", settings.threads)
@@ -380,6 +386,8 @@ class Model:
         """Solve with HiGHS; ``start``: a full MIP start vector (:meth:`start_vector`)."""
         if not self.leaves:
             return Solution("Empty", 0.0, [], [0.0] * self.num_cols)
+        import highspy
+
         h = self.highs(settings)
         log: list[str] = []
         start_objective = None
@@ -418,6 +426,8 @@ class Model:
         """Solve the LP relaxation (``None`` if HiGHS finds no optimum), with presolve: the start-offset
         trouble of :class:`SolverSettings` is a MIP one, and presolve makes these LPs about 5x faster
         (measured: 0.25 s instead of 1.27 s for 50 gangs on 100 nodes)."""
+        import highspy
+
         h = self.highs(settings, relax=True)
         h.setOptionValue("presolve", "on")
         h.run()

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ..common.core import Core
+from ..common.draws import sample
 from ..common.effects import Effect, Multicast, Send
 from ..common.messages import (
     AssignTask,
@@ -118,10 +119,10 @@ def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
     and k % n random ones once more."""
     n = len(nodes)
     if k <= n:
-        return Counter(rng.sample(nodes, k))
+        return Counter(sample(rng, nodes, k))
     rounds, rest = divmod(k, n)
     picks = Counter(dict.fromkeys(nodes, rounds))
-    picks.update(rng.sample(nodes, rest))
+    picks.update(sample(rng, nodes, rest))
     return picks
 
 

@@ -85,6 +85,21 @@ def test_randbelow_draws_what_randrange_draws() -> None:
     assert ours.getstate() == theirs.getstate()
 
 
+def test_sample_draws_what_random_sample_draws() -> None:
+    """Both of random.py's ways (a pool for small populations, a set of taken indexes for large ones)."""
+    from aviary.common.draws import sample
+
+    ours, theirs = random.Random(11), random.Random(11)
+    for n in [1, 5, 21, 22, 40, 200, 5000, 12500]:
+        population = [f"n{i}" for i in range(n)]
+        for k in sorted({k for k in (0, 1, 2, 5, 6, n // 3, n // 2, n) if k <= n}):
+            for _ in range(20):
+                assert sample(ours, population, k) == theirs.sample(population, k), (n, k)
+    assert ours.getstate() == theirs.getstate()
+    with pytest.raises(ValueError):
+        sample(ours, ["a"], 2)
+
+
 def test_a_module_compiled_by_an_older_build_is_found_and_makes_the_build_stale(
     tmp_path: Path, monkeypatch
 ) -> None:
