@@ -342,9 +342,13 @@ class HybridQueue:
         while head < len(blocks) and blocks[head].live == 0:
             head += 1
         if head == len(blocks):
+            for b in blocks:  # its dead entries point back to it: no cycles for the collector to find
+                b.entries.clear()
             blocks.clear()
             head = 0
         elif head > 64 and head * 2 > len(blocks):
+            for k in range(head):
+                blocks[k].entries.clear()
             del blocks[:head]
             head = 0
         self._head = head
