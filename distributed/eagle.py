@@ -283,7 +283,9 @@ class EagleSchedulerCore(Core):
                         picks[nodes[i]] += 1
                         break
                 else:
-                    candidates = [nodes[i] for i in range(n) if is_short[i] or not (bits >> i) & 1]
+                    candidates = [
+                        nodes[i] for i in range(n) if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1
+                    ]  # by the bytes: a shift of the 12,500-bit int per node was most of this method
             if candidates is not None:
                 if not candidates:
                     return None

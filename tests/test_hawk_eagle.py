@@ -157,6 +157,20 @@ def test_stale_bitvector_leads_to_a_second_rejection_then_the_short_partition():
     assert sent(short_node.on_message(23, "s", probe), GetTask) == [("s", GetTask(1))]
 
 
+def test_re_placement_finds_the_few_free_nodes_when_the_bitvector_marks_almost_all():
+    """With 2 free nodes of 500, 32 random tries mostly miss: the re-placement then draws among the
+    nodes the bitvector leaves free (and never a marked one)."""
+    nodes = [f"n{i}" for i in range(500)]
+    s = EagleSchedulerCore("s", nodes, min_probes=1, probe_ratio=1, seed=3)
+    marked = (1 << 500) - 1 & ~(1 << 7) & ~(1 << 450)
+    targets = []
+    for job in range(1, 21):
+        ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0], 5.0)), Probe)
+        out = s.on_message(job, first, ProbeRejected(job, 1, 0, marked.to_bytes(63, "little"), float(job)))
+        targets += [to for to, _ in sent(out, Probe)]
+    assert len(targets) == 20 and set(targets) == {"n7", "n450"}
+
+
 def test_first_placement_is_random_even_with_a_bitvector_at_hand():
     nodes = [f"n{i}" for i in range(10)]
     s = EagleSchedulerCore("s", nodes, short=["n9"], min_probes=0, probe_ratio=1, seed=1)
