@@ -158,17 +158,34 @@ def test_stale_bitvector_leads_to_a_second_rejection_then_the_short_partition():
 
 
 def test_re_placement_finds_the_few_free_nodes_when_the_bitvector_marks_almost_all():
-    """With 2 free nodes of 500, 32 random tries mostly miss: the re-placement then draws among the
-    nodes the bitvector leaves free (and never a marked one)."""
+    """With 2 free nodes of 500 and one short-partition node, 32 random tries mostly miss: the
+    re-placement then draws among the nodes the bitvector leaves free and the short partition (which
+    always qualifies, marked or not), never another marked node."""
     nodes = [f"n{i}" for i in range(500)]
-    s = EagleSchedulerCore("s", nodes, min_probes=1, probe_ratio=1, seed=3)
+    s = EagleSchedulerCore("s", nodes, short=["n499"], min_probes=1, probe_ratio=1, seed=3)
     marked = (1 << 500) - 1 & ~(1 << 7) & ~(1 << 450)
     targets = []
     for job in range(1, 21):
         ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0], 5.0)), Probe)
         out = s.on_message(job, first, ProbeRejected(job, 1, 0, marked.to_bytes(63, "little"), float(job)))
         targets += [to for to, _ in sent(out, Probe)]
-    assert len(targets) == 20 and set(targets) == {"n7", "n450"}
+    assert len(targets) == 20 and set(targets) == {"n7", "n450", "n499"}
+    # Every general node marked: the short-partition node is the only place left, marked or not.
+    ((first, _),) = sent(s.on_message(30, "fe", SubmitJob(30, [5.0], 5.0)), Probe)
+    everything = ((1 << 500) - 1).to_bytes(63, "little")
+    out = s.on_message(30, first, ProbeRejected(30, 1, 0, everything, 30.0))
+    assert [(to, p.attempt) for to, p in sent(out, Probe)] == [("n499", 1)]  # by the bitvector, round 1
+
+
+def test_without_a_bitvector_re_placement_may_pick_any_node():
+    """A rejection that carries no bitvector (the node knew of none) leaves every node a candidate."""
+    nodes = [f"n{i}" for i in range(8)]
+    s = EagleSchedulerCore("s", nodes, min_probes=1, probe_ratio=1, seed=5)
+    targets = set()
+    for job in range(1, 41):
+        ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0], 5.0)), Probe)
+        targets |= {to for to, _ in sent(s.on_message(job, first, ProbeRejected(job, 1, 0)), Probe)}
+    assert targets == set(nodes)
 
 
 def test_first_placement_is_random_even_with_a_bitvector_at_hand():

@@ -246,3 +246,18 @@ def test_a_drained_queue_leaves_no_cycles_between_entries_and_their_blocks():
     blocks = {id(e.block): e.block for e in entries}
     assert len(blocks) == 4
     assert all(b is not None and b.entries == [] for b in blocks.values())
+
+
+def test_a_queue_with_many_finished_blocks_at_its_head_drops_them_and_keeps_its_order():
+    """More than 64 blocks gone at the head, fewer live after them: the head blocks are cut off (their
+    entries let go), and the live entries are served in arrival order from the first one."""
+    q = HybridQueue()
+    entries = [probe(j) for j in range(70 * BLOCK + 3)]
+    for e in entries:
+        q.push(e)
+    for e in entries[: 65 * BLOCK]:
+        q.remove(e)
+    assert all(e.block is not None and e.block.entries == [] for e in entries[: 65 * BLOCK])
+    assert q.first() is entries[65 * BLOCK]
+    assert [e.job_id for e in q] == [e.job_id for e in entries[65 * BLOCK :]]
+    assert len(q) == 5 * BLOCK + 3
