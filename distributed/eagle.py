@@ -122,6 +122,12 @@ class EagleJob:
         return len(self.durations) - self.next_task + len(self.retry)
 
 
+def _free(bv: bytes, is_short: list[bool], i: int) -> bool:
+    """Whether node ``i`` may take a re-placed probe: a short-partition node, or one without long work by
+    the bitvector ``bv`` (bit i: byte i // 8, bit i % 8; read as bytes, not by shifting a 12,500-bit int)."""
+    return not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1
+
+
 class EagleSchedulerCore(Core):
     """Eagle's distributed scheduler over ``nodes`` (``Cluster.nodes`` order: bitvector positions);
     ``short`` names the short-partition nodes."""
@@ -279,13 +285,11 @@ class EagleSchedulerCore(Core):
             if candidates is None:
                 for _try in range(32):  # rejection sampling: usually a few tries
                     i = randbelow(rng, n)  # randrange(n)'s draw
-                    if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1:
+                    if _free(bv, is_short, i):
                         picks[nodes[i]] += 1
                         break
                 else:
-                    candidates = [
-                        nodes[i] for i in range(n) if not bv or is_short[i] or not bv[i >> 3] >> (i & 7) & 1
-                    ]  # by the bytes: a shift of the 12,500-bit int per node was most of this method
+                    candidates = [nodes[i] for i in range(n) if _free(bv, is_short, i)]
             if candidates is not None:
                 if not candidates:
                     return None

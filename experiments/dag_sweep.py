@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio
 from aviary.launch.compare import FactorStats, load_comparison
@@ -156,8 +156,8 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     grid = [(w, ld, pol) for w in args.workloads for ld in args.loads for pol in policies]
     if args.from_sweep is not None:
         sweep.from_sweep = (report_name or sweep.name, args.from_sweep.resolve())
-        found = {cell: sweep.folder(cell) for cell in grid}
-        cells = {c: json.loads((f / "summary.json").read_text()) for c, f in found.items() if f is not None}
+        found = {cell: read_summary(sweep.folder(cell)) for cell in grid}
+        cells = {c: s for c, s in found.items() if s is not None}
         if not cells:
             print(f"no finished cell of {sweep.from_sweep[0]} under {args.from_sweep}", file=sys.stderr)
             return 2

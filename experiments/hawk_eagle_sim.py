@@ -22,12 +22,11 @@ Hawk and Eagle.
 from __future__ import annotations
 
 import argparse
-import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num
 
@@ -89,9 +88,7 @@ def saved_sizes(policy: str | None = None) -> set[int]:
 
 
 def load(policy: str, nodes: int) -> dict[str, Any] | None:
-    where = folder(policy, nodes)
-    path = None if where is None else where / "summary.json"
-    return json.loads(path.read_text()) if path is not None and path.exists() else None
+    return read_summary(folder(policy, nodes))
 
 
 def ratio(a: dict[str, Any], b: dict[str, Any], cls: str, q: str) -> float | None:

@@ -46,6 +46,7 @@ import numpy as np
 
 from aviary.common.results import jobs_rows
 from aviary.experiments.hawk_eagle_sim import busy_load
+from aviary.experiments.runs import read_summary
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import ratio
 from aviary.launch.cli import BUNDLED_TRACE
@@ -94,9 +95,7 @@ def folder(out: Path, policy: str, nodes: int, load: float | None = None) -> Pat
 
 def load_summary(out: Path, policy: str, nodes: int, load: float | None = None) -> dict[str, Any] | None:
     """One run's ``summary.json`` (None: not there)."""
-    where = folder(out, policy, nodes, load)
-    path = None if where is None else where / "summary.json"
-    return json.loads(path.read_text()) if path is not None and path.exists() else None
+    return read_summary(folder(out, policy, nodes, load))
 
 
 def run(

@@ -22,6 +22,12 @@ def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     return summary
 
 
+def read_summary(folder: Path | None) -> dict[str, Any] | None:
+    """The ``summary.json`` of a run's folder (None: no folder, or none there)."""
+    path = None if folder is None else folder / "summary.json"
+    return json.loads(path.read_text()) if path is not None and path.exists() else None
+
+
 def sim_wall(summary: dict[str, Any]) -> float | None:
     """The wall time of a run's replay: the script's own timing (``sim_wall_seconds``), else, for an
     ``aviary sweep`` cell, the replay's ``wall_seconds``."""

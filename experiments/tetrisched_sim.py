@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num
 
@@ -153,9 +153,8 @@ def saved(cells: Iterable[Cell]) -> dict[Cell, dict[str, Any]]:
     """The summaries of those of ``cells`` whose folder holds one."""
     out = {}
     for cell in cells:
-        where = folder(cell)
-        if where is not None and (where / "summary.json").exists():
-            out[cell.canonical()] = json.loads((where / "summary.json").read_text())
+        if (summary := read_summary(folder(cell))) is not None:
+            out[cell.canonical()] = summary
     return out
 
 

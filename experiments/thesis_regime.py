@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from aviary.experiments.hawk_eagle_sim import busy_load
-from aviary.experiments.runs import sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio
 
@@ -213,12 +213,8 @@ def folder(label: str, nodes: int, arr: str) -> Path | None:
 def load_cell(label: str, nodes: int, arr: str) -> dict[str, Any] | None:
     """The cell's summary if it was made with the flags this script gives it now (a sweep cell: if it is
     finished, :func:`aviary.launch.sweep.cell_done`)."""
-    where = folder(label, nodes, arr)
-    path = None if where is None else where / "summary.json"
-    if path is None or not path.exists():
-        return None
-    s: dict[str, Any] = json.loads(path.read_text())
-    if FROM_SWEEP is not None:
+    s = read_summary(folder(label, nodes, arr))
+    if s is None or FROM_SWEEP is not None:
         return s
     return s if s["extra"].get("cell_flags") == cell_flags(label, nodes, arr) else None
 

@@ -205,8 +205,7 @@ class RemoteTestbed:
             raise failed
         if self._abort.is_set():
             return
-        total = sum(len(s.names) for s in self.shares)
-        self.say(f"all {total} processes registered on {len(self.shares)} hosts: {', '.join(self.hosts)}")
+        self.say(f"all {count} processes registered on {len(self.shares)} hosts: {', '.join(self.hosts)}")
 
     async def _registered(self, share: Share) -> None:
         events = [share.ended, share.registered, self._abort]
@@ -294,14 +293,14 @@ class RemoteTestbed:
         await asyncio.gather(*(self._stop(s) for s in self.shares), return_exceptions=True)
 
     async def _stop(self, share: Share) -> None:
-        alive = share.proc is not None and not share.ended.is_set()
+        proc = None if share.ended.is_set() else share.proc  # still running
         share.ended.set()  # what follows is the launcher's doing, not a failure
-        if share.proc is not None and alive:
-            share.proc.stdin.write_eof()  # --lifeline: the host shuts its processes down
-            if not await self._exited(share.proc, self.grace):
+        if proc is not None:
+            proc.stdin.write_eof()  # --lifeline: the host shuts its processes down
+            if not await self._exited(proc, self.grace):
                 for sig in ("TERM", "KILL"):
                     await self._signal(share, sig)
-                    if await self._exited(share.proc, 5.0):
+                    if await self._exited(proc, 5.0):
                         break
         if share.conn is None or share.conn.is_closed():  # a lost host keeps its folder
             return

@@ -109,16 +109,15 @@ class Held:
     the (sender, kind, job) of which only the last counts. One object for the targets of one multicast
     (a class, not a tuple: shared as it is by every target's list, also when compiled)."""
 
-    __slots__ = ("at", "key", "kind", "msg", "sender", "seq")
+    __slots__ = ("at", "key", "msg", "sender", "seq")
 
     def __init__(self, at: float, seq: int, sender: str, msg: Any) -> None:
         self.at = at
         self.seq = seq
         self.sender = sender
         self.msg = msg
-        self.kind: type = type(msg)
         # (sender, kind, job) as a string: its hash is computed once (a tuple's at every lookup)
-        self.key = f"{sender}\0{id(self.kind)}\0{msg.job_id}"
+        self.key = f"{sender}\0{id(type(msg))}\0{msg.job_id}"
 
 
 class _WallLimit(Exception):
@@ -452,6 +451,7 @@ class Simulator:
                         last = None
                         msg = e.msg
                         kind = type(msg)
+                        maybe_held = kind in lazy  # by some core, so perhaps by this target
                         rec: Held | None = None  # the held record of the run of held targets now
                         fifo: list[_Proc] | None = None  # the FIFO entry of the run of other targets
                         ntargets = 0
@@ -462,7 +462,7 @@ class Simulator:
                                 continue
                             seq += 1
                             ntargets += 1
-                            if kind in lazy and kind in target.lazy:
+                            if maybe_held and kind in target.lazy:
                                 fifo = None
                                 if rec is None:
                                     rec = Held(arrive, seq, name, msg)

@@ -230,13 +230,19 @@ def test_nothing_to_steal_without_long_work():
     assert build("SSL").steal_group(running_long=False) == []
 
 
+def probes_queued(n: int) -> tuple[HybridQueue, list[Entry]]:
+    """A queue of ``n`` probes of jobs 0 .. n-1, in that order."""
+    q = HybridQueue()
+    entries = [probe(j) for j in range(n)]
+    for e in entries:
+        q.push(e)
+    return q, entries
+
+
 def test_a_drained_queue_leaves_no_cycles_between_entries_and_their_blocks():
     """A discarded block lets go of its entries (each still points to its block): otherwise every block
     and its entries are garbage only the cycle collector can free (80-100 MB per whole-sample run)."""
-    q = HybridQueue()
-    entries = [probe(j) for j in range(3 * BLOCK + 5)]
-    for e in entries:
-        q.push(e)
+    q, entries = probes_queued(3 * BLOCK + 5)
     for e in entries[: 2 * BLOCK]:
         q.remove(e)
     assert q.first() is entries[2 * BLOCK]
@@ -251,10 +257,7 @@ def test_a_drained_queue_leaves_no_cycles_between_entries_and_their_blocks():
 def test_a_queue_with_many_finished_blocks_at_its_head_drops_them_and_keeps_its_order():
     """More than 64 blocks gone at the head, fewer live after them: the head blocks are cut off (their
     entries let go), and the live entries are served in arrival order from the first one."""
-    q = HybridQueue()
-    entries = [probe(j) for j in range(70 * BLOCK + 3)]
-    for e in entries:
-        q.push(e)
+    q, entries = probes_queued(70 * BLOCK + 3)
     for e in entries[: 65 * BLOCK]:
         q.remove(e)
     assert all(e.block is not None and e.block.entries == [] for e in entries[: 65 * BLOCK])
