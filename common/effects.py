@@ -28,7 +28,8 @@ class Send:
 class Multicast:
     """One message to several peers, as a ``Send`` to each in this order (a scheduler's update or cancel
     to every node holding a job's probes: one effect, where a ``Send`` each cost tens of millions of
-    objects in a simulated run)."""
+    objects in a simulated run). Each peer is named once, and the list is not changed afterwards (the
+    simulator keeps it to compare with the next multicast of the kind)."""
 
     to: list[str]
     msg: Any

@@ -111,13 +111,46 @@ class Held:
 
     __slots__ = ("at", "key", "msg", "sender", "seq")
 
-    def __init__(self, at: float, seq: int, sender: str, msg: Any) -> None:
+    def __init__(self, at: float, seq: int, sender: str, msg: Any, key: str = "") -> None:
         self.at = at
         self.seq = seq
         self.sender = sender
         self.msg = msg
         # (sender, kind, job) as a string: its hash is computed once (a tuple's at every lookup)
-        self.key = f"{sender}\0{id(type(msg))}\0{msg.job_id}"
+        self.key = key or held_key(sender, msg)
+
+
+def held_key(sender: str, msg: Any) -> str:
+    """Of held messages with one key, only the last counts: (sender, kind, job)."""
+    return f"{sender}\0{id(type(msg))}\0{msg.job_id}"
+
+
+class _Sub:
+    """A process's membership of a :class:`_Channel`: it is handed the channel's records from index
+    ``next`` on, up to ``end`` (exclusive; -1 while it is still a member)."""
+
+    __slots__ = ("chan", "end", "next", "proc")
+
+    def __init__(self, chan: _Channel, proc: _Proc, next: int) -> None:
+        self.chan = chan
+        self.proc = proc
+        self.next = next
+        self.end = -1
+
+
+class _Channel:
+    """The multicasts of one held key (a scheduler's updates about one job): one record each, and which
+    processes were among the targets of which (a membership per process and its interval), so that a
+    multicast to the same nodes as the one before costs O(1) per node that changed, not per target."""
+
+    __slots__ = ("idle", "key", "order", "recs", "subs")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.recs: list[Held] = []  # one per multicast with a held target, in order
+        self.subs: dict[str, _Sub] = {}  # the current members by name
+        self.order: list[str] = []  # the current members in the last multicast's order
+        self.idle: list[_Sub] = []  # members handed every record so far (not in their process's news)
 
 
 class _WallLimit(Exception):
@@ -132,6 +165,7 @@ class _Proc:
         "held",
         "lazy",
         "name",
+        "news",
         "on_message",
         "on_task_exit",
         "on_timer",
@@ -153,6 +187,8 @@ class _Proc:
         # Messages of ``lazy`` kinds sent to it, in arrival order (the targets of one multicast share one
         # record, with the sequence number of the first).
         self.held: list[Held] = []
+        # Its memberships of multicast channels with records it has not been handed yet.
+        self.news: list[_Sub] = []
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
         self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
@@ -209,6 +245,7 @@ class Simulator:
         self.inbox: deque[tuple[Any, ...]] = deque()
         self.sent: Counter[type] = Counter()
         self.errors: Counter[str] = Counter()
+        self.channels: dict[str, _Channel] = {}  # by held key (the multicasts of held kinds)
         self.started = False
 
     # --- results -----------------------------------------------------------------------------------
@@ -234,7 +271,7 @@ class Simulator:
     @property
     def pending(self) -> int:
         """Events still queued (stale timers and exits included; a multicast counts once)."""
-        return len(self.heap) + len(self.inbox) + sum(len(p.held) for p in self.procs.values())
+        return len(self.heap) + len(self.inbox) + sum(len(p.held) + len(p.news) for p in self.procs.values())
 
     # --- running -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -307,7 +344,7 @@ class Simulator:
                 if group:
                     proc = group.pop()
                     gseq += 1
-                    if hold and proc.held:
+                    if hold and (proc.held or proc.news):
                         self.seq = seq
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
@@ -341,7 +378,7 @@ class Simulator:
                         gseq = ev[1]
                     else:
                         proc = dest
-                    if hold and proc.held:
+                    if hold and (proc.held or proc.news):
                         self.seq = seq
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
@@ -374,7 +411,7 @@ class Simulator:
                             continue  # replaced or cancelled
                         del timers[key]
                         now = ev[0]
-                        if hold and proc.held:
+                        if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
@@ -387,7 +424,7 @@ class Simulator:
                         task_id = ev[4]
                         del proc.tasks[task_id]
                         now = ev[0]
-                        if hold and proc.held:
+                        if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
@@ -398,7 +435,7 @@ class Simulator:
                             effects = proc.core.on_task_exit(now, task_id, True)
                     else:  # KILLED
                         now = ev[0]
-                        if hold and proc.held:
+                        if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
@@ -451,9 +488,12 @@ class Simulator:
                         last = None
                         msg = e.msg
                         kind = type(msg)
-                        maybe_held = kind in lazy  # by some core, so perhaps by this target
-                        rec: Held | None = None  # the held record of the run of held targets now
-                        fifo: list[_Proc] | None = None  # the FIFO entry of the run of other targets
+                        if kind in lazy:  # held by some core, so perhaps by these targets
+                            self.seq = seq
+                            self._multicast_held(name, e.to, msg, arrive)
+                            seq = self.seq
+                            continue
+                        fifo: list[_Proc] | None = None  # the FIFO entry of the run of targets now
                         ntargets = 0
                         for to in e.to:
                             target = procs.get(to)
@@ -462,18 +502,11 @@ class Simulator:
                                 continue
                             seq += 1
                             ntargets += 1
-                            if maybe_held and kind in target.lazy:
-                                fifo = None
-                                if rec is None:
-                                    rec = Held(arrive, seq, name, msg)
-                                target.held.append(rec)
+                            if fifo is None:
+                                fifo = [target]
+                                append((arrive, seq, fifo, name, msg))
                             else:
-                                rec = None
-                                if fifo is None:
-                                    fifo = [target]
-                                    append((arrive, seq, fifo, name, msg))
-                                else:
-                                    fifo.append(target)
+                                fifo.append(target)
                         sent[kind] += ntargets
                     elif isinstance(e, Launch):
                         last = None
@@ -513,32 +546,177 @@ class Simulator:
             progress(frontend, now)  # the final state, so a progress bar can reach its end
 
     # --- held messages (Core.latest_wins) -------------------------------------------------------------
+    def _multicast_held(self, name: str, to: list[str], msg: Any, arrive: Any) -> None:
+        """A multicast of a kind some core holds: as a ``Send`` to each target in a row (the same
+        sequence numbers, counts and errors), its held targets sharing one record on the channel of its
+        key. The channel's members are the held targets of its last multicast, in that order: a walk
+        over both lists finds who joined and who left, so an unchanged target costs one comparison."""
+        key = held_key(name, msg)
+        chan = self.channels.get(key)
+        if chan is None:
+            chan = self.channels[key] = _Channel(key)
+        kind = type(msg)
+        procs = self.procs
+        subs = chan.subs
+        prev = chan.order
+        nprev = len(prev)
+        idx = len(chan.recs)  # the index of this multicast's record
+        base = self.seq
+        known = 0  # targets that exist so far (a sequence number each)
+        first = 0  # the sequence number of the first held target (0: none)
+        fifo: list[_Proc] | None = None  # the FIFO entry of the run of plain targets now
+        irregular = False  # a target that is no member: unknown, plain, or named twice
+        i = 0
+        j = 0
+        n = len(to)
+        while j < n:
+            x = to[j]
+            if i < nprev and prev[i] == x:  # a member still (the usual case)
+                i += 1
+                j += 1
+                known += 1
+                fifo = None
+                if not first:
+                    first = base + known
+                continue
+            if x not in subs:  # joins, or a plain or unknown target
+                j += 1
+                target = procs.get(x)
+                if target is None:
+                    self.errors["error.unknown-peer"] += 1
+                    irregular = True
+                    continue
+                known += 1
+                if kind in target.lazy:
+                    fifo = None
+                    if not first:
+                        first = base + known
+                    sub = _Sub(chan, target, idx)
+                    subs[x] = sub
+                    target.news.append(sub)
+                else:
+                    irregular = True
+                    if fifo is None:
+                        fifo = [target]
+                        self.inbox.append((arrive, base + known, fifo, name, msg))
+                    else:
+                        fifo.append(target)
+                continue
+            # A member, not where the last multicast had it: the member there has left (if it comes
+            # later after all, it joins again from this record on: the same records as a member).
+            if i < nprev:
+                subs.pop(prev[i]).end = idx
+                i += 1
+                continue
+            irregular = True  # named twice: the members' order is made again
+            j += 1
+            known += 1
+            fifo = None
+            if not first:
+                first = base + known
+        for y in prev[i:]:  # the members the walk did not meet have left
+            subs.pop(y).end = idx
+        if first:
+            chan.recs.append(Held(arrive, first, name, msg, key))
+        for sub in chan.idle:  # members handed every record so far: there is one more
+            if sub.end < 0:
+                sub.proc.news.append(sub)
+        chan.idle = []
+        if irregular:  # the members, each once, in this multicast's order
+            order: list[str] = []
+            for x in to:
+                if x in subs and x not in order:
+                    order.append(x)
+            chan.order = order
+        else:
+            chan.order = to  # kept, not copied (Multicast: the core does not change it afterwards)
+        self.seq = base + known
+        self.sent[kind] += known
+
     def _deliver_held(self, proc: _Proc, t: float, q: int) -> int:
         """Hand ``proc`` the held messages that arrive before (time t, sequence q): of several from one
-        sender about one job only the last (the core declared that the others do not matter)."""
-        held = proc.held
-        ev = held[-1]
-        if ev.at < t or (ev.at == t and ev.seq < q):  # usually all have arrived
-            n = len(held)
-        else:
-            n = 0
-            for ev in held:
-                if ev.at > t or (ev.at == t and ev.seq > q):
+        sender about one job only the last (the core declared that the others do not matter), in the
+        order in which the first of each arrived. Returns how many arrived."""
+        news = proc.news
+        if len(news) == 1 and not proc.held:  # the usual case: one membership with news
+            sub = news[0]
+            chan = sub.chan
+            recs = chan.recs
+            hi = len(recs) if sub.end < 0 else sub.end
+            k = hi - 1
+            start = sub.next
+            while k >= start:
+                ev = recs[k]
+                if ev.at < t or (ev.at == t and ev.seq < q):
                     break
-                n += 1
-        if n == 1:
-            self._hand_held(proc, held.pop(0))
-            return 1
-        if not n:
-            return 0
-        last: dict[str, Held] = {}  # by key: (sender, kind, job)
-        for i in range(n):
-            ev = held[i]
-            last[ev.key] = ev
-        del held[:n]
-        for ev in last.values():
-            self._hand_held(proc, ev)
-        return n
+                k -= 1
+            if k < start:
+                return 0
+            sub.next = k + 1
+            if k + 1 == hi:
+                news.clear()
+                if sub.end < 0:
+                    chan.idle.append(sub)
+            self._hand_held(proc, recs[k])
+            return k + 1 - start
+        count = 0
+        firsts: list[int] = []  # per message handed: the sequence number of the first of its key
+        hand: list[Held] = []
+        if news:
+            keep: list[_Sub] = []
+            for sub in news:
+                chan = sub.chan
+                recs = chan.recs
+                hi = len(recs) if sub.end < 0 else sub.end
+                k = hi - 1
+                start = sub.next
+                while k >= start:  # the last that has arrived (usually the last there is)
+                    ev = recs[k]
+                    if ev.at < t or (ev.at == t and ev.seq < q):
+                        break
+                    k -= 1
+                if k < start:
+                    keep.append(sub)
+                    continue
+                count += k + 1 - start
+                firsts.append(recs[start].seq)
+                hand.append(recs[k])
+                sub.next = k + 1
+                if k + 1 < hi:
+                    keep.append(sub)
+                elif sub.end < 0:
+                    chan.idle.append(sub)
+            proc.news = keep
+        held = proc.held
+        if held:
+            ev = held[-1]
+            if ev.at < t or (ev.at == t and ev.seq < q):  # usually all have arrived
+                n = len(held)
+            else:
+                n = 0
+                for ev in held:
+                    if ev.at > t or (ev.at == t and ev.seq > q):
+                        break
+                    n += 1
+            for k in range(n):
+                ev = held[k]
+                firsts.append(ev.seq)
+                hand.append(ev)
+            del held[:n]
+            count += n
+        if len(hand) == 1:
+            self._hand_held(proc, hand[0])
+        elif hand:
+            order = sorted(range(len(hand)), key=firsts.__getitem__)
+            last: dict[str, Held] = {}  # by key, in the order the first of each arrived
+            for k in order:
+                ev = hand[k]
+                was = last.get(ev.key)
+                if was is None or ev.seq > was.seq:
+                    last[ev.key] = ev
+            for ev in last.values():
+                self._hand_held(proc, ev)
+        return count
 
     def _hand_held(self, proc: _Proc, ev: Held) -> None:
         at = ev.at
@@ -553,7 +731,7 @@ class Simulator:
     def _deliver_all_held(self, t: float, q: int) -> None:
         """Every process's held messages that arrive before (t, q) (the end of a run)."""
         for p in self.procs.values():
-            if p.held:
+            if p.held or p.news:
                 self.events += self._deliver_held(p, t, q)
 
     # --- slow paths ----------------------------------------------------------------------------------
@@ -597,7 +775,13 @@ class Simulator:
         proc.wrapped = True
         proc.timers.clear()
         proc.held.clear()
-        proc.lazy = frozenset()
+        proc.news.clear()
+        proc.lazy = frozenset()  # what is multicast to it later goes the way of a plain target
+        for chan in self.channels.values():
+            sub = chan.subs.pop(name, None)
+            if sub is not None:
+                sub.end = sub.next  # nothing more for it
+                chan.order = [x for x in chan.order if x != name]
         for entry in proc.tasks.values():
             entry[0] = -1  # its exit event is now stale
         proc.tasks.clear()

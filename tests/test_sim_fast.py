@@ -139,6 +139,44 @@ def test_a_multicast_effect_is_a_send_to_each_of_its_targets() -> None:
     assert c == [(0.25, RemainingUpdate(1, 3)), (0.35, RemainingUpdate(1, 2)), (0.55, RemainingUpdate(2, 1))]
 
 
+def random_fan_out(seed: int, multi: bool) -> tuple[Any, ...]:
+    """Two senders multicast updates about three jobs to changing, reordered target lists (held nodes
+    join, leave and come back; unknown and plain targets among them) while the nodes act at random
+    times, some while updates are on their way; one node is killed half-way."""
+    rng = random.Random(seed)
+    holders = [f"h{i}" for i in range(6)]
+    peers = [*holders, "p0", "p1", "nobody"]
+    log: list[Any] = []
+    scripts: dict[str, dict[float, list[Any]]] = {"s0": {}, "s1": {}}
+    for script in scripts.values():
+        for step in range(40):
+            t = round(step * 0.1 + rng.choice([0.0, 0.03, 0.05]), 2)
+            targets = rng.sample(peers, rng.randint(0, len(peers)))
+            if rng.random() < 0.7:  # mostly the order of a Counter's keys, as Eagle's targets
+                targets.sort(key=peers.index)
+            msg = RemainingUpdate(rng.randrange(3), rng.randrange(100))
+            effects = [Multicast(targets, msg)] if multi else [Send(x, msg) for x in targets]
+            script.setdefault(t, []).extend(effects)
+    cores: list[Core] = [Logger(name, log, script) for name, script in scripts.items()]
+    for name in peers[:-1]:
+        times = {round(rng.uniform(0.0, 4.5), 3): [] for _ in range(12)}
+        cores.append((Holder if name in holders else Logger)(name, log, times))
+    sim = Simulator(cores, net_delay=0.05)
+    sim.run(until=2.0)
+    sim.kill("h2")
+    sim.run()
+    return log, sim.messages(), dict(sim.errors), sim.events, sim.pending
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_multicasts_of_held_messages_are_sends_to_each_target(seed: int) -> None:
+    got = random_fan_out(seed, multi=True)
+    assert got == random_fan_out(seed, multi=False)
+    log = got[0]
+    assert any(e[1] == "h0" and isinstance(e[3], RemainingUpdate) for e in log)  # held ones were handed
+    assert got[2]["error.sent-to-dead"] > 0  # the killed node is sent to after its death
+
+
 def test_deferred_remaining_counts_reach_the_entries_that_were_there() -> None:
     q = HybridQueue()
     old = Entry("s", 1, 1.0, probe=True, remaining=10)
@@ -178,10 +216,16 @@ def plain_eagle_times(tasks: int, seed: int) -> dict[int, Any]:
         plain(self, core)
         self.lazy = frozenset()
 
+    def write_now(self: HybridQueue, scheduler: str, job_id: int, remaining: int) -> None:
+        job = self._by_job.get((scheduler, job_id))
+        if job is not None:
+            job.told = remaining
+            self._write(job)
+
     patch = pytest.MonkeyPatch()
     try:
         patch.setattr(_Proc, "__init__", no_holding)
-        patch.setattr(HybridQueue, "set_remaining", HybridQueue._write_remaining)
+        patch.setattr(HybridQueue, "set_remaining", write_now)
         return eagle_times(tasks, seed)
     finally:
         patch.undo()

@@ -158,6 +158,17 @@ class _Block:
         self.dirty = False
 
 
+class _Job:
+    """One job's live entries in a queue, and the remaining count told for them but not yet written
+    (-1: none)."""
+
+    __slots__ = ("entries", "told")
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.told = -1
+
+
 class HybridQueue:
     """Entries in arrival order, in blocks, with lazy removal; counts live long entries for SSS.
 
@@ -173,10 +184,10 @@ class HybridQueue:
         self._blocks: list[_Block] = []
         self._head = 0  # blocks before it are empty
         self._live = 0
-        self._by_job: dict[tuple[str, int], list[Entry]] = {}  # live entries by (scheduler, job)
-        # Remaining counts told but not yet written into the entries (by (scheduler, job), the last
+        self._by_job: dict[tuple[str, int], _Job] = {}  # live entries by (scheduler, job)
+        # The jobs told a remaining count not yet written into their entries (``_Job.told``, the last
         # one told): written before anything reads them, so many updates cost one write.
-        self._pending: dict[tuple[str, int], int] = {}
+        self._pending: list[_Job] = []
         self.longs = 0  # live long entries (placed or probes)
         self.reservations = 0  # live probe reservations plus live placed tasks
 
@@ -201,10 +212,12 @@ class HybridQueue:
 
     # --- changes ---------------------------------------------------------------------------------
     def push(self, entry: Entry) -> None:
-        if self._pending:  # a count told before this entry came is not its own
-            told = self._pending.pop((entry.scheduler, entry.job_id), None)
-            if told is not None:
-                self._write_remaining(entry.scheduler, entry.job_id, told)
+        key = (entry.scheduler, entry.job_id)
+        job = self._by_job.get(key)
+        if job is None:
+            job = self._by_job[key] = _Job()
+        elif job.told >= 0:  # a count told before this entry came is not its own
+            self._write(job)
         blocks = self._blocks
         if len(blocks) == self._head or len(blocks[-1].entries) >= BLOCK:
             blocks.append(_Block())
@@ -227,7 +240,7 @@ class HybridQueue:
                 b.min_work = min(b.min_work, entry.remaining * est)
         self._live += 1
         self.reservations += entry.count
-        self._by_job.setdefault((entry.scheduler, entry.job_id), []).append(entry)
+        job.entries.append(entry)
 
     def touch(self, entry: Entry) -> None:
         """The entry's ``active``, ``count`` or ``remaining`` changed."""
@@ -264,12 +277,13 @@ class HybridQueue:
         if entry.long:
             self.longs -= 1
         key = (entry.scheduler, entry.job_id)
-        same = self._by_job.get(key)
-        if same is not None:
-            if len(same) == 1:
+        job = self._by_job.get(key)
+        if job is not None:
+            if len(job.entries) == 1:
                 del self._by_job[key]
+                job.entries.clear()  # a count told later goes nowhere
             else:
-                same.remove(entry)
+                job.entries.remove(entry)
         self._tidy()
 
     def consume(self, entry: Entry) -> None:
@@ -283,15 +297,13 @@ class HybridQueue:
 
     def cancel(self, scheduler: str, job_id: int) -> int:
         """Drop the job's queued probes; returns how many reservations that drops."""
-        if self._pending:  # placed tasks of the job stay: they get what was told
-            told = self._pending.pop((scheduler, job_id), None)
-            if told is not None:
-                self._write_remaining(scheduler, job_id, told)
-        same = self._by_job.get((scheduler, job_id))
-        if not same:
+        job = self._by_job.get((scheduler, job_id))
+        if job is None:
             return 0
+        if job.told >= 0:  # placed tasks of the job stay: they get what was told
+            self._write(job)
         n = 0
-        for e in [e for e in same if e.probe]:
+        for e in [e for e in job.entries if e.probe]:
             n += e.count
             self.remove(e)
         return n
@@ -300,7 +312,7 @@ class HybridQueue:
         """Take out every entry of ``scheduler`` (it died); returns how many."""
         if self._pending:
             self._write_pending()
-        doomed = [e for key, same in self._by_job.items() if key[0] == scheduler for e in same]
+        doomed = [e for key, job in self._by_job.items() if key[0] == scheduler for e in job.entries]
         for e in doomed:
             self.remove(e)
         return len(doomed)
@@ -308,17 +320,24 @@ class HybridQueue:
     def set_remaining(self, scheduler: str, job_id: int, remaining: int) -> None:
         """The job has ``remaining`` tasks not handed out (what its entries' SRPT work is made of);
         written into the entries before anything reads them (the last one told wins)."""
-        if (scheduler, job_id) in self._by_job:
-            self._pending[scheduler, job_id] = remaining
+        job = self._by_job.get((scheduler, job_id))
+        if job is not None:
+            if job.told < 0:
+                self._pending.append(job)
+            job.told = remaining
 
     def _write_pending(self) -> None:
         pending = self._pending
-        self._pending = {}
-        for (scheduler, job_id), remaining in pending.items():
-            self._write_remaining(scheduler, job_id, remaining)
+        self._pending = []
+        for job in pending:
+            if job.told >= 0:
+                self._write(job)
 
-    def _write_remaining(self, scheduler: str, job_id: int, remaining: int) -> None:
-        for e in self._by_job.get((scheduler, job_id), ()):
+    def _write(self, job: _Job) -> None:
+        """Write the count told into the job's entries (it stays in ``_pending``: skipped there)."""
+        remaining = job.told
+        job.told = -1
+        for e in job.entries:
             before = e.remaining
             e.remaining = remaining
             b = e.block
@@ -334,7 +353,8 @@ class HybridQueue:
     def entries_of(self, scheduler: str, job_id: int) -> list[Entry]:
         if self._pending:
             self._write_pending()
-        return list(self._by_job.get((scheduler, job_id), ()))
+        job = self._by_job.get((scheduler, job_id))
+        return list(job.entries) if job is not None else []
 
     def _tidy(self) -> None:
         blocks = self._blocks
