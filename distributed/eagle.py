@@ -67,6 +67,7 @@ from ..common.model import GOOGLE_CUTOFF
 from ..worker.hybrid import LAST_ATTEMPT
 from .sparrow import (
     LEFTOVER_COUNTERS,
+    add_probes,
     finished_where_placed,
     hand_out,
     leftover_probes,
@@ -172,9 +173,11 @@ class EagleSchedulerCore(Core):
         self.cutoff = cutoff
         self.rng = random.Random(f"{seed}/{name}")
         self.counters.update(dict.fromkeys(EAGLE_COUNTERS, 0))
-        self.bits = 0  # the freshest bitvector seen, as an int (bit i: node i holds long work)
+        # The freshest bitvector seen, as sent (bit i: byte i // 8, bit i % 8: node i holds long work).
+        self.bitvector = b""
         self.stamp = -math.inf
-        self._bv_of: int | None = None  # the ``bits`` that ``_bv`` holds as bytes
+        self.nbytes = (len(self.nodes) + 7) // 8
+        self._bv_of: int | None = None  # with dead nodes: the bits that ``_bv`` holds as bytes
         self._bv = b""
         self.jobs: dict[int, EagleJob] = {}
         # Probe targets: the nodes not declared dead (the same lists until one is).
@@ -217,22 +220,21 @@ class EagleSchedulerCore(Core):
     def _probe_long(self, job_id: int, job: EagleJob, k: int) -> list[Effect]:
         picks = sample_nodes(self.rng, self.live_general or self.live, k)
         self.counters["probes_long"] += k
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         left = job.unassigned
         return probe_sends(picks, lambda c: Probe(job_id, job.estimate, left, c, long=True))
 
     def _probe_short(self, job_id: int, job: EagleJob, k: int) -> list[Effect]:
         picks = sample_nodes(self.rng, self.live, k)
         self.counters["probes"] += k
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         left = job.unassigned
         return probe_sends(picks, lambda c: Probe(job_id, job.estimate, left, c))
 
     # --- SSS -----------------------------------------------------------------------------------------
     def _rejected(self, node: str, msg: ProbeRejected) -> list[Effect]:
         if msg.stamp > self.stamp and msg.bitvector:
-            self.bits = int.from_bytes(msg.bitvector, "little")
-            self.stamp = msg.stamp
+            self.bitvector, self.stamp = msg.bitvector, msg.stamp
         job = self.jobs.get(msg.job_id)
         if job is None:
             return []
@@ -257,43 +259,50 @@ class EagleSchedulerCore(Core):
         else:
             self.counters["probes_to_free"] += count
         self.counters["probes_rescheduled"] += count
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         left = job.unassigned
         return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, left, c, attempt=attempt))
 
-    def _random(self, pool: Sequence[str], k: int) -> Counter[str]:
+    def _random(self, pool: Sequence[str], k: int) -> dict[str, int]:
         rng = self.rng
         n = len(pool)
         if n == 0:  # as randrange would
             raise ValueError("empty range for randrange()")
-        return Counter(pool[randbelow(rng, n)] for _ in range(k))  # randrange(n)'s draws
+        picks: dict[str, int] = {}
+        for _ in range(k):
+            target = pool[randbelow(rng, n)]  # randrange(n)'s draw
+            picks[target] = picks.get(target, 0) + 1
+        return picks
 
-    def _free_by_bitvector(self, k: int) -> Counter[str] | None:
+    def _free_by_bitvector(self, k: int) -> dict[str, int] | None:
         """k targets drawn uniformly with replacement among the nodes with no long work by the freshest
         bitvector (short-partition nodes always qualify); None when there is none."""
         nodes, is_short, rng = self.nodes, self.is_short, self.rng
-        bits = self.bits | self.dead_bits if self.dead_bits else self.bits
-        if self._bv_of != bits:  # the bitvector as bytes (bit i: byte i // 8, bit i % 8)
-            self._bv_of = bits
-            size = (max(len(nodes), bits.bit_length()) + 7) // 8
-            self._bv = bits.to_bytes(size, "little") if bits else b""
-        bv = self._bv
+        bv = self.bitvector  # read as sent: no conversion per fresher bitvector
+        if self.dead_bits or 0 < len(bv) < self.nbytes:  # dead nodes count as busy; a short one is padded
+            bits = int.from_bytes(bv, "little") | self.dead_bits
+            if self._bv_of != bits:
+                self._bv_of = bits
+                size = (max(len(nodes), bits.bit_length()) + 7) // 8
+                self._bv = bits.to_bytes(size, "little")
+            bv = self._bv
         n = len(nodes)
-        picks: Counter[str] = Counter()
+        picks: dict[str, int] = {}  # node -> count (a plain dict: Counter's methods are interpreted)
         candidates: list[str] | None = None
         for _ in range(k):
             if candidates is None:
                 for _try in range(32):  # rejection sampling: usually a few tries
                     i = randbelow(rng, n)  # randrange(n)'s draw
                     if _free(bv, is_short, i):
-                        picks[nodes[i]] += 1
+                        picks[nodes[i]] = picks.get(nodes[i], 0) + 1
                         break
                 else:
                     candidates = [nodes[i] for i in range(n) if _free(bv, is_short, i)]
             if candidates is not None:
                 if not candidates:
                     return None
-                picks[candidates[randbelow(rng, len(candidates))]] += 1
+                target = candidates[randbelow(rng, len(candidates))]
+                picks[target] = picks.get(target, 0) + 1
         return picks
 
     # --- late binding, SBP ---------------------------------------------------------------------------
@@ -314,7 +323,9 @@ class EagleSchedulerCore(Core):
             effects.extend(self._leftover(job_id, job))
         elif self.updates and update_due(left, job.told, self.update_ratio):
             job.told = left
-            targets = [n for n in job.probed if n != node]
+            targets = list(job.probed)  # every node holding the job's probes but ``node``
+            if node in job.probed:
+                targets.remove(node)
             if targets:
                 effects.append(Multicast(targets, RemainingUpdate(job_id, left)))
                 self.counters["remaining_updates"] += len(targets)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from ..common.effects import Effect
 from ..common.messages import Probe, SubmitJob
 from ..common.model import GOOGLE_CUTOFF
-from .sparrow import JobState, SparrowCore, probe_sends, sample_nodes
+from .sparrow import JobState, SparrowCore, add_probes, probe_sends, sample_nodes
 
 __all__ = ["HawkSchedulerCore"]
 
@@ -65,7 +65,7 @@ class HawkSchedulerCore(SparrowCore):
         if job.estimate < self.cutoff or not self.general:
             return self.probe(job_id, job, k)
         picks = sample_nodes(self.rng, self.general, k)
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         self.counters["probes_long"] += k
         remaining = job.unassigned
         return probe_sends(picks, lambda c: Probe(job_id, job.estimate, remaining, c, long=True))
@@ -81,7 +81,7 @@ class HawkSchedulerCore(SparrowCore):
             return self.probe(msg.job_id, job, k)
         self.counters["jobs_long"] += 1
         picks = sample_nodes(self.rng, self.general, k)
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         self.counters["probes_long"] += k
         remaining = job.unassigned
         return probe_sends(picks, lambda c: Probe(msg.job_id, job.estimate, remaining, c, long=True))

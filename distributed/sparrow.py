@@ -100,7 +100,7 @@ def leftover_probes(counters: Counter[str], job_id: int, probed: Counter[str], c
     return effects
 
 
-def probe_sends(picks: Counter[str], make: Callable[[int], Any]) -> list[Effect]:
+def probe_sends(picks: dict[str, int], make: Callable[[int], Any]) -> list[Effect]:
     """A ``Send`` of ``make(count)`` to every node of ``picks``; nodes with the same count share one
     message object (messages are never changed once sent; the simulator delivers consecutive sends of
     one object as one multicast)."""
@@ -114,16 +114,23 @@ def probe_sends(picks: Counter[str], make: Callable[[int], Any]) -> list[Effect]
     return effects
 
 
-def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> Counter[str]:
-    """k probe targets: distinct random nodes while k <= len(nodes), else every node k // n times
-    and k % n random ones once more."""
+def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> dict[str, int]:
+    """k probe targets (node -> probes): distinct random nodes while k <= len(nodes), else every node
+    k // n times and k % n random ones once more."""
     n = len(nodes)
     if k <= n:
-        return Counter(sample(rng, nodes, k))
+        return dict.fromkeys(sample(rng, nodes, k), 1)
     rounds, rest = divmod(k, n)
-    picks = Counter(dict.fromkeys(nodes, rounds))
-    picks.update(sample(rng, nodes, rest))
+    picks = dict.fromkeys(nodes, rounds)
+    add_probes(picks, dict.fromkeys(sample(rng, nodes, rest), 1))
     return picks
+
+
+def add_probes(probed: dict[str, int], picks: dict[str, int]) -> None:
+    """``probed`` gains ``picks``, node by node (what ``Counter.update`` does, but compiled: a Counter's
+    own methods are interpreted code, called at every probe and re-placement)."""
+    for node, count in picks.items():
+        probed[node] = probed.get(node, 0) + count
 
 
 class ProbedJob(Protocol):
@@ -225,7 +232,7 @@ class SparrowCore(Core):
     def probe(self, job_id: int, job: JobState, k: int) -> list[Effect]:
         """Send k probes for the job to random nodes."""
         picks = sample_nodes(self.rng, self.nodes, k)
-        job.probed.update(picks)
+        add_probes(job.probed, picks)
         self.counters["probes"] += k
         remaining = job.unassigned
         return probe_sends(picks, lambda n: Probe(job_id, job.estimate, remaining, n))

@@ -58,14 +58,14 @@ def _file_info(path: str, size: int, mtime_ns: int) -> tuple[str, tuple[tuple[in
     """The sha256 of a trace file and the (line, tasks) of its jobs in the order the workload reads
     them (none for the TPC-H queries, which are drawn, not sampled by index)."""
     from ..common.dags import read_alibaba
-    from ..common.trace import read_trace
+    from .replay_jobs import google_trace  # the replay's own reading of the file, not a second one
 
     digest = _sha256(Path(path))
     jobs: tuple[tuple[int, int], ...] = ()
     if path.endswith(".csv"):
         jobs = tuple((j.line, j.tasks) for j in read_alibaba(path))
     elif not path.endswith(".json"):
-        jobs = tuple((j.line, j.tasks) for j in read_trace(path))
+        jobs = tuple((j.line, j.tasks) for j in google_trace(Path(path)))
     return digest, jobs
 
 

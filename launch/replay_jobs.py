@@ -156,7 +156,8 @@ _TRACES: dict[tuple[str, int, int], list[TraceJob]] = {}
 
 def google_trace(path: Path) -> list[TraceJob]:
     """:func:`read_trace`, read once per file version (a replay's prediction rebuilds its jobs)."""
-    stat = Path(path).stat() if Path(path).exists() else None
+    path = Path(path).resolve()  # one entry for every name of the file (the provenance record's too)
+    stat = path.stat() if path.exists() else None
     key = (str(path), stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
     if key not in _TRACES:
         _TRACES.clear()

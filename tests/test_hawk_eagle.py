@@ -188,6 +188,19 @@ def test_without_a_bitvector_re_placement_may_pick_any_node():
     assert targets == set(nodes)
 
 
+def test_a_bitvector_shorter_than_the_cluster_leaves_the_nodes_past_its_end_free():
+    """The scheduler reads a bitvector as sent; one of 8 bits for 16 nodes (a frame of another
+    sender's making) marks n0..n7 and says nothing of n8..n15, which are then free."""
+    nodes = [f"n{i}" for i in range(16)]
+    s = EagleSchedulerCore("s", nodes, min_probes=1, probe_ratio=1, seed=4)
+    targets = set()
+    for job in range(1, 41):
+        ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0], 5.0)), Probe)
+        out = s.on_message(job, first, ProbeRejected(job, 1, 0, bits(*range(8)), float(job)))
+        targets |= {to for to, p in sent(out, Probe) if p.attempt == 1}
+    assert targets == set(nodes[8:])
+
+
 def test_first_placement_is_random_even_with_a_bitvector_at_hand():
     nodes = [f"n{i}" for i in range(10)]
     s = EagleSchedulerCore("s", nodes, short=["n9"], min_probes=0, probe_ratio=1, seed=1)
