@@ -157,6 +157,19 @@ def test_stale_bitvector_leads_to_a_second_rejection_then_the_short_partition():
     assert sent(short_node.on_message(23, "s", probe), GetTask) == [("s", GetTask(1))]
 
 
+def test_a_second_rejection_of_several_reservations_sends_them_all_to_the_short_partition():
+    """§3.3.3, the last round: a rejected probe that stood for 3 reservations and was already re-placed
+    once goes to short-partition nodes (drawn with replacement: here the only one) as one probe of 3,
+    and each such round counts its reservations in ``probes_to_short``."""
+    nodes = [f"n{i}" for i in range(6)]
+    s = EagleSchedulerCore("s", nodes, short=["n5"], min_probes=1, probe_ratio=1, seed=2)
+    for job in (1, 2):
+        ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0] * 3, 5.0)), Probe)[:1]
+        out = s.on_message(job, first, ProbeRejected(job, 3, 1, bits(0, 1, 2, 3, 4, n=6), float(job)))
+        assert [(to, p.count, p.attempt) for to, p in sent(out, Probe)] == [("n5", 3, LAST_ATTEMPT)]
+        assert s.counters["probes_to_short"] == 3 * job
+
+
 def test_re_placement_finds_the_few_free_nodes_when_the_bitvector_marks_almost_all():
     """With 2 free nodes of 500 and one short-partition node, 32 random tries mostly miss: the
     re-placement then draws among the nodes the bitvector leaves free and the short partition (which

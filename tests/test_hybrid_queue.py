@@ -132,6 +132,23 @@ def test_remaining_updates_reorder_srpt():
     assert q.srpt() is a
 
 
+def test_a_remaining_count_of_zero_is_written_like_any_other():
+    """The last update a job's nodes get says 0 tasks left (Eagle, §3.4.3): that count, told and not yet
+    written when the queue is next read, puts the job's probe first (0 work), even told twice, and a
+    cancel of the job's probes writes it into its placed entries first."""
+    q = HybridQueue()
+    a, b = probe(1, remaining=5), probe(2, remaining=3)
+    q.push(a)
+    q.push(b)
+    q.set_remaining("s", 1, 0)
+    q.set_remaining("s", 1, 0)
+    assert q.srpt() is a and a.remaining == 0
+    placed = Entry("s", 2, 1.0, probe=False, remaining=3, task_index=0, duration=1.0)
+    q.push(placed)
+    q.set_remaining("s", 2, 0)
+    assert q.cancel("s", 2) == 1 and placed.remaining == 0
+
+
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["push", "push", "push", "long", "remove", "remaining", "activate", "serve"]),
