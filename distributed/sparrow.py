@@ -122,7 +122,8 @@ def sample_nodes(rng: random.Random, nodes: list[str], k: int) -> dict[str, int]
         return dict.fromkeys(sample(rng, nodes, k), 1)
     rounds, rest = divmod(k, n)
     picks = dict.fromkeys(nodes, rounds)
-    add_probes(picks, dict.fromkeys(sample(rng, nodes, rest), 1))
+    for node in sample(rng, nodes, rest):
+        picks[node] += 1
     return picks
 
 

@@ -50,8 +50,8 @@ def run(cmd: list[str] | str, cwd: Path, env: dict[str, str], log: Path) -> tupl
         proc = subprocess.Popen(
             cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, shell=isinstance(cmd, str)
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        _, status, usage = os.wait4(proc.pid, 0)  # its own rusage: CPU and peak RSS of this child only
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen does not wait again
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                         env["PYTHONPATH"] = str(args.baseline) if v == "baseline" else ""
                         cmd = [sys.executable, "-c", CHILD, "replay", "--runtime", "sim", "--keep-arrivals"]
                         cmd += ["--nodes", str(nodes), "--policy", policy, "--seed", "0", "--quiet"]
-                        cmd += ["--out", str(folder / "run")] + (
-                            ["--jobs", str(args.jobs)] if args.jobs else []
-                        )
+                        cmd += ["--out", str(folder / "run")]
+                        if args.jobs:
+                            cmd += ["--jobs", str(args.jobs)]
                     log = folder / "log.txt"
                     cpu, rss, status = run(cmd, folder, env, log)
                     text = log.read_text(errors="replace")
@@ -120,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if args.out:
         args.out.write_text(table)
-    same = (
-        all(runs["this", c].digests == runs["baseline", c].digests for c in cells) if args.baseline else True
-    )
-    if not same or any(len(runs["this", c].digests) != 1 for c in cells):
+    base = "baseline" if args.baseline else "this"
+    if any(
+        len(runs["this", c].digests) != 1 or runs[base, c].digests != runs["this", c].digests for c in cells
+    ):
         print("bench_speed: jobs.csv differs between runs or from the baseline's")
         return 1
     return 0
