@@ -1,11 +1,39 @@
-"""A node monitor that admits placed tasks by resource fit (the multi-resource central policies).
+"""A node monitor that admits placed tasks by resource fit (the multi-resource central policies), with a
+fluid model of contention for the resources a node can over-allocate.
 
-The node has a capacity vector (:mod:`aviary.common.resources`) instead of slots: a ``PlaceTask`` runs
-at once when its demand fits what the running tasks leave free, so as many tasks run together as the
-capacity allows. The central scheduler places a task only where its bookkeeping says it fits, so a
-task that must wait here means the two views differ (a message overtaken, a second scheduler): it
-waits in FIFO order, counted as ``waited_for_room``, and is never dropped. A task whose demand exceeds
-the whole capacity could never run: it is refused at once with ``TaskFinished(ok=False)``.
+The node has a capacity vector (:mod:`aviary.common.resources`) instead of slots, and one of two
+contention models (``contention``, declared once as the policies' ``--contention``):
+
+- ``"off"``: a ``PlaceTask`` runs at once when its whole demand vector fits what the running tasks leave
+  free, at full speed: a node is a bin.
+- ``"fluid"`` (DESIGN §4): memory is a hard limit checked at admission; cores, disk and network are
+  *fungible* and may be over-allocated. Each running task progresses at rate
+  ``min(1, min over the fungible resources r it uses of capacity_r / demand_r summed over the node's
+  running tasks)``, recomputed whenever a task starts or ends, and holds all of its resources for the
+  stretched time. This is how Graphene's simulator treats over-allocation ("when the total resource
+  demand crosses machine capacity, we delay the completion of tasks further by a proportional amount",
+  ``graphene.txt`` §7.4), and why it overbooks "network and disk that do not lose goodput when demand
+  exceeds capacity (unlike say memory)" (§7.2); Tez + CP's slowdown from "arbitrary over-allocation"
+  (same section) is this model's stretched tasks. ``disk_loss`` [D] is the sensitivity knob for a disk
+  that *does* lose goodput when over-subscribed (seeks): with demand D above capacity C the disk delivers
+  ``C * (1 - disk_loss * (1 - C / D))``, i.e. no loss at D = C and a loss tending to ``disk_loss`` as
+  the over-subscription grows (default 0, the papers' wording).
+
+How a task runs at a rate, on both runtimes, with the seven effects: the executor runs the task's own
+work (a sleep of its duration, as ever) and the node core keeps each task's *fluid progress* itself,
+the integral of its rate. A task completes when both are done: its executor exited and its progress
+reached its duration. Rates never exceed 1, so the executor's exit comes first unless it ran late
+(a process or container start); the core then holds the task, with its resources, until a timer
+(``SetTimer(FLUID, ...)`` for the earliest projected end, re-set on every change) says its work is done.
+Without over-allocation every rate is 1 and each task completes at its executor's exit, exactly as with
+``"off"``.
+
+The central scheduler places a task only where its bookkeeping says it fits (memory, at least), so a
+task that must wait here means the two views differ (a message overtaken, a second scheduler): it waits
+in FIFO order, counted as ``waited_for_room``, and is never dropped. A task that could never run (its
+demand exceeds the whole capacity; with ``"fluid"``, its memory does, or it uses a resource the node
+lacks) is refused at once with
+``TaskFinished(ok=False)``.
 """
 
 from __future__ import annotations
@@ -14,21 +42,52 @@ from collections import deque
 from typing import Any
 
 from ..common.core import Core
-from ..common.effects import Effect, Launch, Send, TaskId
+from ..common.effects import Effect, Launch, Send, SetTimer, TaskId
 from ..common.messages import PlaceTask, TaskFinished
-from ..common.resources import ONE_CORE, Resources
+from ..common.resources import EPS, ONE_CORE, Resources
+
+CONTENTION = ("fluid", "off")
+FLUID = "fluid"
+"""The timer key of the fluid model's next projected task end."""
+FUNGIBLE = (0, 2, 3)
+"""The dimensions a node may over-allocate: cores, disk, network (not memory)."""
+DONE = 1e-9
+"""Seconds of work left below which a task's fluid progress counts as complete (float sums)."""
+
+
+class _Running:
+    """A task holding resources: who placed it, its demand, its work left (seconds at rate 1), its rate,
+    and whether its executor has exited."""
+
+    __slots__ = ("scheduler", "demand", "left", "rate", "exited")
+
+    def __init__(self, scheduler: str, demand: Resources, work: float) -> None:
+        self.scheduler = scheduler
+        self.demand = demand
+        self.left = work
+        self.rate = 1.0
+        self.exited = False
 
 
 class ResourceNodeCore(Core):
     role = "node"
 
-    def __init__(self, name: str, capacity: Resources) -> None:
+    def __init__(
+        self, name: str, capacity: Resources, contention: str = "off", disk_loss: float = 0.0
+    ) -> None:
         super().__init__(name)
+        if contention not in CONTENTION:
+            raise ValueError(f"contention must be one of {', '.join(CONTENTION)}, got {contention!r}")
+        if not 0.0 <= disk_loss < 1.0:
+            raise ValueError(f"disk_loss must be >= 0 and < 1, got {disk_loss!r}")
         self.capacity = capacity
         self.free = capacity
+        self.fluid = contention == "fluid"
+        self.disk_loss = disk_loss
         self.slots = max(1, int(capacity.cores))  # what Register reports
         self.waiting: deque[tuple[str, PlaceTask, Resources]] = deque()
-        self.running: dict[TaskId, tuple[str, Resources]] = {}
+        self.running: dict[TaskId, _Running] = {}
+        self.since = 0.0  # when the fluid progress of the running tasks was last brought up to date
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is not PlaceTask:
@@ -38,35 +97,108 @@ class ResourceNodeCore(Core):
         except ValueError:
             self.counters["bad_demand"] += 1
             return [Send(sender, TaskFinished(msg.job_id, msg.task_index, False))]
-        if not demand.fits_in(self.capacity):
+        if not self._could_run(demand):
             self.counters["task_too_big"] += 1
             return [Send(sender, TaskFinished(msg.job_id, msg.task_index, False))]
-        if self.waiting or not demand.fits_in(self.free):
+        if self.waiting or not self._admits(demand):
             self.counters["waited_for_room"] += 1
             self.waiting.append((sender, msg, demand))
             return []
-        return self._launch(sender, msg, demand)
+        self._advance(now)
+        effects = self._launch(sender, msg, demand)
+        return effects + self._retime() if self.fluid else effects
 
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
-        entry = self.running.pop(task_id, None)
-        if entry is None:
+        task = self.running.get(task_id)
+        if task is None:
             self.counters["unknown_task_exit"] += 1
             return []
-        scheduler, demand = entry
-        self.free = self.free.plus(demand)
-        self.counters["tasks_finished" if ok else "tasks_failed"] += 1
-        effects: list[Effect] = [Send(scheduler, TaskFinished(task_id[0], task_id[1], ok))]
-        while self.waiting and self.waiting[0][2].fits_in(self.free):
-            sender, msg, need = self.waiting.popleft()
-            effects += self._launch(sender, msg, need)
-        return effects
+        if not self.fluid:
+            return self._complete(now, task_id, ok)
+        self._advance(now)
+        if ok and task.left > DONE:  # over-allocated: its work is not done yet, it keeps its resources
+            task.exited = True
+            self.counters["tasks_stretched"] += 1
+            return self._retime()
+        return self._complete(now, task_id, ok) + self._retime()
+
+    def on_timer(self, now: float, key: Any) -> list[Effect]:
+        if key != FLUID or not self.fluid:
+            return []
+        self._advance(now)
+        effects: list[Effect] = []
+        for task_id in [t for t, task in self.running.items() if task.exited and task.left <= DONE]:
+            effects += self._complete(now, task_id, True)
+        return effects + self._retime()
+
+    # --- admission and completion ------------------------------------------------------------------
+    def _could_run(self, demand: Resources) -> bool:
+        """On an idle node: with ``"fluid"``, its memory fits and every fungible resource it uses exists
+        (over-allocation only slows it down); else its whole demand fits."""
+        if not self.fluid:
+            return demand.fits_in(self.capacity)
+        c = self.capacity
+        return demand[1] <= c[1] + EPS and all(c[r] > 0 for r in FUNGIBLE if demand[r] > 0)
+
+    def _admits(self, demand: Resources) -> bool:
+        if self.fluid:
+            return demand[1] <= self.free[1] + EPS
+        return demand.fits_in(self.free)
 
     def _launch(self, sender: str, msg: PlaceTask, demand: Resources) -> list[Effect]:
         task_id = (msg.job_id, msg.task_index)
         if task_id in self.running:
             self.counters["duplicate_task"] += 1
             return []
-        self.running[task_id] = (sender, demand)
+        self.running[task_id] = _Running(sender, demand, msg.duration)
         self.free = self.free.minus(demand)
         self.counters["tasks_launched"] += 1
         return [Launch(task_id, msg.duration)]
+
+    def _complete(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        """The task ends: its resources come back, and waiting tasks that now fit start."""
+        task = self.running.pop(task_id)
+        self.free = self.free.plus(task.demand)
+        self.counters["tasks_finished" if ok else "tasks_failed"] += 1
+        effects: list[Effect] = [Send(task.scheduler, TaskFinished(task_id[0], task_id[1], ok))]
+        while self.waiting and self._admits(self.waiting[0][2]):
+            sender, msg, need = self.waiting.popleft()
+            effects += self._launch(sender, msg, need)
+        return effects
+
+    # --- the fluid model -----------------------------------------------------------------------------
+    def _advance(self, now: float) -> None:
+        """Bring every running task's work left up to ``now`` at the rates in force since the last change."""
+        elapsed = now - self.since
+        self.since = now
+        if elapsed > 0:
+            for task in self.running.values():
+                if task.left > 0:
+                    task.left = max(0.0, task.left - task.rate * elapsed)
+
+    def rates(self) -> dict[TaskId, float]:
+        """Each running task's rate under the current allocation (the module docstring's formula)."""
+        used = self.capacity.minus(self.free)  # the summed demand of the tasks holding resources
+        share = [1.0] * 4
+        for r in FUNGIBLE:
+            c, d = self.capacity[r], used[r]
+            if d > c + EPS:
+                share[r] = c / d
+        if used[2] > self.capacity[2] + EPS and self.disk_loss:
+            share[2] *= 1.0 - self.disk_loss * (1.0 - self.capacity[2] / used[2])
+        return {
+            t: min([1.0, *(share[r] for r in FUNGIBLE if task.demand[r] > 0)])
+            for t, task in self.running.items()
+        }
+
+    def _retime(self) -> list[Effect]:
+        """New rates after a change, and the timer for the earliest end of a task whose executor has
+        exited (the others complete at their exit or, if slowed, are timed when they exit)."""
+        rates = self.rates()
+        nearest = None
+        for task_id, task in self.running.items():
+            task.rate = rate = rates[task_id]
+            if task.exited:
+                end = task.left / rate
+                nearest = end if nearest is None else min(nearest, end)
+        return [] if nearest is None else [SetTimer(FLUID, nearest)]

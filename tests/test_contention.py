@@ -1,0 +1,97 @@
+"""The node's fluid contention model (``worker/resource_node.py``): the arithmetic, walked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from aviary.common.effects import Launch, SetTimer
+from aviary.common.messages import PlaceTask, TaskFinished
+from aviary.common.resources import Resources
+from aviary.worker.resource_node import FLUID, ResourceNodeCore
+
+from helpers import sent
+
+MACHINE = Resources(16.0, 64.0, 1.0, 1.0)
+
+
+def place(core, now, task, duration, demand):
+    return core.on_message(now, "central", PlaceTask(1, task, duration, duration, list(demand)))
+
+
+def finished(effects):
+    return [m.task_index for _, m in sent(effects, TaskFinished)]
+
+
+def timer(effects):
+    delays = [e.delay for e in effects if isinstance(e, SetTimer) and e.key == FLUID]
+    return delays[-1] if delays else None
+
+
+def test_over_allocating_disk_by_one_and_a_half_stretches_exactly_the_tasks_that_use_disk():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    for task, demand in ((0, (1, 1, 0.75, 0)), (1, (1, 1, 0.75, 0)), (2, (4, 8, 0, 0.5))):
+        assert [type(e) for e in place(node, 0.0, task, 10.0, demand)] == [Launch]
+    assert node.rates() == {(1, 0): pytest.approx(1 / 1.5), (1, 1): pytest.approx(1 / 1.5), (1, 2): 1.0}
+    assert finished(node.on_task_exit(10.0, (1, 2), True)) == [2]  # no disk: on time
+    effects = node.on_task_exit(10.0, (1, 0), True)
+    assert finished(effects) == [] and timer(effects) == pytest.approx(5.0)
+    effects = node.on_task_exit(10.0, (1, 1), True)
+    assert finished(effects) == [] and timer(effects) == pytest.approx(5.0)
+    assert finished(node.on_timer(15.0, FLUID)) == [0, 1]  # 1.5x their 10 s
+    assert node.counters["tasks_stretched"] == 2 and node.free == MACHINE
+
+
+def test_a_finishing_task_speeds_the_others_up_at_that_instant():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 10.0, (1, 1, 1.0, 0))
+    place(node, 0.0, 1, 4.0, (1, 1, 1.0, 0))  # both at rate 0.5
+    assert timer(node.on_task_exit(4.0, (1, 1), True)) == pytest.approx(4.0)  # 2 s of work left
+    assert finished(node.on_timer(8.0, FLUID)) == [1]
+    assert node.rates() == {(1, 0): 1.0}  # alone from t = 8: 6 s of its work done, 4 left at rate 1
+    assert timer(node.on_task_exit(10.0, (1, 0), True)) == pytest.approx(4.0)
+    assert finished(node.on_timer(14.0, FLUID)) == [0]  # 14 s of disk work on one disk
+
+
+def test_memory_is_never_over_committed():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 5.0, (1, 40, 0, 0))
+    assert place(node, 0.0, 1, 5.0, (1, 40, 0, 0)) == []  # cores are free, memory is not: it waits
+    assert node.counters["waited_for_room"] == 1 and node.free.mem == 24
+    effects = node.on_task_exit(5.0, (1, 0), True)
+    assert finished(effects) == [0] and [e.task_id for e in effects if isinstance(e, Launch)] == [(1, 1)]
+    too_big = place(node, 5.0, 2, 1.0, (1, 65, 0, 0))
+    assert finished(too_big) == [2] and not sent(too_big, TaskFinished)[0][1].ok
+    lacking = ResourceNodeCore("m", Resources(16.0, 64.0, 0.0, 1.0), "fluid")
+    assert not sent(place(lacking, 0.0, 0, 1.0, (1, 1, 0.1, 0)), TaskFinished)[0][1].ok  # no disk at all
+
+
+def test_cores_over_allocated_slow_down_too_and_a_node_that_fits_never_stretches():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    for task in range(4):
+        place(node, 0.0, task, 2.0, (8, 1, 0, 0))  # 32 cores asked of 16
+    assert set(node.rates().values()) == {0.5}
+    fits = ResourceNodeCore("n", MACHINE, "fluid")
+    for task in range(4):
+        place(fits, 0.0, task, 2.0, (4, 1, 0.25, 0.25))
+    assert set(fits.rates().values()) == {1.0}
+    for task in range(4):  # each completes at its executor's exit, no timer, as with "off"
+        assert finished(fits.on_task_exit(2.0, (1, task), True)) == [task]
+    assert fits.counters["tasks_stretched"] == 0
+
+
+def test_disk_goodput_loss_is_a_knob_that_is_off_by_default():
+    for loss, rate in ((0.0, 0.5), (0.5, 0.5 * (1 - 0.5 * 0.5))):
+        node = ResourceNodeCore("n", MACHINE, "fluid", disk_loss=loss)
+        place(node, 0.0, 0, 1.0, (1, 1, 1.0, 0))
+        place(node, 0.0, 1, 1.0, (1, 1, 1.0, 0.2))
+        assert list(node.rates().values()) == [pytest.approx(rate)] * 2
+    with pytest.raises(ValueError, match="disk_loss"):
+        ResourceNodeCore("n", MACHINE, "fluid", disk_loss=1.0)
+
+
+def test_off_admits_by_the_whole_vector_and_runs_at_full_speed():
+    node = ResourceNodeCore("n", MACHINE, "off")
+    place(node, 0.0, 0, 10.0, (1, 1, 0.75, 0))
+    assert place(node, 0.0, 1, 10.0, (1, 1, 0.75, 0)) == []  # disk does not fit: it waits
+    effects = node.on_task_exit(10.0, (1, 0), True)
+    assert finished(effects) == [0] and timer(effects) is None
