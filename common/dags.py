@@ -7,7 +7,7 @@ Four sources, each turned into a scaled replay of :class:`~aviary.common.model.J
   (``experiments/traces/alibaba_dags.csv``, :func:`read_alibaba`);
 - ``"tpch"``: the 22 TPC-H queries as Spark stage DAGs with measured per-stage task counts and mean task
   runtimes (``experiments/traces/tpch_dags.json``, :func:`read_tpch`); every job is a seeded uniformly
-  random query;
+  random query at an input size drawn from a declared mix of the file's profiles (below);
 - ``"tpcds"``: TPC-DS-like DAGs drawn by :func:`aviary.common.dag_shapes.tpcds_like_jobs` to match the
   structure Carbyne §2.2 Tables 1/2 report for TPC-DS (spec §6.3: no TPC-DS profiles are public); every
   job is a seeded draw;
@@ -21,7 +21,8 @@ parents always come before their children, as :class:`~aviary.common.model.Stage
 :func:`build_dag_workload` follows :func:`aviary.common.workload.build_workload` step by step:
 
 1. **Sample** K jobs (``"consecutive"`` or ``"random"``, as in ``workload.py``); for TPC-H, K seeded
-   uniform draws from the 22 queries; for TPC-DS, K seeded draws from the generator.
+   uniform draws from the 22 queries, each at a profile drawn from the mix; for TPC-DS, K seeded draws
+   from the generator.
 2. **Classify** by the job's trace mean task duration (trace seconds, before scaling) against ``cutoff``.
 3. **Merge tasks** per stage: a stage of ``n`` tasks keeps ``m = task_count(n, task_scale)``. A stage with
    per-task durations (Google) merges them with :func:`~aviary.common.workload.merge_tasks`; a stage with
@@ -35,8 +36,45 @@ parents always come before their children, as :class:`~aviary.common.model.Stage
    mean gap is ``max_r (mean per-job resource-seconds_r / capacity_total_r) / load``
    (:func:`poisson_mean_gap`; :func:`offered_load` measures it on a built workload).
 
-Randomness comes from ``random.Random(seed)`` split into independent streams for sampling, arrivals and
-demands, so changing the load changes neither the jobs nor their demands.
+Randomness comes from ``random.Random(seed)`` split into independent streams for sampling, arrivals,
+demands and TPC-H profiles (a fourth stream, drawn after the other three, so adding it changed none of
+them), so changing the load changes neither the jobs nor their demands, and changing the TPC-H mix
+changes neither the queries drawn nor their demands (every profile of a query has the same stages), only
+their task counts and durations. The jobs are the same for every policy given the seed.
+
+TPC-H input sizes (issue 24). What the papers say: Carbyne §5.1 "Workloads" (``carbyne.txt`` line 306)
+[P]: "the jobs are randomly chosen from one of the corresponding benchmark [...] Each job lasts from few
+minutes to tens of minutes, and we generate corresponding input sizes from GBs to hundreds of GBs";
+Graphene's evaluation setup (``graphene.txt`` lines 366-367, ligatures lost in the text) [P]: "Each job
+is picked at random from the corresponding benchmark. We built representative inputs and varied input
+size from GBs to tens of TBs such that the average query completes in a few minutes and the longest
+query finishes in under ten minutes on the idle cluster"; the spec's small-scale reproductions (§2, §3,
+themselves [D]) ask for TPC-H shapes with synthesized demands, and §6 ships the erdos CloudLab profiles
+``{50,100,250,500}g_maxCores_{50,75,100,200}`` [P]. Neither paper gives the distribution of sizes.
+Our choices [D]:
+
+- The default mix :data:`TPCH_MIX` ``"sizes"`` draws each job's profile uniformly from the four data
+  sizes 50, 100, 250 and 500 GB, all at ``maxCores_50``. The sizes are nearly log-spaced (x2, x2.5, x2),
+  so a uniform draw over them is close to log-uniform over 50-500 GB, the "tens to hundreds of GBs" part
+  of the papers' range; the file has no smaller (GB-scale) size, and Decima's 2-20 GB profiles carry no
+  licence (spec §6). ``maxCores`` is the core cap of the Spark run that measured a profile, not an input
+  size: more cores on the same data measured more, longer tasks (500 GB: 6.2 s mean task at 50 cores,
+  27.1 s at 200), i.e. the measuring cluster's own contention, which Aviary's nodes model themselves;
+  the least contended measurement, 50 cores, is also the profile of every replay before the mixes.
+- Measured per job (task-seconds, mean over the 22 queries): 1,772 (50 GB), 3,566 (100 GB), 9,328
+  (250 GB), 23,489 (500 GB); tasks 521, 882, 1,979, 3,778. So under ``"sizes"`` the mean job does 5.4x
+  the work of a 50 GB one, 500 GB jobs do 62 % of it, and a job has 1,790 tasks on average.
+- ``"50g"`` (:data:`TPCH_MIXES`) is the single profile ``50g_maxCores_50`` of earlier replays: with it
+  a seed gives exactly the jobs it gave before the mixes. A mix may also be written
+  ``PROFILE[:WEIGHT],...`` over any of the file's 16 profiles (:func:`tpch_mix`).
+- Where the draw is recorded: :class:`~aviary.common.model.JobSpec` has no name, so a TPC-H job's
+  ``line`` is ``query position + 100 * profile index`` in :func:`tpch_profiles`' order
+  (:data:`TPCH_LINE_STRIDE`; 50 GB at 50 cores is index 0, so the old lines are unchanged;
+  ``tpch_label(805)`` is ``"Q5@250g_maxCores_50"``); ``summary.json``'s workload record lists the lines,
+  and its digests tell two mixes apart. The trace-level job is named ``Q5@250g_maxCores_50``.
+- The offered load follows the drawn sizes: :func:`poisson_mean_gap` takes the mean resource-seconds of
+  the jobs actually built, so ``--load`` stays the dominant resource's offered load and the mean gap
+  between arrivals grows with the mean job (by about 5.4x from ``"50g"`` to ``"sizes"``).
 
 Decisions the spec leaves open:
 
@@ -66,8 +104,9 @@ import math
 import os
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from .model import GOOGLE_CUTOFF, JobSpec, Stage, stage_offsets
@@ -83,6 +122,9 @@ __all__ = [
     "GOOGLE_TRACE",
     "MIN_TASK_SECONDS",
     "TPCH_JSON",
+    "TPCH_LINE_STRIDE",
+    "TPCH_MIX",
+    "TPCH_MIXES",
     "TPCH_PROFILE",
     "DagKind",
     "DagTraceError",
@@ -99,6 +141,8 @@ __all__ = [
     "read_tpch",
     "resource_seconds",
     "synthesize_demands",
+    "tpch_label",
+    "tpch_mix",
     "tpch_profiles",
 ]
 
@@ -107,7 +151,23 @@ ALIBABA_CSV = TRACES / "alibaba_dags.csv"
 TPCH_JSON = TRACES / "tpch_dags.json"
 GOOGLE_TRACE = TRACES / "google_10k.tr"
 TPCH_PROFILE = "50g_maxCores_50"
-"""The default TPC-H profile: 50 GB of data, at most 50 cores."""
+"""The profile :func:`read_tpch` reads by default: 50 GB of data, at most 50 cores (before the mixes, every
+TPC-H job of a replay ran at it; :data:`TPCH_MIXES` ``"50g"`` still does)."""
+TPCH_MIXES: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "sizes": MappingProxyType({f"{gb}g_maxCores_50": 1.0 for gb in (50, 100, 250, 500)}),
+        "50g": MappingProxyType({TPCH_PROFILE: 1.0}),
+    }
+)
+"""Named TPC-H profile mixes, profile -> weight (module docstring, "TPC-H input sizes"): ``"sizes"``, each
+of the four data sizes equally likely at 50 cores; ``"50g"``, the single profile of replays before the
+mixes."""
+TPCH_MIX = "sizes"
+"""The mix of a TPC-H workload unless told otherwise."""
+TPCH_LINE_STRIDE = 100
+"""A mixed TPC-H job's :attr:`~aviary.common.model.JobSpec.line` is ``query position + TPCH_LINE_STRIDE *
+the profile's index in`` :func:`tpch_profiles` (``50g_maxCores_50``, the first, keeps the bare position);
+:func:`tpch_label` reads it back."""
 
 DEMAND_MIN = Resources(cores=0.02, mem=0.1, disk=0.01, net=0.01)
 DEMAND_MAX = Resources(cores=6.0, mem=17.0, disk=1.0, net=1.0)
@@ -453,6 +513,105 @@ def read_tpch(
     return out
 
 
+def tpch_mix(mix: str | Mapping[str, float], profiles: Sequence[str]) -> dict[str, float]:
+    """The mix ``mix`` names, as profile -> weight (weights as given, not normalized), checked against
+    ``profiles`` (those of the file, :func:`tpch_profiles`). ``mix`` is a name of :data:`TPCH_MIXES`, or
+    ``PROFILE[:WEIGHT],...`` (weight 1 when omitted; one profile alone is today's single-profile
+    workload), or a mapping profile -> weight.
+
+    Raises :class:`~aviary.common.workload.WorkloadError`, one line naming the field ``tpch_mix``, on an
+    unknown name or profile, a profile listed twice, a weight that is not a positive finite number, or
+    an empty mix."""
+    if isinstance(mix, str):
+        text = mix.strip()
+        if text in TPCH_MIXES:
+            mix = TPCH_MIXES[text]
+        else:
+            pairs: list[tuple[str, str]] = []
+            for part in text.split(","):
+                name, _, weight = part.strip().partition(":")
+                pairs.append((name.strip(), weight.strip() if _ else "1"))
+            if not any(name for name, _ in pairs):
+                raise WorkloadError(
+                    f"tpch_mix: empty (a mix: {', '.join(TPCH_MIXES)} or PROFILE[:WEIGHT],...)"
+                )
+            return _checked_mix(pairs, profiles)
+    elif not isinstance(mix, Mapping):
+        raise WorkloadError(f"tpch_mix: expected a mix name, PROFILE[:WEIGHT],... or a mapping, got {mix!r}")
+    if not mix:
+        raise WorkloadError(f"tpch_mix: empty (a mix: {', '.join(TPCH_MIXES)} or PROFILE[:WEIGHT],...)")
+    return _checked_mix(list(mix.items()), profiles)
+
+
+def _checked_mix(pairs: Sequence[tuple[Any, Any]], profiles: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, weight in pairs:
+        if name not in profiles:
+            raise WorkloadError(
+                f"tpch_mix: unknown mix or profile {name!r} (mixes: {', '.join(TPCH_MIXES)}; profiles: "
+                f"{', '.join(profiles) or 'none'})"
+            )
+        if name in out:
+            raise WorkloadError(f"tpch_mix: profile {name!r} listed twice")
+        try:
+            value = float(weight) if not isinstance(weight, bool) else math.nan
+        except (TypeError, ValueError):
+            value = math.nan
+        if not (value > 0 and math.isfinite(value)):
+            raise WorkloadError(
+                f"tpch_mix: profile {name!r}: weight must be a positive number, got {weight!r}"
+            )
+        out[name] = value
+    return out
+
+
+def tpch_label(line: int, path: str | os.PathLike[str] = TPCH_JSON) -> str:
+    """``"Q5@250g_maxCores_50"``: the query and profile of a TPC-H job's ``line`` (:data:`TPCH_LINE_STRIDE`),
+    for the TPC-H file at ``path``. Raises :class:`~aviary.common.workload.WorkloadError` if the line
+    names no query or profile of the file."""
+    queries = list(_load_json(os.fspath(path)))
+    profiles = tpch_profiles(path)
+    at, position = divmod(line, TPCH_LINE_STRIDE)
+    if not (1 <= position <= len(queries) and 0 <= at < len(profiles)):
+        raise WorkloadError(f"line {line}: no query and profile of {os.fspath(path)} has it")
+    return f"{queries[position - 1]}@{profiles[at]}"
+
+
+def _tpch_jobs(
+    path: str | os.PathLike[str],
+    mix: str | Mapping[str, float],
+    jobs: int,
+    query_rng: random.Random,
+    profile_rng: random.Random,
+) -> list[DagTraceJob]:
+    """``jobs`` TPC-H jobs: each a uniformly random query (``query_rng``, one ``choice`` per job, as
+    before the mixes) at a profile drawn from ``mix`` (``profile_rng``: one ``choices`` call for all jobs,
+    nothing drawn for a mix of one profile), named ``Q@PROFILE``, its line per :data:`TPCH_LINE_STRIDE`."""
+    profiles = tpch_profiles(path)
+    weights = tpch_mix(mix, profiles)
+    read = {p: read_tpch(path, p) for p in weights}
+    queries = list(next(iter(read.values())))
+    if not queries:
+        raise WorkloadError("the trace has no queries")
+    if len(queries) >= TPCH_LINE_STRIDE and any(profiles.index(p) for p in weights):
+        raise WorkloadError(
+            f"tpch_mix: {len(queries)} queries do not fit the line numbering of a mix "
+            f"(at most {TPCH_LINE_STRIDE - 1}); use the first profile alone"
+        )
+    names = list(weights)
+    picks = [query_rng.choice(queries) for _ in range(jobs)]
+    drawn = (
+        profile_rng.choices(names, weights=list(weights.values()), k=jobs) if len(names) > 1 else names * jobs
+    )
+    out = []
+    for query, profile in zip(picks, drawn, strict=True):
+        tj = read[profile][query]
+        out.append(
+            replace(tj, name=f"{query}@{profile}", line=tj.line + TPCH_LINE_STRIDE * profiles.index(profile))
+        )
+    return out
+
+
 def _stage_id(where: str, field: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DagTraceError(f"{where}: field '{field}': stage must be an integer >= 0, got {value!r}")
@@ -562,15 +721,18 @@ def offered_load(jobs: Sequence[JobSpec], capacity_total: Resources, span: float
 # --- workloads ----------------------------------------------------------------------------------------
 
 
-def _pool(
-    kind: str, trace: Sequence[DagTraceJob] | Sequence[TraceJob] | Mapping[str, DagTraceJob] | None
-) -> list[DagTraceJob]:
-    if trace is None:
+_Trace = (
+    Sequence[DagTraceJob] | Sequence[TraceJob] | Mapping[str, DagTraceJob] | str | os.PathLike[str] | None
+)
+
+
+def _pool(kind: str, trace: _Trace) -> list[DagTraceJob]:
+    if trace is None or isinstance(trace, (str, os.PathLike)):
         if kind == "alibaba":
-            return read_alibaba()
+            return read_alibaba(ALIBABA_CSV if trace is None else trace)
         if kind == "tpch":
-            return list(read_tpch().values())
-        return google_dag_jobs(read_trace(GOOGLE_TRACE))
+            return list(read_tpch(TPCH_JSON if trace is None else trace).values())
+        return google_dag_jobs(read_trace(GOOGLE_TRACE if trace is None else trace))
     items: list[Any] = list(trace.values()) if isinstance(trace, Mapping) else list(trace)
     flat = [x for x in items if isinstance(x, TraceJob)]
     if flat and (kind != "google" or len(flat) != len(items)):
@@ -580,7 +742,7 @@ def _pool(
 
 def build_dag_workload(
     kind: DagKind,
-    trace: Sequence[DagTraceJob] | Sequence[TraceJob] | Mapping[str, DagTraceJob] | None = None,
+    trace: _Trace = None,
     *,
     jobs: int | None = None,
     sample: Literal["consecutive", "random"] = "consecutive",
@@ -595,13 +757,17 @@ def build_dag_workload(
     demands: DemandMode = "synth",
     machine: Resources = DEFAULT_MACHINE,
     cutoff: float = GOOGLE_CUTOFF,
+    tpch_mix: str | Mapping[str, float] | None = None,
 ) -> list[JobSpec]:
     """A scaled replay of DAG jobs with per-stage demands (steps in the module docstring).
 
-    ``trace``: the jobs to draw from (``None``: the bundled file of ``kind``; ``"google"`` also takes
-    :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"`` the mapping :func:`read_tpch` returns;
-    ``"tpcds"`` takes none: its jobs are drawn). ``jobs=None`` takes every job (from ``start``), except
-    for ``"tpch"`` and ``"tpcds"``, which need ``jobs``; ``sample``/``start`` do not apply to them.
+    ``trace``: the jobs to draw from (``None``: the bundled file of ``kind``; a path: that file, read by
+    the kind's reader; ``"google"`` also takes :class:`~aviary.common.trace.TraceJob` jobs, ``"tpch"``
+    the mapping :func:`read_tpch` returns, i.e. jobs of one profile; ``"tpcds"`` takes none: its jobs are
+    drawn). ``jobs=None`` takes every job (from ``start``), except for ``"tpch"`` and ``"tpcds"``, which
+    need ``jobs``; ``sample``/``start`` do not apply to them. ``tpch_mix`` (``"tpch"`` read from a file
+    only; ``None``: :data:`TPCH_MIX`): the profiles the jobs' input sizes are drawn from (:func:`tpch_mix`);
+    jobs already read (a mapping or list) keep their one profile and take no mix.
     Exactly one of ``load`` (Poisson, with ``capacity_total`` = the cluster's summed capacity),
     ``keep_arrivals`` and ``batch`` (every job at time 0: a backlog, the setting of makespan comparisons)
     must be chosen.
@@ -626,8 +792,17 @@ def build_dag_workload(
         if capacity_total is None:
             raise WorkloadError("load needs capacity_total (the cluster's summed capacity)")
 
+    if tpch_mix is not None and kind != "tpch":
+        raise WorkloadError(f"tpch_mix applies to kind 'tpch', not {kind!r}")
+    from_file = trace is None or isinstance(trace, (str, os.PathLike))
+    if tpch_mix is not None and not from_file:
+        raise WorkloadError(
+            "tpch_mix: needs the TPC-H file (trace=None or a path), not jobs already read at one profile"
+        )
+
     root = random.Random(seed)
     sample_rng, arrival_rng, demand_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
+    profile_rng = random.Random(root.getrandbits(64))  # a fourth stream: the first three stay as they were
     if kind in ("tpch", "tpcds"):
         what = "a random query" if kind == "tpch" else "a generated DAG"
         if jobs is None or jobs < 1:
@@ -640,6 +815,11 @@ def build_dag_workload(
         if trace is not None:
             raise WorkloadError("kind 'tpcds' takes no trace (its jobs are drawn by the generator)")
         chosen = tpcds_like_jobs(sample_rng, cast(int, jobs))
+    elif kind == "tpch" and from_file:
+        path = TPCH_JSON if trace is None else cast(str, trace)
+        chosen = _tpch_jobs(
+            path, TPCH_MIX if tpch_mix is None else tpch_mix, cast(int, jobs), sample_rng, profile_rng
+        )
     elif kind == "tpch":
         pool = _pool(kind, trace)
         if not pool:

@@ -476,6 +476,14 @@ def build_parser() -> Parser:
         "be_tasks=1:4,be_duration=10:60,admission=rayon'",
     )
     rp.add_argument(
+        "--tpch-mix",
+        metavar="MIX",
+        default=None,
+        help="--workload tpch: the input sizes its jobs are drawn from, 'sizes' (50, 100, 250 and 500 GB "
+        "equally likely, the default), '50g' (every job at 50 GB, as before the mixes) or "
+        "'PROFILE[:WEIGHT],...' over the file's profiles, e.g. '50g_maxCores_50:3,500g_maxCores_50'",
+    )
+    rp.add_argument(
         "--net-delay",
         type=_nonnegative_float,
         default=0.0005,

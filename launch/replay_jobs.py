@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.cluster import Cluster
-from ..common.dags import GOOGLE_TRACE, build_dag_workload, read_alibaba, read_tpch
+from ..common.dags import GOOGLE_TRACE, build_dag_workload, read_alibaba
 from ..common.model import GOOGLE_CUTOFF, JobSpec
 from ..common.resources import vector_sum
 from ..common.trace import TraceJob, read_trace
@@ -22,8 +22,8 @@ DEFAULT_REAL_JOBS = 300
 """Jobs of a real replay of a trace (google, alibaba) without ``--jobs`` (the simulator takes all)."""
 
 DEFAULT_TPCH_JOBS = 200
-"""Jobs of a TPC-H (each a random query of the 22) or TPC-DS (each a generated DAG) replay without
-``--jobs``."""
+"""Jobs of a TPC-H (each a random query of the 22 at an input size of ``--tpch-mix``) or TPC-DS (each a
+generated DAG) replay without ``--jobs``."""
 
 TASK_SCALES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 """Task scales tried, in order, when the default one merges tasks that outlast the arrivals."""
@@ -43,6 +43,8 @@ def replay_jobs(
     policy = get_policy(cluster.policy)
     if spec.gshet is not None and kind != "gshet":
         raise UsageError(f"--gshet applies to --workload gshet, not {kind}")
+    if spec.tpch_mix is not None and kind != "tpch":
+        raise UsageError(f"--tpch-mix applies to --workload tpch, not {kind}")
     if kind == "gshet" and policy.dag:
         return replay_gshet(spec, cluster, scale, load), spec.task_scale
     if not policy.dag:
@@ -66,7 +68,7 @@ def replay_jobs(
     elif kind == "alibaba":
         trace = read_alibaba(spec.trace) if explicit else None
     elif kind == "tpch":
-        trace = read_tpch(spec.trace) if explicit else None
+        trace = spec.trace if explicit else None  # read at each profile of the mix
     else:
         trace = None
     capacity = vector_sum(n.resources for n in cluster.nodes)
@@ -86,6 +88,7 @@ def replay_jobs(
         demands=spec.demands,
         cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
         machine=max((n.resources for n in cluster.nodes), key=lambda c: c.total()),
+        tpch_mix=spec.tpch_mix,
     )
     capacities = {n.resources for n in cluster.nodes}
     for job in jobs:  # a heterogeneous cluster: the largest machine is not every machine

@@ -105,6 +105,10 @@ class ReplaySpec:
     """Real processes: heartbeats unanswered before a process is declared dead."""
     gshet: str | None = None
     """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
+    tpch_mix: str | None = None
+    """``--workload tpch``: the profiles (input sizes) its jobs are drawn from, a name of
+    ``common.dags.TPCH_MIXES`` or ``PROFILE[:WEIGHT],...`` (``None``: ``common.dags.TPCH_MIX``;
+    ``"50g"``: the single profile of replays before the mixes)."""
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -1,5 +1,6 @@
 """DAG workloads: the Alibaba and TPC-H readers, demand synthesis, task merging, dominant-resource load."""
 
+import hashlib
 import json
 import math
 import random
@@ -15,6 +16,10 @@ from aviary.common.dags import (
     DEMAND_MAX,
     DEMAND_MIN,
     TPCH_JSON,
+    TPCH_LINE_STRIDE,
+    TPCH_MIX,
+    TPCH_MIXES,
+    TPCH_PROFILE,
     DagTraceError,
     DagTraceJob,
     DagTraceStage,
@@ -27,6 +32,8 @@ from aviary.common.dags import (
     read_tpch,
     resource_seconds,
     synthesize_demands,
+    tpch_label,
+    tpch_mix,
     tpch_profiles,
 )
 from aviary.common.model import JobSpec, Stage
@@ -342,6 +349,156 @@ def test_batch_arrivals_put_every_job_at_time_zero():
     assert [s.submit for s in specs] == [0.0] * 20
     with pytest.raises(WorkloadError, match="one arrival process"):
         build_dag_workload("tpch", jobs=5, batch=True, load=0.5, capacity_total=DEFAULT_MACHINE)
+
+
+# --- TPC-H input sizes (issue 24) ---------------------------------------------------------------------
+
+
+PROFILES = tpch_profiles()
+
+
+def profile_of(spec: JobSpec) -> str:
+    return PROFILES[spec.line // TPCH_LINE_STRIDE]
+
+
+def test_the_default_mix_is_the_four_sizes_at_50_cores_equally_likely():
+    assert TPCH_MIX == "sizes"
+    assert dict(TPCH_MIXES["sizes"]) == {f"{gb}g_maxCores_50": 1.0 for gb in (50, 100, 250, 500)}
+    assert dict(TPCH_MIXES["50g"]) == {TPCH_PROFILE: 1.0}
+    assert all(p in tpch_profiles() for mix in TPCH_MIXES.values() for p in mix)
+    assert tpch_profiles()[0] == TPCH_PROFILE  # index 0: the old lines are the bare query positions
+    assert tpch_label(5) == "Q5@50g_maxCores_50" and tpch_label(805) == "Q5@250g_maxCores_50"
+    assert tpch_label(1222) == "Q22@500g_maxCores_50"
+    for line in (0, 23, 1600):
+        with pytest.raises(WorkloadError, match=f"line {line}"):
+            tpch_label(line)
+
+
+def test_tpch_profiles_are_drawn_with_the_seed_and_the_same_jobs_every_time():
+    a, b = build("tpch", None, jobs=60, task_scale=0.1), build("tpch", None, jobs=60, task_scale=0.1)
+    assert fingerprint(a) == fingerprint(b)
+    c = build("tpch", None, jobs=60, task_scale=0.1, seed=4)
+    assert [profile_of(s) for s in a] != [profile_of(s) for s in c]
+    # Each job is its query at its drawn profile: task counts and task-seconds of that profile.
+    tables = {p: read_tpch(profile=p) for p in TPCH_MIXES["sizes"]}
+    for spec in a:
+        tj = tables[profile_of(spec)][f"Q{spec.line % TPCH_LINE_STRIDE}"]
+        assert [s.tasks for s in spec.stages] == [
+            min(t.tasks, max(1, round(t.tasks * 0.1))) for t in tj.stages
+        ]
+        assert math.fsum(spec.durations) * 1000.0 == pytest.approx(tj.task_seconds, rel=1e-12)
+    # The mix changes only the sizes: the same queries with the same demands as the single profile.
+    old = build("tpch", None, jobs=60, task_scale=0.1, tpch_mix="50g")
+    assert [s.line % TPCH_LINE_STRIDE for s in a] == [s.line for s in old]
+    assert [[st.demand for st in s.stages] for s in a] == [[st.demand for st in s.stages] for s in old]
+    # The load changes only the arrivals.
+    d = build("tpch", None, jobs=60, task_scale=0.1, load=0.5)
+    assert [(s.line, s.durations, s.stages) for s in a] == [(s.line, s.durations, s.stages) for s in d]
+
+
+@pytest.mark.parametrize(
+    ("mix", "weights"),
+    [
+        ("sizes", {f"{gb}g_maxCores_50": 0.25 for gb in (50, 100, 250, 500)}),
+        ("50g_maxCores_50:3, 500g_maxCores_200", {"50g_maxCores_50": 0.75, "500g_maxCores_200": 0.25}),
+    ],
+)
+def test_tpch_profiles_follow_the_declared_weights(mix, weights):
+    n = 4000  # fixed seed: the counts are fixed; the bound is 4 standard deviations of a binomial
+    specs = build_dag_workload("tpch", jobs=n, seed=7, batch=True, task_scale=0.001, tpch_mix=mix)
+    counts = {p: 0 for p in weights}
+    for spec in specs:
+        counts[profile_of(spec)] += 1
+    for p, w in weights.items():
+        assert abs(counts[p] - n * w) <= 4 * math.sqrt(n * w * (1 - w)), (p, counts)
+    queries = {s.line % TPCH_LINE_STRIDE for s in specs}
+    assert queries == set(range(1, 23))  # every query at every size of the mix, too
+    assert {(profile_of(s), s.line % TPCH_LINE_STRIDE) for s in specs} == {
+        (p, q) for p in weights for q in range(1, 23)
+    }
+
+
+OLD_JOBS = "28d054e90b236f98"
+"""The jobs of ``old_jobs_digest`` built by the code before the mixes (commit 6d7865e)."""
+
+
+def old_jobs_digest(**kw) -> str:
+    specs = build_dag_workload(
+        "tpch", jobs=40, seed=3, time_scale=1000.0, load=0.9, capacity_total=CLUSTER, task_scale=0.1, **kw
+    )
+    seen = [(s.submit, s.line, s.durations, s.stages, s.long, s.estimate) for s in specs]
+    return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("mix", ["50g", TPCH_PROFILE, f" {TPCH_PROFILE}:2 ", {TPCH_PROFILE: 1.0}])
+def test_a_single_profile_mix_reproduces_the_old_jobs_exactly(tpch, mix):
+    assert old_jobs_digest(tpch_mix=mix) == OLD_JOBS
+    assert old_jobs_digest(trace=tpch) == OLD_JOBS  # jobs read at one profile take no mix
+    assert old_jobs_digest(trace=TPCH_JSON, tpch_mix=mix) == OLD_JOBS
+    assert old_jobs_digest() != OLD_JOBS  # the default is the mix
+
+
+@pytest.mark.parametrize(
+    ("mix", "match"),
+    [
+        ("nope", "unknown mix or profile 'nope'"),
+        ("", "empty"),
+        (" , ", "empty"),
+        ({}, "empty"),
+        ("50g_maxCores_50:x", "weight must be a positive number, got 'x'"),
+        ("50g_maxCores_50:0", "weight must be a positive number, got '0'"),
+        ("50g_maxCores_50:-1", "weight must be a positive number"),
+        ("50g_maxCores_50:nan", "weight must be a positive number"),
+        ({"50g_maxCores_50": True}, "weight must be a positive number"),
+        ("50g_maxCores_50,100g_maxCores_50,50g_maxCores_50", "listed twice"),
+        ("50G_maxCores_50", "unknown mix or profile '50G_maxCores_50'"),
+        (3, "expected a mix name"),
+    ],
+)
+def test_bad_tpch_mixes_raise_one_line_naming_the_field(mix, match):
+    with pytest.raises(WorkloadError, match=match) as info:
+        build_dag_workload("tpch", jobs=3, batch=True, tpch_mix=mix)
+    assert str(info.value).startswith("tpch_mix: ") and "\n" not in str(info.value)
+    with pytest.raises(WorkloadError, match=match):
+        tpch_mix(mix, tpch_profiles())
+
+
+def test_a_tpch_mix_needs_the_tpch_file(tpch, alibaba):
+    with pytest.raises(WorkloadError, match="tpch_mix applies to kind 'tpch', not 'alibaba'"):
+        build("alibaba", alibaba, tpch_mix="sizes")
+    with pytest.raises(WorkloadError, match="tpch_mix: needs the TPC-H file"):
+        build("tpch", tpch, tpch_mix="sizes")
+    assert tpch_mix("sizes", tpch_profiles()) == dict(TPCH_MIXES["sizes"])
+    assert tpch_mix("a:2,b", ["a", "b"]) == {"a": 2.0, "b": 1.0}
+
+
+def test_the_offered_load_follows_the_drawn_sizes():
+    n, load = 2000, 0.8
+    mixed = build_dag_workload(
+        "tpch", jobs=n, seed=11, load=load, capacity_total=CLUSTER, time_scale=1000.0, task_scale=0.01
+    )
+    single = build_dag_workload(
+        "tpch",
+        jobs=n,
+        seed=11,
+        load=load,
+        capacity_total=CLUSTER,
+        time_scale=1000.0,
+        task_scale=0.01,
+        tpch_mix="50g",
+    )
+
+    # The mean gap is the dominant resource's mean resource-seconds per job of the jobs drawn / load.
+    def gap(specs):
+        mean = [math.fsum(resource_seconds(s)[r] for s in specs) / n for r in range(4)]
+        return max(m / c for m, c in zip(mean, CLUSTER, strict=True)) / load
+
+    assert poisson_mean_gap(mixed, CLUSTER, load) == pytest.approx(gap(mixed), rel=1e-12)
+    # The sizes' mean work is 5.4x the 50 GB one's (module docstring): the arrivals spread out as much.
+    assert gap(mixed) / gap(single) == pytest.approx(38155 / 4 / 1772, rel=0.1)
+    for specs in (mixed, single):
+        realized = offered_load(specs, CLUSTER, specs[-1].submit * n / (n - 1))
+        assert max(realized) == pytest.approx(load, rel=0.05)
 
 
 # --- TPC-DS-like (aviary.common.dag_shapes) -----------------------------------------------------------

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from aviary.common.dags import TPCH_LINE_STRIDE, build_dag_workload, read_tpch
 from aviary.common.model import GOOGLE_CUTOFF
+from aviary.common.resources import vector_sum
 from aviary.launch import demo
 from aviary.launch.cli import build_parser, main
 from aviary.launch.replay import run_replay, setup_replay
@@ -102,3 +104,26 @@ def test_up_flags_make_a_spec_too():
     args = build_parser().parse_args(["up", "--policy", "kairos", "--nodes", "3", "--quantum", "4"])
     spec = ReplaySpec.from_args(args)
     assert (spec.policy, spec.nodes, spec.runtime, spec.params) == ("kairos", 3, "real", {"quantum": 4.0})
+
+
+def test_the_tpch_mix_flag_reaches_the_jobs():
+    base = ["--runtime", "sim", "--workload", "tpch", "--policy", "drf", "--nodes", "10", "--jobs", "8"]
+    assert spec_of(*base).tpch_mix is None  # the default mix
+    spec = spec_of(*base, "--tpch-mix", "50g")
+    assert spec.tpch_mix == "50g"
+    old = setup_replay(spec).jobs  # the single profile of replays before the mixes: the old jobs
+    capacity = vector_sum(n.resources for n in setup_replay(spec).cluster.nodes)
+    assert old == build_dag_workload(
+        "tpch", read_tpch(), jobs=8, seed=0, time_scale=1.0, load=0.8, capacity_total=capacity
+    )
+    mixed = setup_replay(spec_of(*base)).jobs
+    assert mixed == setup_replay(spec_of(*base, "--tpch-mix", "sizes")).jobs
+    assert [j.line % TPCH_LINE_STRIDE for j in mixed] == [j.line for j in old]  # same queries
+    assert any(j.line >= TPCH_LINE_STRIDE for j in mixed)  # other sizes
+    # A bad mix, or a mix for another workload: one line naming the field.
+    with pytest.raises(UsageError, match=r"^tpch_mix: unknown mix or profile 'big'") as info:
+        setup_replay(spec_of(*base, "--tpch-mix", "big"))
+    assert "\n" not in str(info.value)
+    other = ["--runtime", "sim", "--workload", "tpcds", "--policy", "drf", "--jobs", "3", "--tpch-mix", "50g"]
+    with pytest.raises(UsageError, match=r"^--tpch-mix applies to --workload tpch, not tpcds$"):
+        setup_replay(spec_of(*other))
