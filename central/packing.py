@@ -272,9 +272,11 @@ class PackingCore(Core):
         policy: PlacementPolicy,
         *,
         seed: int = 0,
+        account: str = "all",
+        overbook: float = 1.0,
     ) -> None:
         super().__init__(name)
-        self.state = CentralState(nodes, self)
+        self.state = CentralState(nodes, self, account=account, overbook=overbook)
         self.policy = policy
         policy.bind(self.state, random.Random(seed))
         self.floor = Floor(self.state.active)

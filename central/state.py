@@ -7,7 +7,16 @@ runnable stage of which job goes to which node (:mod:`aviary.central.packing`). 
 transitions in one ``SchedulerState`` apart from the comms in the same way.
 
 A stage's tasks become runnable when every task of every parent stage finished (a barrier, as the
-TPC-H and Alibaba DAGs are stage-level). Stage properties the baselines order by are computed once at
+TPC-H and Alibaba DAGs are stage-level).
+
+What a policy counts (``account``, ``overbook``): a stage's ``demand`` is what the central bookkeeping
+reserves and the policy sees; ``full`` is the task's real demand vector, sent to the node (whose
+contention model runs it) and logged. YARN's schedulers account cores and memory only (the papers'
+baselines): with ``account=("cores", "mem")`` the other dimensions of ``demand`` are 0, so disk and
+network are over-allocated on the nodes. ``overbook`` > 1 lets the bookkeeping fill a node's disk and
+network up to that factor of their capacity (Graphene's overbooking of fungible resources).
+
+Stage properties the baselines order by are computed once at
 admission: ``depth`` (BFS level: 0 for a root, else 1 + the deepest parent) and ``cp`` (critical path:
 the stage's estimate plus the longest ``cp`` among its children, i.e. the estimated time from the
 stage's start to the job's end if nothing waits, spec §5).
@@ -31,9 +40,10 @@ class StageState:
     index: int
     tasks: int
     estimate: float
-    demand: Resources
+    demand: Resources  # what the bookkeeping reserves (the accounted dimensions of ``full``)
     parents: tuple[int, ...]
     offset: int  # global index of the stage's first task
+    full: Resources = ZERO  # the tasks' real demand (what the node runs them with)
     children: list[int] = field(default_factory=list)
     depth: int = 0
     cp: float = 0.0
@@ -90,6 +100,11 @@ NodeSpec = tuple[str, Resources, dict[str, Any]]
 """A node as the central layer sees it: name, capacity, attributes."""
 
 
+ALL_RESOURCES = (True, True, True, True)
+ACCOUNTS = {"all": ALL_RESOURCES, "cores,mem": (True, True, False, False)}
+"""What a central scheduler may count of a demand (``--account``): all four dimensions, or YARN's two."""
+
+
 def slot_nodes(node_slots: dict[str, int]) -> list[NodeSpec]:
     """Slot-based nodes (the probe-era central cores): ``slots`` one-core slots each, no attributes."""
     return [(n, Resources(cores=float(s)), {}) for n, s in node_slots.items()]
@@ -111,7 +126,7 @@ def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
     except (TypeError, ValueError) as exc:
         raise BadJob(str(exc)) from None
     stages = [
-        StageState(msg.job_id, i, s.tasks, s.estimate, s.demand, s.parents, offset)
+        StageState(msg.job_id, i, s.tasks, s.estimate, s.demand, s.parents, offset, s.demand)
         for i, (s, offset) in enumerate(zip(spec.dag(), stage_offsets(spec.dag()), strict=True))
     ]
     for s in stages:
@@ -153,10 +168,19 @@ class CentralState:
         core: Core,
         *,
         record: bool = True,
+        account: str = "all",
+        overbook: float = 1.0,
     ) -> None:
         if not nodes:
             raise ValueError(f"central scheduler {core.name}: no nodes")
-        self.nodes = [NodeState(n, i, cap, dict(attrs), cap) for i, (n, cap, attrs) in enumerate(nodes)]
+        if account not in ACCOUNTS:
+            raise ValueError(f"account must be one of {', '.join(ACCOUNTS)}, got {account!r}")
+        if not overbook >= 1.0:
+            raise ValueError(f"overbook must be >= 1, got {overbook!r}")
+        self.mask = ACCOUNTS[account]
+        self.overbook = overbook
+        seen = [(n, Resources(c[0], c[1], c[2] * overbook, c[3] * overbook), attrs) for n, c, attrs in nodes]
+        self.nodes = [NodeState(n, i, cap, dict(attrs), cap) for i, (n, cap, attrs) in enumerate(seen)]
         self.by_name = {n.name: n for n in self.nodes}
         self.capacity_total = vector_sum(n.capacity for n in self.nodes)
         self.capacities = list(dict.fromkeys(n.capacity for n in self.nodes))  # the distinct ones
@@ -166,7 +190,8 @@ class CentralState:
         self.fresh: dict[int, JobState] = {}
         self.placed: dict[tuple[int, int], tuple[NodeState, StageState, float]] = {}
         self.record = record
-        self.log: list[tuple[int, int, float, float, Resources]] = []
+        self.log: list[tuple[int, int, float, float, Resources, float | None]] = []
+        self.work: dict[tuple[int, int], float] = {}  # the duration sent with each placed task
 
     # --- inputs ------------------------------------------------------------------------------------
     def submit(
@@ -182,6 +207,11 @@ class CentralState:
         except BadJob:
             counters["bad_job"] += 1
             return []
+        if self.mask != ALL_RESOURCES:
+            m = self.mask
+            for s in job.stages:
+                d = s.full
+                s.demand = Resources(*(x if keep else 0.0 for x, keep in zip(d, m, strict=True)))
         if any(not any(s.demand.fits_in(c) for c in self.capacities) for s in job.stages):
             # It could never run: count it (summary counters) and leave it unfinished at the frontend.
             counters["job_too_big"] += 1
@@ -211,7 +241,7 @@ class CentralState:
         job.usage = job.usage.minus(stage.demand)
         job.running -= 1
         if self.record:
-            self.log.append((job.job_id, msg.task_index, start, now, stage.demand))
+            self.log.append((job.job_id, msg.task_index, start, now, stage.full, self.work.pop(key, None)))
         stage.finished += 1
         if stage.finished == stage.tasks:
             released = False
@@ -276,7 +306,9 @@ class CentralState:
         index = self.assign(now, job, stage, node)
         self.core.counters["tasks_placed"] += 1
         duration = self.duration(job, index, node, gang)
-        return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.demand)))
+        if self.record:
+            self.work[job.job_id, index] = duration
+        return Send(node.name, PlaceTask(job.job_id, index, duration, stage.estimate, list(stage.full)))
 
     # --- failures (issue 14) -------------------------------------------------------------------------
     def node_down(self, now: float, name: str) -> list[tuple[JobState, StageState, int]]:
@@ -295,6 +327,7 @@ class CentralState:
         out = []
         for (job_id, index), (_, stage, start) in lost:
             del self.placed[job_id, index]
+            self.work.pop((job_id, index), None)
             job = self.jobs[job_id]
             job.usage = job.usage.minus(stage.demand)
             job.running -= 1

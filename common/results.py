@@ -201,8 +201,10 @@ def write_results(
     ``jct.all.mean`` (the mean completion time of the finished jobs), repeated at the top level.
 
     With a ``task_log`` (every task run, with its demand) and the cluster's ``capacity_total``, the
-    summary also has ``resource_utilization`` (``cores``/``mem``/``disk``/``net``: demand-seconds over
-    capacity x ``makespan``; None for a resource the cluster lacks, or without a makespan), and
+    summary also has ``resource_utilization`` (``cores``/``mem``/``disk``/``net``: demand x full-speed
+    task seconds over capacity x ``makespan``, what each resource delivered; None for a resource the
+    cluster lacks, or without a makespan), ``resource_allocation`` (the same with the seconds each task
+    held its demand: above 1 where nodes over-allocate and tasks run stretched), and
     ``utilization`` is the busiest resource's (as ``--load`` is the dominant resource's offered load), and
     ``fairness`` (``window``, ``windows``, ``mean``, ``min``, ``max``: Jain's index of the jobs' dominant
     shares per ``fairness_window`` seconds, default 60, see
@@ -339,8 +341,10 @@ def _usage_summary(
     window: float | None,
 ) -> dict[str, Any]:
     util: dict[str, float] = {}
+    held: dict[str, float] = {}
     if makespan is not None and makespan > 0:
         util = utilization_by_resource(task_log, capacity, makespan)
+        held = utilization_by_resource(task_log, capacity, makespan, held=True)
     ends = [t.end for t in task_log] + [r.finish for r in recs if r.finish is not None]
     run_end = max(ends, default=0.0)
     active = {
@@ -350,6 +354,7 @@ def _usage_summary(
     fair = fairness_over_windows(task_log, capacity, w, active)
     return {
         "resource_utilization": {name: _r(util.get(name)) for name in RESOURCES},
+        "resource_allocation": {name: _r(held.get(name)) for name in RESOURCES},
         "fairness": {
             "window": w,
             "windows": fair["windows"],

@@ -27,12 +27,15 @@ DEFAULT_FAIRNESS_WINDOW = 60.0
 
 
 class TaskRecord(NamedTuple):
-    """One task that ran: ``demand`` was held from ``start`` to ``end`` (seconds, central clock)."""
+    """One task that ran: ``demand`` was held from ``start`` to ``end`` (seconds, central clock);
+    ``work``: the seconds it would have run at full speed (its duration), when known. On a node that
+    over-allocates (fluid contention) a task holds its demand longer than its work."""
 
     job_id: int
     start: float
     end: float
     demand: Resources
+    work: float | None = None
 
 
 def _checked(tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
@@ -44,9 +47,12 @@ def _checked(tasks: Iterable[TaskRecord]) -> list[TaskRecord]:
 
 
 def utilization_by_resource(
-    tasks: Iterable[TaskRecord], capacity_total: Resources, span: float
+    tasks: Iterable[TaskRecord], capacity_total: Resources, span: float, *, held: bool = False
 ) -> dict[str, float]:
-    """Share of each resource used over ``span`` seconds: ``sum(demand_r * (end - start)) / (cap_r * span)``.
+    """Share of each resource used over ``span`` seconds: ``sum(demand_r * work) / (cap_r * span)``, a
+    task's ``work`` its full-speed duration (``end - start`` when unknown), i.e. what the resource
+    delivered; with ``held``, ``sum(demand_r * (end - start))``: what was allocated, which exceeds the
+    capacity where nodes over-allocate.
 
     Keys are the names of :data:`~aviary.common.resources.RESOURCES`, in that order, without the ones
     whose total capacity is 0. Whole task durations count, as for the slot-based ``utilization``: a task
@@ -59,7 +65,9 @@ def utilization_by_resource(
     for i, name in enumerate(RESOURCES):
         cap = capacity_total[i]
         if cap > 0:
-            used = math.fsum(t.demand[i] * (t.end - t.start) for t in log)
+            used = math.fsum(
+                t.demand[i] * (t.end - t.start if held or t.work is None else t.work) for t in log
+            )
             out[name] = used / (cap * span)
     return out
 

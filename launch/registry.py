@@ -29,7 +29,7 @@ from ..common.resources import DEFAULT_MACHINE, Resources
 from ..distributed.sparrow import SparrowCore
 from ..worker.las import KairosNodeCore
 from ..worker.node_monitor import NodeMonitorCore
-from ..worker.resource_node import ResourceNodeCore
+from ..worker.resource_node import CONTENTION, ResourceNodeCore
 from .hybrid import CANCEL_PROBES, PROBE_RATIO, cancel_of, hybrid_policies
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
@@ -132,6 +132,39 @@ INTRA_ORDER = Param(
     "bfs",
     "order of a job's runnable stages: bfs (lowest DAG level first, Tez) or cp (longest critical path)",
     choices=("bfs", "cp"),
+)
+CONTENTION_PARAMS = (
+    Param(
+        "contention",
+        "fluid",
+        "DAG policies: nodes over-allocate cores, disk and network, each task slowed by "
+        "min(1, capacity / summed demand) on what it uses, memory a hard limit (fluid); or admit by "
+        "whole-vector fit at full speed (off, the model before contention)",
+        choices=CONTENTION,
+    ),
+    Param(
+        "disk_loss",
+        0.0,
+        "DAG policies, fluid contention: share of a disk's goodput lost as its over-subscription grows "
+        "(0: none, as Graphene's 'do not lose goodput when demand exceeds capacity')",
+        low=0.0,
+        high=1.0,
+        open_high=True,
+    ),
+)
+ACCOUNT = Param(
+    "account",
+    "cores,mem",
+    "CS, CP, DRF, SJF: what the scheduler counts of a task's demand, cores and memory as YARN does "
+    "(disk and network over-allocated), or all four resources (the control)",
+    choices=("cores,mem", "all"),
+)
+OVERBOOK = Param(
+    "overbook",
+    1.25,
+    "Graphene: a node's disk and network may be allocated up to this factor of their capacity "
+    "(1: no overbooking)",
+    low=1.0,
 )
 TETRIS_PARAMS = (
     Param(
@@ -295,13 +328,21 @@ def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Build
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
         values = declared_values(get_policy(cluster.policy), cluster)
         nodes = [(n.name, n.resources, n.attributes) for n in cluster.nodes]
-        return PackingCore(spec.name, nodes, make(values), seed=cluster.seed)
+        return PackingCore(
+            spec.name,
+            nodes,
+            make(values),
+            seed=cluster.seed,
+            account=values.get("account", "all"),
+            overbook=values.get("overbook", 1.0),
+        )
 
     return build
 
 
 def _resource_node(spec: ProcessSpec, cluster: Cluster) -> Core:
-    return ResourceNodeCore(spec.name, spec.resources)
+    contention, disk_loss = (p.held(cluster.params) for p in CONTENTION_PARAMS)
+    return ResourceNodeCore(spec.name, spec.resources, contention, disk_loss)
 
 
 def _packing_policy(
@@ -312,7 +353,7 @@ def _packing_policy(
         summary,
         central=_packing_central(make),
         node=_resource_node,
-        declared=declared,
+        declared=(*declared, *CONTENTION_PARAMS),
         dag=True,
         family="Multi-resource DAG",
     )
@@ -323,25 +364,25 @@ PACKING_POLICIES = (
         "cs",
         "slot-fair capacity scheduler: the job running the fewest tasks first, first fit (Tez + CS)",
         lambda v: SlotFair(v["intra_order"]),
-        (INTRA_ORDER,),
+        (INTRA_ORDER, ACCOUNT),
     ),
     _packing_policy(
         "cp",
         "slot-fair capacity scheduler, critical path first within a job (Tez + CP)",
         lambda v: SlotFair("cp"),
-        (),
+        (ACCOUNT,),
     ),
     _packing_policy(
         "drf",
         "DRF: the job with the lowest dominant share first, first fit (progressive filling)",
         lambda v: Drf(v["intra_order"]),
-        (INTRA_ORDER,),
+        (INTRA_ORDER, ACCOUNT),
     ),
     _packing_policy(
         "sjf",
         "shortest remaining critical path first, strictly; critical path first within a job",
         lambda v: ShortestJobFirst(v["intra_order"]),
-        (replace(INTRA_ORDER, default="cp"),),
+        (replace(INTRA_ORDER, default="cp"), ACCOUNT),
     ),
     _packing_policy(
         "tetris",
@@ -374,7 +415,7 @@ PACKING_POLICIES = (
             offline=v["pri_score"] != "none",
             rebase=v["pri_score"] == "remaining",
         ),
-        GRAPHENE_PARAMS,
+        (*GRAPHENE_PARAMS, OVERBOOK),
     ),
     _packing_policy(
         "tetrisched",

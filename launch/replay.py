@@ -368,7 +368,7 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
     dag: dict[str, Any] = {}
     if policy.dag:
         dag = {
-            "task_log": [TaskRecord(e[0], e[2], e[3], Resources(*e[4])) for e in log],
+            "task_log": [TaskRecord(e[0], e[2], e[3], Resources(*e[4]), *e[5:6]) for e in log],
             "capacity_total": vector_sum(n.resources for n in cluster.nodes),
             "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
         }

@@ -215,7 +215,7 @@ def check_barriers(central, jobs):
     """Every task ran, and started after every task of its stage's parents ended (the task log)."""
     from aviary.common.model import stage_offsets
 
-    times = {(j, i): (start, end) for j, i, start, end, _ in central.state.log}
+    times = {(j, i): (start, end) for j, i, start, end, *_ in central.state.log}
     assert len(times) == sum(j.tasks for j in jobs)
     for job in jobs:
         offsets = stage_offsets(job.stages)

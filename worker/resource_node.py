@@ -59,7 +59,7 @@ class _Running:
     """A task holding resources: who placed it, its demand, its work left (seconds at rate 1), its rate,
     and whether its executor has exited."""
 
-    __slots__ = ("scheduler", "demand", "left", "rate", "exited")
+    __slots__ = ("demand", "exited", "left", "rate", "scheduler")
 
     def __init__(self, scheduler: str, demand: Resources, work: float) -> None:
         self.scheduler = scheduler
