@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -115,14 +116,22 @@ class PackItem:
 
 
 def fluid_pack(
-    items: Sequence[PackItem], capacity: Resources, norm: Resources
+    items: Sequence[PackItem],
+    capacity: Resources,
+    norm: Resources,
+    reserved: Sequence[tuple[float, Resources]] = (),
 ) -> tuple[float, dict[int, list[float]]]:
     """List-schedule ``items`` in one pool of ``capacity`` (Tetris' rule by stage: at each event, the
     stage whose task is best aligned with the free room, ``⟨demand, free⟩`` as shares of ``norm``, ties to
     the lower key, starts as many tasks as fit, then the next best); a stage's tasks start once every task
     of its ``preds`` finished. Returns the makespan (``inf`` when a task can never fit) and each item's
     start times. [D] By stage rather than one task at a time (re-scoring after each task): on TPC-DS-like
-    DAGs of thousands of tasks the per-task rule made a plan cost ~80 ms."""
+    DAGs of thousands of tasks the per-task rule made a plan cost ~80 ms.
+
+    ``reserved``: ``(from, demand)`` pairs, each holding ``demand`` of the pool from time ``from`` on (the
+    reverse packing's running tasks, pinned at the end of its horizon). The reserved amount only grows
+    with time, so a task started at ``now`` fits when it fits beside what is reserved at its end: the
+    free room of a stage is ``capacity - used - reserved(now + duration)``."""
     n = len(items)
     at = {it.key: i for i, it in enumerate(items)}
     succ: list[list[int]] = [[] for _ in items]
@@ -146,26 +155,40 @@ def fluid_pack(
             events.append((end, i, 1))
             used = [u + x for u, x in zip(used, dem[i], strict=True)]
     heapq.heapify(events)
+    froms: list[float] = []
+    held: list[list[float]] = [[0.0] * len(dims)]  # held[j]: the sum of the first j reservations
+    for start, demand in sorted(reserved, key=lambda r: r[0]):
+        froms.append(start)
+        held.append([h + demand[r] for h, r in zip(held[-1], dims, strict=True)])
     ready = [i for i in range(n) if waiting[i] == 0 and left[i] > 0]
     starts: list[list[float]] = [[] for _ in items]
     now = makespan = 0.0
     while True:
         batch: dict[int, int] = {}
         while ready:
-            free = [c - u + EPS for c, u in zip(cap, used, strict=True)]
-            f = [x * k for x, k in zip(free, scale, strict=True)]
+            base = [c - u + EPS for c, u in zip(cap, used, strict=True)]
             fitting = []
+            room_of: dict[int, list[float]] = {}
             for i in ready:
+                if froms:
+                    h = held[bisect_left(froms, now + items[i].duration - EPS)]
+                    free = room_of[i] = [x - y for x, y in zip(base, h, strict=True)]
+                else:
+                    free = room_of[i] = base
                 if all(x <= y for x, y in zip(dem[i], free, strict=True)):
+                    f = [y * k for y, k in zip(free, scale, strict=True)]
                     fitting.append((sum(x * y for x, y in zip(share[i], f, strict=True)), i))
             if not fitting:
                 if events or batch:
                     break
                 # Nothing runs and nothing fits: a task larger than the pool runs alone in it.
-                fitting = [(sum(x * y for x, y in zip(share[i], f, strict=True)), i) for i in ready]
+                fitting = []
+                for i in ready:
+                    f = [y * k for y, k in zip(room_of[i], scale, strict=True)]
+                    fitting.append((sum(x * y for x, y in zip(share[i], f, strict=True)), i))
             _, b = max(fitting, key=lambda c: (c[0], -c[1]))
             k = left[b]
-            for x, y in zip(dem[b], free, strict=True):
+            for x, y in zip(dem[b], room_of[b], strict=True):
                 if x > 0:
                     k = min(k, math.floor(y / x))
             k = max(k, 1)
@@ -194,12 +217,23 @@ def fluid_pack(
 
 
 def latest_starts(
-    items: Sequence[PackItem], share: Resources, usage: Resources, norm: Resources
-) -> tuple[float, dict[int, list[float]]]:
-    """Lines 17-20: T_k, the forward packing of the job's remaining stages ``items`` (running tasks
-    pinned) in ``share``, and per item the sorted latest starts of its unstarted tasks (from now) that
-    keep T_k: the mirror ``T_k - Rev(t) - Dur(t)`` of the reversed DAG packed into ``share - usage``
-    (running tasks' demand), or the forward starts when that reverse plan is longer than T_k."""
+    items: Sequence[PackItem], share: Resources, norm: Resources
+) -> tuple[float, dict[int, list[float]], bool]:
+    """Lines 17-21: T_k, the forward packing of the job's remaining stages ``items`` in ``share`` (running
+    tasks pinned from now until their estimated end, line 17); per item the sorted latest starts of its
+    unstarted tasks (from now) that keep T_k; and whether the plan fell back to the forward starts.
+
+    The latest starts are the mirror ``T_k - Rev(t) - Dur(t)`` (line 20, the spec's fix) of the reversed
+    DAG (line 18) packed into ``share`` from T_k back to now (line 19, "packing tasks in time as close to
+    T_k as possible", §3.3.3), where a running task holds its demand during the *last* ``remaining
+    estimate`` of the reversed horizon: the start of the mirrored forward schedule, where it runs. The
+    mirror of that packing plus the running tasks is a feasible plan in ``share`` that ends by T_k. Greedy
+    list scheduling is not symmetric: when the reverse packing still ends after T_k, the job follows its
+    forward plan (the starts of T_k's own packing), so no plan ever ends after T_k (a fallback).
+
+    [D] The reverse packing holds the running tasks' resources but not their precedence: a task of a
+    stage whose parent is still running is not runnable, and its latest start is only kept for runnable
+    stages (a stage is planned again when it is released)."""
     t_k, forward = fluid_pack(items, share, norm)
     reverse = [PackItem(it.key, it.count, it.duration, it.demand, ()) for it in items if it.count]
     children: dict[int, list[int]] = {it.key: [] for it in reverse}
@@ -209,11 +243,12 @@ def latest_starts(
                 children[p].append(it.key)
     for it in reverse:
         it.preds = tuple(children[it.key])
-    spare = Resources(*(max(x, 0.0) for x in share.minus(usage)))
-    t_rev, backward = fluid_pack(reverse, spare, norm)
+    held = [(t_k - end, it.demand) for it in items for end in it.pinned]
+    t_rev, backward = fluid_pack(reverse, share, norm, held)
     if t_rev > t_k + EPS:  # greedy packing is not symmetric: follow the forward plan
-        return t_k, forward
-    return t_k, {it.key: sorted(max(t_k - r - it.duration, 0.0) for r in backward[it.key]) for it in reverse}
+        return t_k, forward, True
+    mirrored = {it.key: sorted(max(t_k - r - it.duration, 0.0) for r in backward[it.key]) for it in reverse}
+    return t_k, mirrored, False
 
 
 class Carbyne(Tetris):
@@ -348,15 +383,30 @@ class Carbyne(Tetris):
             if s.finished < s.tasks
         ]
         share = self.alloc.get(job.job_id, ZERO)
-        _, latest = latest_starts(items, share, job.usage, state.capacity_total)
+        _, latest, fallback = latest_starts(items, share, state.capacity_total)
+        counters = state.core.counters
+        counters["carbyne_plans"] += 1
+        if fallback:
+            counters["carbyne_plan_fallbacks"] += 1
         return {stage: latest[stage.index] for stage in job.runnable}
 
     # --- placing -------------------------------------------------------------------------------------
     def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
         self.refresh()
-        urgent = self.urgent(node, jobs)
-        if urgent is not None:
-            return urgent
+        chosen = self.urgent(node, jobs)
+        if chosen is None and self.greedy:
+            chosen = self.greedy_pick(node, jobs)
+        if chosen is not None:
+            return chosen
+        chosen = self.leftover_pick(node, jobs)
+        if chosen is not None:
+            self.state.core.counters["carbyne_leftover_placements"] += 1
+        return chosen
+
+    def leftover_pick(
+        self, node: NodeState, jobs: Collection[JobState]
+    ) -> tuple[JobState, StageState] | None:
+        """Lines 26-31: SRTF first (each job's best-aligned task), or Tetris' packing (``pack-first``)."""
         if self.leftover == "pack-first":
             return super().pick(node, jobs)
         r0, r1, r2, r3 = room(node.free)
@@ -372,13 +422,13 @@ class Carbyne(Tetris):
         return None
 
     def urgent(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
-        """The must-start task that fits ``node`` with the earliest latest start (a greedy job's: now);
-        ties to the best alignment with the node, then the earlier job and stage."""
+        """The must-start task of an altruistic job that fits ``node`` with the earliest latest start; ties
+        to the best alignment with the node, then the earlier job and stage."""
         offered = {j.job_id: j for j in jobs}
         r0, r1, r2, r3 = room(node.free)
         r = node.free.over(node.capacity)
-        capacity, now = node.capacity, self.now
-        due = now + self.granule
+        capacity = node.capacity
+        due = self.now + self.granule
         best: tuple[float, float, int, int] | None = None
         chosen = None
         for stage, latest in self.latest.items():
@@ -396,27 +446,47 @@ class Carbyne(Tetris):
                 key = (latest[i], -self.shares(stage, capacity).dot(r), stage.job_id, stage.index)
                 if best is None or key < best:
                     best, chosen = key, stage
-        for job_id in self.greedy:
-            job = offered.get(job_id)
-            if job is None:
-                continue
-            within = self.alloc.get(job_id, ZERO).minus(job.usage)
-            for stage in sorted(job.runnable, key=self.stage_key):
-                d = stage.demand
-                if (
-                    d[0] <= r0
-                    and d[1] <= r1
-                    and d[2] <= r2
-                    and d[3] <= r3
-                    and (job.running == 0 or d.fits_in(within))
-                ):
-                    key = (now, -self.shares(stage, capacity).dot(r), job_id, stage.index)
-                    if best is None or key < best:
-                        best, chosen = key, stage
-                    break
         if chosen is None:
             return None
         return offered[chosen.job_id], chosen
+
+    def greedy_pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
+        """A greedy (not altruistic) job's task, the way DRF schedules (§3.4.2: P(altruism) = 0 "reduces
+        CARBYNE to DRF"): the inter-job scheduler's choice for ``node`` is the job of ``jobs`` with the
+        lowest dominant share of its running tasks (progressive filling, ties to the earlier job) that
+        has a runnable stage fitting the node, and its first such stage in the intra-job order (first
+        fit, as :class:`~aviary.central.drf.Drf`). A greedy job takes what DRF gives it; when DRF's
+        choice is an altruistic job, that job starts only its must-start tasks (:meth:`urgent`) and
+        donates the rest: the room goes to the leftover (``None`` here)."""
+        total = self.state.capacity_total
+        r0, r1, r2, r3 = room(node.free)
+        best: tuple[float, int] | None = None
+        chosen = None
+        for job in jobs:
+            key = (job.usage.dominant_share(total), job.job_id)
+            if best is not None and key >= best:
+                continue
+            for stage in job.runnable:
+                d = stage.demand
+                if d[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3:
+                    best, chosen = key, job
+                    break
+        if chosen is None or chosen.job_id not in self.greedy:
+            return None
+        stage_key = self.stage_key
+        first = None
+        for stage in chosen.runnable:
+            d = stage.demand
+            if (
+                d[0] <= r0
+                and d[1] <= r1
+                and d[2] <= r2
+                and d[3] <= r3
+                and (first is None or stage_key(stage) < stage_key(first))
+            ):
+                first = stage
+        assert first is not None
+        return chosen, first
 
 
 def moved(old: Resources, new: Resources, tolerance: float) -> bool:
