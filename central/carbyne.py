@@ -141,72 +141,93 @@ def fluid_pack(
         waiting[i] = len(preds)
         for p in preds:
             succ[p].append(i)
-    dims = [r for r in range(4) if norm[r] > 0]
-    cap = [capacity[r] for r in dims]
-    dem = [[it.demand[r] for r in dims] for it in items]
-    share = [[it.demand[r] / norm[r] for r in dims] for it in items]
-    scale = [1.0 / norm[r] for r in dims]
+    # The four resources unrolled; one that ``norm`` lacks counts zero everywhere (demand, share, room),
+    # which fits, scores and sums exactly as leaving it out.
+    live = [norm[r] > 0 for r in range(4)]
+    c0, c1, c2, c3 = (capacity[r] if live[r] else 0.0 for r in range(4))
+    k0, k1, k2, k3 = (1.0 / norm[r] if live[r] else 0.0 for r in range(4))
+    dem = [tuple(it.demand[r] if live[r] else 0.0 for r in range(4)) for it in items]
+    share = [tuple(it.demand[r] / norm[r] if live[r] else 0.0 for r in range(4)) for it in items]
+    duration = [it.duration for it in items]
     left = [it.count for it in items]
     unfinished = [it.count + len(it.pinned) for it in items]
     events: list[tuple[float, int, int]] = []  # (end, item, tasks)
-    used = [0.0] * len(dims)
+    u0 = u1 = u2 = u3 = 0.0
     for i, it in enumerate(items):
+        d0, d1, d2, d3 = dem[i]
         for end in it.pinned:
             events.append((end, i, 1))
-            used = [u + x for u, x in zip(used, dem[i], strict=True)]
+            u0, u1, u2, u3 = u0 + d0, u1 + d1, u2 + d2, u3 + d3
     heapq.heapify(events)
     froms: list[float] = []
-    held: list[list[float]] = [[0.0] * len(dims)]  # held[j]: the sum of the first j reservations
+    held: list[tuple[float, float, float, float]] = [(0.0, 0.0, 0.0, 0.0)]  # sums of the first j
     for start, demand in sorted(reserved, key=lambda r: r[0]):
         froms.append(start)
-        held.append([h + demand[r] for h, r in zip(held[-1], dims, strict=True)])
+        h0, h1, h2, h3 = held[-1]
+        e0, e1, e2, e3 = (demand[r] if live[r] else 0.0 for r in range(4))
+        held.append((h0 + e0, h1 + e1, h2 + e2, h3 + e3))
     ready = [i for i in range(n) if waiting[i] == 0 and left[i] > 0]
     starts: list[list[float]] = [[] for _ in items]
     now = makespan = 0.0
     while True:
         batch: dict[int, int] = {}
         while ready:
-            base = [c - u + EPS for c, u in zip(cap, used, strict=True)]
-            fitting = []
-            room_of: dict[int, list[float]] = {}
+            b0, b1, b2, b3 = c0 - u0 + EPS, c1 - u1 + EPS, c2 - u2 + EPS, c3 - u3 + EPS
+            best = -INF
+            b = -1
+            forced = -INF
+            fb = -1
             for i in ready:
                 if froms:
-                    h = held[bisect_left(froms, now + items[i].duration - EPS)]
-                    free = room_of[i] = [x - y for x, y in zip(base, h, strict=True)]
+                    h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
+                    f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
                 else:
-                    free = room_of[i] = base
-                if all(x <= y for x, y in zip(dem[i], free, strict=True)):
-                    f = [y * k for y, k in zip(free, scale, strict=True)]
-                    fitting.append((sum(x * y for x, y in zip(share[i], f, strict=True)), i))
-            if not fitting:
+                    f0, f1, f2, f3 = b0, b1, b2, b3
+                a0, a1, a2, a3 = share[i]
+                score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
+                d0, d1, d2, d3 = dem[i]
+                if d0 <= f0 and d1 <= f1 and d2 <= f2 and d3 <= f3:
+                    if score > best or (score == best and i < b):
+                        best, b = score, i
+                elif score > forced or (score == forced and i < fb):
+                    forced, fb = score, i
+            if b < 0:
                 if events or batch:
                     break
                 # Nothing runs and nothing fits: a task larger than the pool runs alone in it.
-                fitting = []
-                for i in ready:
-                    f = [y * k for y, k in zip(room_of[i], scale, strict=True)]
-                    fitting.append((sum(x * y for x, y in zip(share[i], f, strict=True)), i))
-            _, b = max(fitting, key=lambda c: (c[0], -c[1]))
+                b = fb
+            if froms:
+                h0, h1, h2, h3 = held[bisect_left(froms, now + duration[b] - EPS)]
+                f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
+            else:
+                f0, f1, f2, f3 = b0, b1, b2, b3
+            d0, d1, d2, d3 = dem[b]
             k = left[b]
-            for x, y in zip(dem[b], room_of[b], strict=True):
-                if x > 0:
-                    k = min(k, math.floor(y / x))
+            if d0 > 0:
+                k = min(k, math.floor(f0 / d0))
+            if d1 > 0:
+                k = min(k, math.floor(f1 / d1))
+            if d2 > 0:
+                k = min(k, math.floor(f2 / d2))
+            if d3 > 0:
+                k = min(k, math.floor(f3 / d3))
             k = max(k, 1)
-            used = [u + k * x for u, x in zip(used, dem[b], strict=True)]
+            u0, u1, u2, u3 = u0 + k * d0, u1 + k * d1, u2 + k * d2, u3 + k * d3
             starts[b].extend([now] * k)
             batch[b] = batch.get(b, 0) + k
             left[b] -= k
             if left[b] == 0:
                 ready.remove(b)
         for i, k in batch.items():
-            heapq.heappush(events, (now + items[i].duration, i, k))
+            heapq.heappush(events, (now + duration[i], i, k))
         if not events:
             out = {it.key: s for it, s in zip(items, starts, strict=True)}
             return (INF if any(left) else makespan), out
         now = events[0][0]
         while events and events[0][0] <= now:
             _, i, k = heapq.heappop(events)
-            used = [u - k * x for u, x in zip(used, dem[i], strict=True)]
+            d0, d1, d2, d3 = dem[i]
+            u0, u1, u2, u3 = u0 - k * d0, u1 - k * d1, u2 - k * d2, u3 - k * d3
             unfinished[i] -= k
             if unfinished[i] == 0:
                 for s in succ[i]:

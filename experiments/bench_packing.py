@@ -4,16 +4,22 @@ workloads (a benchmark, not a test: ratios in one run on a shared machine):
     python -m aviary.experiments.bench_packing            # TPC-H at 100 and 1,000 nodes, Alibaba at 100
     python -m aviary.experiments.bench_packing --graphene-offline   # Graphene offline schedule time per DAG
     python -m aviary.experiments.bench_packing --nodes 100 --policies drf cs sjf tetris
+    python -m aviary.experiments.bench_packing --workloads tpch tpcds --nodes 100 --jobs 30 \
+        --policies tetris carbyne --rounds 2          # Carbyne's cost per placed task / Tetris'
 
 Each cell is one simulated replay at offered load 0.9 (seed 0); the central scheduler's
 ``on_message`` is timed around every call (``time.perf_counter``), so the cost per placed task includes
 the bookkeeping of submissions and finishes; the rest of the wall time is the node cores, the frontend
-and the simulator's event loop.
+and the simulator's event loop. ``x ref`` is a policy's cost per placed task over the reference policy's
+(``--ref``, default ``tetris``) in the same cell and round: with ``--rounds`` R the policies of a cell
+run interleaved R times and the column is the median of the per-round ratios (this machine is shared:
+ratios measured in one run, not bare times).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from typing import Any
 
@@ -24,12 +30,14 @@ from aviary.launch.registry import build_core, get_policy
 from aviary.launch.replay import setup_replay
 from aviary.launch.sim import Simulator
 
-CELLS = (("tpch", 100, 300), ("tpch", 1000, 3000), ("alibaba", 100, 1000))
+CELLS = (("tpch", 100, 300), ("tpch", 1000, 3000), ("alibaba", 100, 1000), ("tpcds", 100, 300))
 
 
-def bench(workload: str, policy: str, nodes: int, jobs: int) -> dict[str, Any]:
+def bench(
+    workload: str, policy: str, nodes: int, jobs: int, extra: list[str] | None = None
+) -> dict[str, Any]:
     flags = ["replay", "--runtime", "sim", "--workload", workload, "--policy", policy, "--nodes", str(nodes),
-             "--jobs", str(jobs), "--load", "0.9", "--seed", "0", "--quiet"]  # fmt: skip
+             "--jobs", str(jobs), "--load", "0.9", "--seed", "0", "--quiet", *(extra or [])]  # fmt: skip
     setup = setup_replay(build_parser().parse_args(flags))
     cluster = setup.cluster
     cores = [build_core(p, cluster) for p in cluster.processes if p.role != "frontend"]
@@ -102,24 +110,50 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--graphene-offline", action="store_true", help="instead: Graphene's offline time per DAG")
     p.add_argument("--policies", nargs="+", default=["drf", "tetris", "carbyne", "graphene"])
+    p.add_argument("--workloads", nargs="+", help="only the cells of these workloads")
     p.add_argument("--nodes", nargs="+", type=int, help="only the cells of these cluster sizes")
     p.add_argument("--jobs", type=int, help="jobs per cell instead of the cell's own count")
+    p.add_argument("--ref", default="tetris", help="the policy the x ref column divides by")
+    p.add_argument("--rounds", type=int, default=1, help="interleaved runs of each cell's policies")
+    p.add_argument("--flags", default="", help="extra replay flags, e.g. '--contention off'")
     args = p.parse_args(argv)
     if args.graphene_offline:
         graphene_offline()
         return 0
-    print("| workload | nodes | jobs | tasks | policy | central µs / placed task | central share of wall "
-          "| events/s | wall (s) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    extra = args.flags.split()
+    print("| workload | nodes | jobs | tasks | policy | central µs / placed task | x ref (rounds) "
+          "| central share of wall | events/s | wall (s) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for workload, nodes, jobs in CELLS:
-        if args.nodes and nodes not in args.nodes:
+        if (args.nodes and nodes not in args.nodes) or (args.workloads and workload not in args.workloads):
             continue
+        n = args.jobs or jobs
+        runs: dict[str, list[dict[str, Any]]] = {policy: [] for policy in args.policies}
+        for _ in range(args.rounds):
+            for policy in args.policies:
+                runs[policy].append(bench(workload, policy, nodes, n, extra))
         for policy in args.policies:
-            n = args.jobs or jobs
-            r = bench(workload, policy, nodes, n)
+            r = runs[policy][-1]
+            if args.ref in runs:
+                ratios = sorted(
+                    x["us_per_task"] / y["us_per_task"]
+                    for x, y in zip(runs[policy], runs[args.ref], strict=True)
+                )
+                spread = f" [{ratios[0]:.2f}, {ratios[-1]:.2f}]" if len(ratios) > 1 else ""
+                ref = f"{statistics.median(ratios):.2f}{spread} ({len(ratios)})"
+            else:
+                ref = "—"
             share = f"{100 * r['central_share']:.0f} %"
-            cells = [workload, f"{nodes:,}", f"{n:,}", f"{r['tasks']:,}", policy]
-            cells += [f"{r['us_per_task']:,.0f}", share, f"{r['events_per_s']:,.0f}", f"{r['wall']:.1f}"]
+            cells = [
+                workload,
+                f"{nodes:,}",
+                f"{n:,}",
+                f"{r['tasks']:,}",
+                policy,
+                f"{r['us_per_task']:,.0f}",
+                ref,
+            ]
+            cells += [share, f"{r['events_per_s']:,.0f}", f"{r['wall']:.1f}"]
             print("| " + " | ".join(cells) + " |", flush=True)
     return 0
 
