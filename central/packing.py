@@ -320,8 +320,8 @@ class PackingCore(Core):
             return []
         self.policy.now = now
         self.state.fresh.clear()
-        effects: list[Effect] = []
         placements = self.policy.plan(now)
+        effects: list[Effect] = self.state.take_outbox()  # preemptions first (CentralState.preempt)
         gangs: dict[int, list[NodeState]] = {}  # a gang's tasks start in one plan: they share a slowdown
         for job, _, node in placements:
             if job.gang:

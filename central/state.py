@@ -29,7 +29,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import KillTask, PlaceTask, SubmitJob, TaskFinished
 from ..common.model import JobSpec, Stage, placement_slowdown, stage_offsets
 from ..common.resources import ZERO, Resources, vector_sum
 
@@ -192,6 +192,8 @@ class CentralState:
         self.record = record
         self.log: list[tuple[int, int, float, float, Resources, float | None]] = []
         self.work: dict[tuple[int, int], float] = {}  # the duration sent with each placed task
+        self.killed: dict[tuple[int, int], str] = {}  # preempted tasks -> the node whose answer is due
+        self.outbox: list[Effect] = []  # KillTask sends made while planning, sent before the placements
 
     # --- inputs ------------------------------------------------------------------------------------
     def submit(
@@ -226,6 +228,10 @@ class CentralState:
     def finish(self, now: float, node_name: str, msg: TaskFinished) -> list[Effect]:
         """A task ended: release its resources, advance its stage and job (``JobDone`` at the end)."""
         key = (msg.job_id, msg.task_index)
+        if self.killed.get(key) == node_name:  # the answer to a KillTask: the task was requeued then
+            del self.killed[key]
+            self.core.counters["preempted_results_ignored"] += 1
+            return []
         entry = self.placed.pop(key, None)
         if entry is None:
             self.core.counters["unknown_task_finished"] += 1
@@ -326,21 +332,55 @@ class CentralState:
         lost = [(key, entry) for key, entry in self.placed.items() if entry[0] is node]
         out = []
         for (job_id, index), (_, stage, start) in lost:
-            del self.placed[job_id, index]
-            self.work.pop((job_id, index), None)
-            job = self.jobs[job_id]
-            job.usage = job.usage.minus(stage.demand)
-            job.running -= 1
-            stage.placed -= 1
-            stage.retry.append(index)
-            if stage not in job.runnable:
-                job.runnable.append(stage)
-            self.active[job_id] = job
-            self.fresh[job_id] = job
+            job = self._requeue(job_id, index, stage)
             counters["tasks_rerun"] += 1
             counters["rerun_lost_ms"] += round((now - start) * 1000)
             out.append((job, stage, index))
         node.running = 0
+        for key in [k for k, n in self.killed.items() if n == name]:  # their answers will not come
+            del self.killed[key]
+        return out
+
+    def _requeue(self, job_id: int, index: int, stage: StageState) -> JobState:
+        """Make a placed task runnable again (its job in ``active`` and ``fresh``); the node's room is
+        the caller's business."""
+        del self.placed[job_id, index]
+        self.work.pop((job_id, index), None)
+        job = self.jobs[job_id]
+        job.usage = job.usage.minus(stage.demand)
+        job.running -= 1
+        stage.placed -= 1
+        stage.retry.append(index)
+        if stage not in job.runnable:
+            job.runnable.append(stage)
+        self.active[job_id] = job
+        self.fresh[job_id] = job
+        return job
+
+    # --- preemption (issue 24) -----------------------------------------------------------------------
+    def preempt(self, now: float, job_id: int, index: int) -> bool:
+        """Kill a placed task and requeue it, its work lost (``tasks_preempted``, ``preempted_lost_ms``):
+        its room on the node is free at once, the task is runnable again as after :meth:`node_down`, and
+        a ``KillTask`` to its node goes to :attr:`outbox` (the core sends it before the placements of the
+        same event, so the node frees the room before a task placed into it arrives). The node's one
+        answer (``TaskFinished``, ok or not) is ignored (``preempted_results_ignored``): the task is not
+        counted twice. False if the task is not placed."""
+        entry = self.placed.get((job_id, index))
+        if entry is None:
+            return False
+        node, stage, start = entry
+        self._requeue(job_id, index, stage)
+        node.free = node.free.plus(stage.demand)
+        node.running -= 1
+        self.killed[job_id, index] = node.name
+        counters = self.core.counters
+        counters["tasks_preempted"] += 1
+        counters["preempted_lost_ms"] += round((now - start) * 1000)
+        self.outbox.append(Send(node.name, KillTask(job_id, index)))
+        return True
+
+    def take_outbox(self) -> list[Effect]:
+        out, self.outbox = self.outbox, []
         return out
 
     def node_up(self, name: str) -> NodeState | None:

@@ -235,6 +235,18 @@ class PlaceTask:
     demand: list[float] = dataclasses.field(default_factory=list)
 
 
+@message(10)
+@dataclasses.dataclass(slots=True)
+class KillTask:
+    """Central scheduler -> node: kill this task, which the sender placed there (preemption: the central
+    has already made it runnable again, its work lost). The node kills it and answers
+    ``TaskFinished(ok=False)``; a task the node does not run, or that another scheduler placed, is
+    counted and ignored (no answer)."""
+
+    job_id: int
+    task_index: int
+
+
 # --- control -------------------------------------------------------------------------------------
 
 

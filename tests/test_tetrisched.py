@@ -8,7 +8,6 @@ import random
 import pytest
 
 from aviary.central.packing import PackingCore
-from aviary.central.rayon_cs import RayonCS
 from aviary.central.strl import Max, NCk
 from aviary.central.tetrisched import ALL, TetriSched
 from aviary.common.effects import Send
@@ -359,52 +358,6 @@ def test_the_leaf_tags_name_job_stage_option_set_and_absolute_start_quantum():
     ]
 
 
-# --- the Rayon/CS-like baseline ------------------------------------------------------------------
-
-
-def test_rayon_books_the_latest_start_that_fits_and_starts_the_job_then():
-    policy = RayonCS(cycle=1.0, quantum=1.0)
-    core = core_with(policy, cluster(racks=1, per_rack=4, gpu_racks=0))
-    core.on_message(0.0, "fe", job(1, 2, 4.0, slo="accepted", deadline=20.0))
-    core.on_message(0.0, "fe", job(2, 3, 4.0, slo="accepted", deadline=20.0))
-    assert cycle(core, 0.0) == []  # neither reservation has begun; the queue is empty
-    assert policy.reservations[1].start == 16.0
-    assert policy.reservations[2].start == 12.0  # 2 + 3 > 4 slots in [16, 20): the next latest
-    assert len(cycle(core, 12.0)) == 3
-    assert len(cycle(core, 16.0)) == 0  # job 2 still holds 3 of the 4 slots (no preemption)
-
-
-def test_rayon_queue_is_fifo_and_keeps_off_reserved_slots():
-    policy = RayonCS()
-    core = core_with(policy, cluster(racks=1, per_rack=4, gpu_racks=0))
-    core.on_message(0.0, "fe", job(1, 3, 10.0))
-    assert len(cycle(core, 0.0)) == 3
-    core.on_message(0.5, "fe", job(2, 2, 4.0))  # head of the queue: needs 2, 1 free
-    core.on_message(0.5, "fe", job(3, 1, 4.0))  # would fit, but does not overtake
-    assert cycle(core, 1.0) == []
-    # An accepted job whose reservation has begun but cannot start yet keeps its slots from the queue.
-    policy2 = RayonCS()
-    core2 = core_with(policy2, cluster(racks=1, per_rack=4, gpu_racks=0))
-    core2.on_message(0.0, "fe", job(1, 3, 10.0))
-    cycle(core2, 0.0)
-    core2.on_message(0.5, "fe", job(4, 2, 4.0, slo="accepted", deadline=6.0))
-    core2.on_message(0.5, "fe", job(5, 1, 2.0))
-    # Job 5 (2 s) would still run when job 4's reservation [2, 6) begins: it is not started (it would
-    # have been preempted), neither before nor during the reservation.
-    assert cycle(core2, 1.0) == []
-    assert policy2.reservations[4].start == 2.0
-    assert cycle(core2, 2.0) == []
-
-
-def test_rayon_cs_in_the_simulator_finishes_every_job():
-    nodes = cluster(racks=3, per_rack=2, gpu_racks=1)
-    jobs = tiny_workload()
-    _, fe, starts = simulate(RayonCS(cycle=1.0), jobs, nodes)
-    assert all(t.finish is not None for t in fe.times.values())
-    for j in jobs:
-        assert len(set(starts[j.job_id])) == 1
-
-
 def test_a_simulated_run_is_reproducible():
     nodes = cluster(racks=3, per_rack=2, gpu_racks=1)
     runs = [simulate(TetriSched(cycle=1.0, plan_ahead=8.0), tiny_workload(seed=3), nodes) for _ in range(2)]
@@ -422,17 +375,6 @@ def test_best_effort_decay_from_arrival_and_solver_limits():
     assert first.value == pytest.approx(1 - (12 + 8) / 28)  # waited 12 s already
     assert policy.settings.max_nodes is None and policy.settings.time_limit == 5.0
     assert len(cycle(core, 12.0)) == 1
-
-
-def test_rayon_queue_uses_a_slot_until_a_reservation_needs_it():
-    policy = RayonCS()
-    core = core_with(policy, cluster(racks=1, per_rack=2, gpu_racks=0))
-    core.on_message(0.0, "fe", job(1, 2, 4.0, slo="accepted", deadline=14.0))  # reserved [10, 14)
-    core.on_message(0.0, "fe", job(2, 1, 4.0))  # ends by 5: fits before the reservation
-    core.on_message(0.0, "fe", job(3, 1, 12.0))  # would run into it: waits
-    assert [j for _, j, _ in cycle(core, 1.0)] == [2]
-    assert policy.reservations[1].start == 10.0
-    assert cycle(core, 2.0) == []
 
 
 def test_a_preference_without_slowdown_is_planned_as_unconstrained():

@@ -34,6 +34,17 @@ in FIFO order, counted as ``waited_for_room``, and is never dropped. A task that
 demand exceeds the whole capacity; with ``"fluid"``, its memory does, or it uses a resource the node
 lacks) is refused at once with
 ``TaskFinished(ok=False)``.
+
+Preemption (``KillTask``, central -> node): the scheduler that placed a task may kill it. The node gives
+its resources back at once (the central scheduler has already made the task runnable again and may
+place another task here right behind the kill), issues ``Kill`` to its executor and answers
+``TaskFinished(ok=False)``; the executor's later exit of the killed task is swallowed
+(``killed_exits_ignored``). A task still waiting for room is simply dropped, with the same answer. A
+``KillTask`` for a task this node does not run (it already finished: its ``TaskFinished`` is on the way,
+and serves as the answer) is counted (``kill_unknown_task``) and ignored; one from a scheduler other
+than the task's is refused (``kill_refused``), so exactly one ``TaskFinished`` follows every kill the
+central sends. A ``PlaceTask`` for a task whose killed run has not exited yet waits until it has
+(``waited_for_kill``), so the executor never holds two runs of one task.
 """
 
 from __future__ import annotations
@@ -42,8 +53,8 @@ from collections import deque
 from typing import Any
 
 from ..common.core import Core
-from ..common.effects import Effect, Launch, Send, SetTimer, TaskId
-from ..common.messages import PlaceTask, TaskFinished
+from ..common.effects import Effect, Kill, Launch, Send, SetTimer, TaskId
+from ..common.messages import KillTask, PlaceTask, TaskFinished
 from ..common.resources import EPS, ONE_CORE, Resources
 
 CONTENTION = ("fluid", "off")
@@ -88,8 +99,11 @@ class ResourceNodeCore(Core):
         self.waiting: deque[tuple[str, PlaceTask, Resources]] = deque()
         self.running: dict[TaskId, _Running] = {}
         self.since = 0.0  # when the fluid progress of the running tasks was last brought up to date
+        self.killing: set[TaskId] = set()  # killed tasks whose executor has not reported the exit yet
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        if type(msg) is KillTask:
+            return self._kill(now, sender, msg)
         if type(msg) is not PlaceTask:
             return self.unexpected(msg)
         try:
@@ -100,6 +114,10 @@ class ResourceNodeCore(Core):
         if not self._could_run(demand):
             self.counters["task_too_big"] += 1
             return [Send(sender, TaskFinished(msg.job_id, msg.task_index, False))]
+        if (msg.job_id, msg.task_index) in self.killing:
+            self.counters["waited_for_kill"] += 1
+            self.waiting.append((sender, msg, demand))
+            return []
         if self.waiting or not self._admits(demand):
             self.counters["waited_for_room"] += 1
             self.waiting.append((sender, msg, demand))
@@ -109,6 +127,13 @@ class ResourceNodeCore(Core):
         return effects + self._retime() if self.fluid else effects
 
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        if task_id in self.killing:  # the exit of a run killed by KillTask: already answered
+            self.killing.discard(task_id)
+            self.counters["killed_exits_ignored"] += 1
+            if self.fluid:
+                self._advance(now)
+                return self._admit_waiting() + self._retime()
+            return self._admit_waiting()
         task = self.running.get(task_id)
         if task is None:
             self.counters["unknown_task_exit"] += 1
@@ -160,11 +185,48 @@ class ResourceNodeCore(Core):
         task = self.running.pop(task_id)
         self.free = self.free.plus(task.demand)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
-        effects: list[Effect] = [Send(task.scheduler, TaskFinished(task_id[0], task_id[1], ok))]
+        return [Send(task.scheduler, TaskFinished(task_id[0], task_id[1], ok)), *self._admit_waiting()]
+
+    def _admit_waiting(self) -> list[Effect]:
+        """Start the waiting tasks that now fit, in FIFO order (the head blocks the rest)."""
+        effects: list[Effect] = []
         while self.waiting and self._admits(self.waiting[0][2]):
-            sender, msg, need = self.waiting.popleft()
+            sender, msg, need = self.waiting[0]
+            if (msg.job_id, msg.task_index) in self.killing:
+                break
+            self.waiting.popleft()
             effects += self._launch(sender, msg, need)
         return effects
+
+    def _kill(self, now: float, sender: str, msg: KillTask) -> list[Effect]:
+        """Preemption (module docstring): free the task's resources now, kill its run, answer."""
+        task_id = (msg.job_id, msg.task_index)
+        answer: list[Effect] = [Send(sender, TaskFinished(msg.job_id, msg.task_index, False))]
+        task = self.running.get(task_id)
+        if task is None:
+            for i, (placer, placed, _) in enumerate(self.waiting):
+                if (placed.job_id, placed.task_index) == task_id:
+                    if placer != sender:
+                        self.counters["kill_refused"] += 1
+                        return []
+                    del self.waiting[i]
+                    self.counters["tasks_killed"] += 1
+                    return answer + self._admit_waiting()
+            self.counters["kill_unknown_task"] += 1
+            return []
+        if task.scheduler != sender:
+            self.counters["kill_refused"] += 1
+            return []
+        if self.fluid:
+            self._advance(now)
+        del self.running[task_id]
+        self.free = self.free.plus(task.demand)
+        self.counters["tasks_killed"] += 1
+        if not task.exited:
+            self.killing.add(task_id)
+            answer.append(Kill(task_id))
+        answer += self._admit_waiting()
+        return answer + self._retime() if self.fluid else answer
 
     # --- the fluid model -----------------------------------------------------------------------------
     def _advance(self, now: float) -> None:
