@@ -1,14 +1,17 @@
 """The harness of the simulated DAG-policy comparisons (``packing_sim``, ``carbyne_sim``, ...): a sweep is
-a :class:`Sweep` (workloads x arrival settings x policy variants, the fixed replay flags, the baseline);
-each cell is one ``aviary replay --runtime sim`` whose results stay under ``results/<name>/<cell>/``
-(re-used unless ``--force``), and the report is a Markdown table per workload and load with makespan,
-mean and median JCT, the per-job factor of improvement over the baseline (as ``aviary compare``), Jain's
-index and per-resource utilization."""
+a :class:`Sweep` (workloads x arrival settings x policy variants x seeds, the fixed replay flags, the
+baseline); each cell is one ``aviary replay --runtime sim`` whose results stay under
+``results/<name>/<cell>/`` (re-used unless ``--force``), and the report is a Markdown table per workload
+and load with makespan, mean and median JCT, each as the median over the seeds and as the median of the
+per-seed ratios to the baseline with their range (the papers report medians of several runs), the per-job
+factor of improvement over the baseline (as ``aviary compare``), Jain's index and per-resource
+utilization (what each resource delivered)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -22,8 +25,8 @@ from aviary.launch.compare import FactorStats, load_comparison
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-Cell = tuple[str, str, str]
-"""(workload, load or "batch", policy variant such as ``carbyne:altruism=0.5``)."""
+Cell = tuple[str, str, str, int]
+"""(workload, load or "batch", policy variant such as ``carbyne:altruism=0.5``, seed)."""
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Sweep:
     """Replay flags every cell shares besides workload, policy, nodes, load, jobs and seed."""
     jobs: int = 300
     nodes: int = 100
+    seeds: tuple[int, ...] = (0, 1, 2)
     from_sweep: tuple[str, Path] | None = None
     """Read the cells from ``aviary sweep`` runs instead: (the spec's name in experiments/sweeps/, the
     folder holding its folder: ``results/sweeps``); None: the script's own runs under :attr:`out`."""
@@ -49,13 +53,13 @@ class Sweep:
 
     def folder(self, cell: Cell) -> Path | None:
         """Where the results of ``cell`` are (None: no finished sweep cell has it)."""
-        workload, load, policy = cell
+        workload, load, policy, seed = cell
         if self.from_sweep is None:
-            return self.out / f"{workload}-{load}-{policy}"
+            return self.out / f"{workload}-{load}-{policy}-seed{seed}"
         from aviary.experiments.sweep_cells import find
 
         spec, root = self.from_sweep
-        return find([spec], root, workload=workload, load=load, policy=policy)
+        return find([spec], root, workload=workload, load=load, policy=policy, seed=seed)
 
 
 def arrivals(load: str) -> list[str]:
@@ -73,63 +77,88 @@ def variant(policy: str) -> list[str]:
 
 
 def run_one(sweep: Sweep, cell: Cell, force: bool) -> dict[str, Any]:
-    workload, load, policy = cell
-    out = sweep.out / f"{workload}-{load}-{policy}"
+    workload, load, policy, seed = cell
+    out = sweep.folder(cell)
+    assert out is not None
     if (out / "summary.json").exists() and (out / "jobs.csv").exists() and not force:
         return json.loads((out / "summary.json").read_text())
     flags = ["--runtime", "sim", "--workload", workload, *variant(policy), "--nodes", str(sweep.nodes),
-             *arrivals(load), "--jobs", str(sweep.jobs), "--seed", "0", *sweep.flags]  # fmt: skip
+             *arrivals(load), "--jobs", str(sweep.jobs), "--seed", str(seed), *sweep.flags]  # fmt: skip
     return timed_replay(flags, out)
 
 
-def factors(sweep: Sweep, workload: str, load: str, policy: str) -> FactorStats:
-    """The per-job factors of improvement over the baseline, as ``aviary compare`` reports them."""
-    base, run = sweep.folder((workload, load, sweep.baseline)), sweep.folder((workload, load, policy))
+def factors(sweep: Sweep, cell: Cell) -> FactorStats:
+    """The per-job factors of improvement over the baseline (same workload, load and seed), as ``aviary
+    compare`` reports them."""
+    workload, load, _, seed = cell
+    base, run = sweep.folder((workload, load, sweep.baseline, seed)), sweep.folder(cell)
     assert base is not None and run is not None, "a report is made of cells that were found"
     comp = load_comparison([base, run])
     return comp.foi[comp.labels[1]]
 
 
-def rel(s: dict[str, Any], base: dict[str, Any] | None, key: str) -> str:
-    r = None if base is None else ratio(s.get(key), base.get(key))
-    return "n/a" if r is None else f"{r:.2f}"
+def spread(values: list[float], digits: int = 2) -> str:
+    """The median of ``values`` and, over several, their range: ``0.85 [0.80, 0.90]``."""
+    if not values:
+        return "n/a"
+    mid = f"{statistics.median(values):,.{digits}f}"
+    return mid if len(values) == 1 else f"{mid} [{min(values):,.{digits}f}, {max(values):,.{digits}f}]"
+
+
+def p50(s: dict[str, Any]) -> float | None:
+    value = s["jct"]["all"].get("p50")
+    return None if value is None else float(value)
+
+
+def metric(s: dict[str, Any], key: str) -> float | None:
+    return p50(s) if key == "p50" else s.get(key)
+
+
+def ratios(runs: list[tuple[dict[str, Any], dict[str, Any] | None]], key: str) -> str:
+    """The per-seed ratios of a metric to the baseline's, as :func:`spread`."""
+    got = [ratio(metric(s, key), None if b is None else metric(b, key)) for s, b in runs]
+    return spread([r for r in got if r is not None])
 
 
 def report(sweep: Sweep, cells: dict[Cell, dict[str, Any]]) -> str:
     b = sweep.baseline
-    lines = [f"# {sweep.title}", "", sweep.intro, ""]
-    policies = list(dict.fromkeys(pol for _, _, pol in cells))
-    for workload, load in sorted({(w, ld) for w, ld, _ in cells}):
-        base = cells.get((workload, load, b))
+    seeds = sorted({seed for *_, seed in cells})
+    note = "medians, [min, max] over the seeds; a ratio is taken per seed (same jobs), then its median."
+    lines = [f"# {sweep.title}", "", sweep.intro, "", f"Seeds {', '.join(map(str, seeds))}: {note}", ""]
+    policies = list(dict.fromkeys(pol for _, _, pol, _ in cells))
+    for workload, load in sorted({(w, ld) for w, ld, _, _ in cells}):
         lines += [
             f"## {workload}, load {load}",
             "",
             f"| policy | finished | makespan (s) | / {b} | mean JCT (s) | / {b} | median JCT (s) | / {b} "
-            "| FoI p10 / p50 / p90 (mean) | Jain mean [min, max] | util cores / mem / disk / net "
-            "| sim wall (s) |",
+            "| FoI p50 | Jain mean | util cores / mem / disk / net | sim wall (s) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for policy in policies:
-            s = cells.get((workload, load, policy))
-            if s is None:
+            have = [(c, s) for c, s in cells.items() if c[:3] == (workload, load, policy)]
+            if not have:
                 continue
-            util = s.get("resource_utilization", {})
-            fair = s.get("fairness", {})
-            foi = factors(sweep, workload, load, policy) if policy != b and base is not None else None
-            shown = "—"
-            if foi and foi.count:
-                shown = " / ".join(f"{foi.get(q):.2f}" for q in ("p10", "p50", "p90"))
-                shown += f" ({foi.get('mean'):.2f})"
-            median = {"p50": s["jct"]["all"].get("p50")}
-            base_median = None if base is None else {"p50": base["jct"]["all"].get("p50")}
+            runs = [(s, cells.get((workload, load, b, c[3]))) for c, s in have]
+            foi = [factors(sweep, c) for c, _ in have] if policy != b else []
+            fois = [f.get("p50") for f in foi if f.count]
+            util = [s.get("resource_utilization", {}) for s, _ in runs]
+            med = {r: statistics.median(u.get(r) or 0 for u in util) for r in ("cores", "mem", "disk", "net")}
+
+            def values(key: str, runs: list[tuple[dict[str, Any], Any]] = runs) -> list[float]:
+                return [float(v) for s, _ in runs if (v := metric(s, key)) is not None]
+
+            finished = sum(s["finished"] for s, _ in runs)
+            jobs = sum(s["jobs"] for s, _ in runs)
+            walls = [w for s, _ in runs if (w := sim_wall(s)) is not None]
             lines.append(
-                f"| {policy} | {s['finished']}/{s['jobs']} | {num(s.get('makespan'))} "
-                f"| {rel(s, base, 'makespan')} | {num(s.get('mean_jct'), 1)} | {rel(s, base, 'mean_jct')} "
-                f"| {num(median['p50'], 1)} | {rel(median, base_median, 'p50')} "
-                f"| {shown} "
-                f"| {fair.get('mean', 0):.2f} [{fair.get('min', 0):.2f}, {fair.get('max', 0):.2f}] "
-                f"| {' / '.join(f'{100 * util.get(r, 0):.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "
-                f"| {sim_wall(s) or 'n/a'} |"
+                f"| {policy} | {finished}/{jobs} "
+                f"| {spread(values('makespan'), 0)} | {ratios(runs, 'makespan')} "
+                f"| {spread(values('mean_jct'), 1)} | {ratios(runs, 'mean_jct')} "
+                f"| {spread(values('p50'), 1)} | {ratios(runs, 'p50')} "
+                f"| {spread([float(x) for x in fois if x is not None]) if fois else '—'} "
+                f"| {spread([float(s.get('fairness', {}).get('mean') or 0) for s, _ in runs])} "
+                f"| {' / '.join(f'{100 * med[r]:.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "
+                f"| {num(sum(walls), 1) if walls else 'n/a'} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -144,6 +173,7 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     p.add_argument("--policies", nargs="+", default=list(sweep.policies))
     p.add_argument("--jobs", type=int, default=sweep.jobs)
     p.add_argument("--nodes", type=int, default=sweep.nodes)
+    p.add_argument("--seeds", nargs="+", type=int, default=list(sweep.seeds), help="seeds of every cell")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
     from_sweep_flag(p, report_name or sweep.name)
@@ -153,7 +183,9 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     policies = list(args.policies)
     if sweep.baseline not in policies:
         policies.insert(0, sweep.baseline)
-    grid = [(w, ld, pol) for w in args.workloads for ld in args.loads for pol in policies]
+    grid = [
+        (w, ld, pol, s) for w in args.workloads for ld in args.loads for pol in policies for s in args.seeds
+    ]
     if args.from_sweep is not None:
         sweep.from_sweep = (report_name or sweep.name, args.from_sweep.resolve())
         found = {cell: read_summary(sweep.folder(cell)) for cell in grid}

@@ -236,12 +236,13 @@ def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
     from aviary.experiments.packing_sim import SWEEP
 
     data = tomllib.loads(PACKING.read_text())
-    assert data["replay"] == {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes, "seed": 0}
+    assert data["replay"] == {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes}
+    assert data["grid"]["seed"] == list(SWEEP.seeds)
     assert data["grid"]["workload"] == list(SWEEP.workloads)
     assert [str(x) for x in data["grid"]["load"]] == list(SWEEP.loads)
     assert data["grid"]["policy"] == list(SWEEP.policies) and data["baseline"] == SWEEP.baseline
     data["replay"].update(jobs=15, nodes=8)
-    data["grid"].update(workload=["tpch"], load=[1.0, "batch"], policy=["drf", "tetris"])
+    data["grid"].update(workload=["tpch"], load=[1.0, "batch"], policy=["drf", "tetris"], seed=[0])
     spec = tmp_path / "packing_small.toml"
     spec.write_text(toml_text(data))
     out = tmp_path / "sweep"
@@ -260,10 +261,10 @@ def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
     rows = {r["cell"]: r for r in csv.DictReader((out / "sweep.csv").open())}
     for load in script.loads:
         for policy in script.policies:
-            theirs = dag_sweep.run_one(script, ("tpch", load, policy), force=False)
-            cell = f"{policy},workload=tpch,load={load}"
+            theirs = dag_sweep.run_one(script, ("tpch", load, policy, 0), force=False)
+            cell = f"{policy},workload=tpch,load={load},seed=0"
             assert (out / cell / "jobs.csv").read_bytes() == (
-                script.out / f"tpch-{load}-{policy}" / "jobs.csv"
+                script.out / f"tpch-{load}-{policy}-seed0" / "jobs.csv"
             ).read_bytes()
             assert float(rows[cell]["mean_jct"]) == theirs["mean_jct"]
             assert float(rows[cell]["makespan"]) == theirs["makespan"]
@@ -278,13 +279,14 @@ def test_each_dag_script_s_spec_holds_its_grid_and_flags(script: str) -> None:
     sweep = importlib.import_module(f"aviary.experiments.{script}").SWEEP
     data = tomllib.loads((ROOT / "experiments" / "sweeps" / f"{script}.toml").read_text())
     flags = dict(zip(sweep.flags[::2], sweep.flags[1::2], strict=True))
-    replay = {"jobs": sweep.jobs, "nodes": sweep.nodes, "seed": 0}
+    replay = {"jobs": sweep.jobs, "nodes": sweep.nodes}
     if "--capacity" in flags:
         replay["capacity"] = flags.pop("--capacity")
     assert data["replay"] == replay and not flags
     assert data["grid"]["workload"] == list(sweep.workloads)
     assert [str(x) for x in data["grid"]["load"]] == list(sweep.loads)
     assert data["grid"]["policy"] == list(sweep.policies) and data["baseline"] == sweep.baseline
+    assert data["grid"]["seed"] == list(sweep.seeds)
 
 
 def test_the_knob_spec_holds_packing_sim_s_knob_cells() -> None:
@@ -293,9 +295,10 @@ def test_the_knob_spec_holds_packing_sim_s_knob_cells() -> None:
     from aviary.experiments.packing_sim import KNOB, SWEEP
 
     data = tomllib.loads((ROOT / "experiments" / "sweeps" / "packing_knob.toml").read_text())
-    shared = {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes, "seed": 0, "workload": "tpch", "load": 1.0}
+    shared = {"jobs": SWEEP.jobs, "nodes": SWEEP.nodes, "workload": "tpch", "load": 1.0}
     assert data["replay"] == shared and data["baseline"] == "drf"
-    assert data["grid"] == {"policy": ["drf", *(f"tetris:fair_fraction={f}" for f in KNOB)]}
+    policies = ["drf", *(f"tetris:fair_fraction={f}" for f in KNOB)]
+    assert data["grid"] == {"policy": policies, "seed": list(SWEEP.seeds)}
 
 
 def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -682,20 +685,21 @@ def test_dag_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.
 
     root = small_specs
     monkeypatch.setattr(ps.SWEEP, "from_sweep", None)
-    grid = {"workload": ["tpch"], "load": [1.0, "batch"], "policy": ["drf", "tetris"]}
+    grid = {"workload": ["tpch"], "load": [1.0, "batch"], "policy": ["drf", "tetris"], "seed": [0]}
     small_sweep(root, "packing_sim", {"jobs": 15, "nodes": 8}, grid)
     argv = ["--from-sweep", str(root), "--results", str(root / "r"), "--workloads", "tpch", "--loads",
-            "1.0", "batch", "--policies", "drf", "tetris", "--jobs", "15", "--nodes", "8"]  # fmt: skip
+            "1.0", "batch", "--policies", "drf", "tetris", "--jobs", "15", "--nodes", "8",
+            "--seeds", "0"]  # fmt: skip
     assert ps.run(argv) == 0
     md = (root / "r" / "packing_sim.md").read_text()
     shown = set()
     for load in ("1.0", "batch"):
         section = md.split(f"## tpch, load {load}")[1].split("##")[0]
         base = json.loads(
-            (root / "packing_sim" / f"drf,workload=tpch,load={load}" / "summary.json").read_text()
+            (root / "packing_sim" / f"drf,workload=tpch,load={load},seed=0" / "summary.json").read_text()
         )
         run = json.loads(
-            (root / "packing_sim" / f"tetris,workload=tpch,load={load}" / "summary.json").read_text()
+            (root / "packing_sim" / f"tetris,workload=tpch,load={load},seed=0" / "summary.json").read_text()
         )
         row = md_row(section, "| tetris |")
         assert row[2] == num(run["makespan"]) and row[4] == num(run["mean_jct"], 1), load
