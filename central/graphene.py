@@ -36,6 +36,14 @@ term), ``share`` (0.25: the job's expected share of the cluster, the virtual spa
 preferred schedules), ``rebase`` (False; True [D]: a task's priScore counts only the job's unplaced tasks
 ranked before it, 1 - ahead/n, so every job's next preferred task scores 1 and a job's progress does not
 lower its scores against newer jobs'), ``delta`` and ``prune`` of the troublesome-task search.
+
+What it counts: all four resources, with disk and network overbooked up to ``--overbook`` times a node's
+capacity (default 1.25 [D]; the central layer's ``overbook``): Graphene "runs more tasks by reducing
+fragmentation and by overbooking resources such as network and disk that do not lose goodput when
+demand exceeds capacity (unlike say memory)" and "Occasionally, G allocates over [the digits are lost]
+of the network and disk" (``graphene.txt`` §7.2). The overbooked tasks run stretched on the node
+(fluid contention, ``worker/resource_node.py``), as the paper's simulator delays "the completion of
+tasks further by a proportional amount" (§7.4). ``--overbook 1`` is the control without it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Strictly the job with the shortest remaining critical path (the longest chain of estimated stage
 durations among its unfinished stages) first, ties to the earlier job; within the job the stage with
-the longest critical path first (CP order); first fit over nodes.
+the longest critical path first (CP order); first fit over nodes. Like the other YARN baselines it counts
+cores and memory by default (``--account``; see :mod:`aviary.central.drf`).
 """
 
 from __future__ import annotations

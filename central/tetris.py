@@ -27,6 +27,12 @@ The poster's "(simplified) Scheduling procedure", for a machine with free resour
 
 Ties (equal scores) go to the earlier job, then the intra-job order (BFS). Not modelled [R]: the
 remote-read penalty (Aviary has no input locality), the barrier hint and starvation reservations.
+
+What it counts: all four resources, never over-allocating any ("we seek to build a cluster scheduler
+that *packs tasks* to machines based on their requirements of multiple resources", poster), where the
+slot-based baselines it is compared with "allocate resources to tasks in units of slots, each slot
+corresponding to some amount of memory or cores" (poster): their disk and network contention on the
+nodes (``worker/resource_node.py``) is what packing avoids.
 """
 
 from __future__ import annotations
