@@ -55,7 +55,11 @@ What this module does:
   waits in one FIFO queue; its head starts when k slots are free (YARN hoarding: containers go to the
   head as they free, and it starts when it holds k; nothing overtakes it). It is placed as above without
   preemption: rack-local or on GPU nodes when free slots allow, else anywhere.
-- ``preempt=False`` is the control without preemption: a reserved gang waits for free slots.
+- Controls: ``preempt=False``, no preemption (a reserved gang waits for free slots); ``hetero=False``,
+  heterogeneity-blind booking and placement (the stand-in before issue 24); ``book="slowed"``, a GPU/MPI
+  job's reservation tried first for d x slowdown anywhere, then on its partition; ``early=True``, an
+  accepted job waits in the FIFO queue before its reservation too (started early, it is preemptable
+  until its reservation begins).
 
 Slots as in :mod:`aviary.central.tetrisched` (``slot="core"``: whole free cores; ``"node"``: free nodes).
 """
@@ -70,6 +74,12 @@ from ..common.resources import EPS, Resources
 from .packing import Placement, PlacementPolicy
 from .state import JobState, NodeState, StageState
 from .tetrisched import SLOTS, slot_count
+
+BOOKINGS = ("preferred", "slowed")
+"""Which reservation a GPU/MPI job tries first: d on its preferred partition, or d x slowdown anywhere."""
+
+Booking = tuple[str, float, str | None]
+"""A reservation to try: its counter, its duration, its partition (None: the whole cluster)."""
 
 Victim = tuple[JobState, int, NodeState, StageState]
 """A preemptable task: its job, task index, node and stage."""
@@ -86,7 +96,8 @@ class Reservation:
 class RayonCS(PlacementPolicy):
     """The baseline (module docstring): ``cycle`` seconds between matches, ``quantum`` of the capacity
     plans (seconds), ``slot`` "core" or "node", ``hetero`` heterogeneity-aware booking and placement,
-    ``preempt`` container preemption for reservations."""
+    ``preempt`` container preemption for reservations, ``book`` which reservation a GPU/MPI job tries
+    first, ``early`` (a control) an accepted job also waits in the FIFO queue before its reservation."""
 
     def __init__(
         self,
@@ -96,6 +107,8 @@ class RayonCS(PlacementPolicy):
         slot: str = "core",
         hetero: bool = True,
         preempt: bool = True,
+        book: str = "preferred",
+        early: bool = False,
     ) -> None:
         super().__init__()
         if slot not in SLOTS or not cycle > 0 or not quantum > 0:
@@ -105,6 +118,10 @@ class RayonCS(PlacementPolicy):
         self.slot = slot
         self.hetero = hetero
         self.preempt = preempt
+        if book not in BOOKINGS:
+            raise ValueError(f"rayon_cs: book must be one of {', '.join(BOOKINGS)}, got {book!r}")
+        self.book = book
+        self.early = early
         self.booking: CapacityPlan | None = None  # the whole cluster's plan (made on first use)
         self.part_plans: dict[str, CapacityPlan] = {}
         self.parts: dict[str, list[NodeState]] = {}  # "attr:<name>" and "rack:<r>" node sets
@@ -171,27 +188,31 @@ class RayonCS(PlacementPolicy):
             )
         k, d = stage.unplaced, stage.estimate
         lo, hi = job.arrival, job.arrival + job.deadline
-        counters = self.state.core.counters
-        best: tuple[int, int, str] | None = None
-        for name in self.preferred(job):
-            found = self.latest(lo, hi, d, k, [self.booking, self.plan_of(name)])
-            if found is not None and (best is None or found[0] > best[0]):
-                best = (found[0], found[1], name)
-        plans = [self.booking]
-        part: str | None = None
-        if best is not None:
-            s, length, part = best
-            plans.append(self.plan_of(part))
-            counters["rayon_reserved_preferred"] += 1
-        else:
-            duration = d * job.slowdown if self.preferred(job) else d
-            found = self.latest(lo, hi, duration, k, plans)
-            if found is None:
-                counters["rayon_not_reserved"] += 1
-                return
-            s, length = found
-            counters["rayon_reserved_anywhere"] += 1
-        for plan in plans:
+        booking = self.booking
+        # Steps tried in order; in a step, the latest start over its alternatives (counter, duration,
+        # partition or None: the whole cluster).
+        plain: list[Booking] = [("rayon_reserved_plain", d, None)]
+        steps = [plain]
+        preferred = self.preferred(job)
+        if preferred:
+            slowed: list[Booking] = [("rayon_reserved_slowed", d * job.slowdown, None)]
+            on_part: list[Booking] = [("rayon_reserved_preferred", d, name) for name in preferred]
+            steps = [on_part, slowed, plain] if self.book == "preferred" else [slowed, on_part, plain]
+        best: tuple[int, int, str, str | None] | None = None
+        for step in steps:
+            for counter, duration, part in step:
+                plans = [booking] if part is None else [booking, self.plan_of(part)]
+                found = self.latest(lo, hi, duration, k, plans)
+                if found is not None and (best is None or found[0] > best[0]):
+                    best = (found[0], found[1], counter, part)
+            if best is not None:
+                break
+        if best is None:
+            self.state.core.counters["rayon_not_reserved"] += 1
+            return
+        s, length, counter, part = best
+        self.state.core.counters[counter] += 1
+        for plan in [booking] if part is None else [booking, self.plan_of(part)]:
             for t in range(s, s + length):
                 plan.reserved[t] = plan.reserved.get(t, 0) + k
         q = self.quantum
@@ -214,7 +235,7 @@ class RayonCS(PlacementPolicy):
             r = self.reservations.get(job.job_id)
             if r is not None and r.start <= now + EPS < r.end:
                 reserved.append((r.start, job.arrival, job.job_id, job, stage))
-            elif r is None or now + EPS >= r.end:
+            elif r is None or now + EPS >= r.end or self.early:
                 queue.append((job.arrival, job.job_id, job, stage))
             # else: a reservation still to come; the job waits for it
         for *_, job, stage in sorted(reserved, key=lambda e: e[:3]):
@@ -231,7 +252,7 @@ class RayonCS(PlacementPolicy):
     def protected(self, job: JobState, now: float) -> bool:
         """A job whose reservation is in force: its containers are not preemptable."""
         r = self.reservations.get(job.job_id)
-        return r is not None and now + EPS < r.end
+        return r is not None and r.start <= now + EPS < r.end
 
     def victims(self, now: float, nodes: list[NodeState]) -> list[Victim]:
         """The preemptable running tasks on ``nodes``, in the order they are taken (module docstring)."""

@@ -210,13 +210,29 @@ def test_without_preferred_room_a_job_is_booked_for_its_slowed_runtime_anywhere(
     assert (r1.start, r1.end, r1.part) == (8.0, 12.0, "attr:gpu")
     assert (r2.start, r2.end, r2.part) == (4.0, 8.0, "attr:gpu")
     assert (r3.start, r3.end, r3.part) == (7.0, 13.0, None)  # 4 s x 1.5 on the whole cluster
-    assert core.counters["rayon_reserved_anywhere"] == 1
+    assert core.counters["rayon_reserved_slowed"] == 1
     # Blind (hetero=False): every reservation is the preferred estimate on the scalar plan.
     blind = RayonCS(hetero=False)
     core = PackingCore("c", cluster(racks=2, per_rack=2, gpu_racks=1), blind)
     core.on_message(0.0, "fe", job(1, 2, 4.0, slo="accepted", deadline=12.0, preference="gpu"))
     cycle(core, 0.0)
     assert (blind.reservations[1].start, blind.reservations[1].part) == (8.0, None)
+
+
+def test_the_booking_order_and_the_early_start_controls():
+    slowed = RayonCS(book="slowed")
+    core = PackingCore("c", cluster(racks=2, per_rack=2, gpu_racks=1), slowed)
+    core.on_message(0.0, "fe", job(1, 2, 4.0, slo="accepted", deadline=12.0, preference="gpu"))
+    cycle(core, 0.0)
+    r = slowed.reservations[1]
+    assert (r.start, r.end, r.part) == (6.0, 12.0, None)
+    with pytest.raises(ValueError, match="book"):
+        RayonCS(book="late")
+    early = RayonCS(early=True)
+    core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0), early)
+    core.on_message(0.0, "fe", job(1, 2, 4.0, slo="accepted", deadline=14.0))  # reserved [10, 14)
+    assert [j for _, j, _ in placed(cycle(core, 0.0))] == [1, 1]  # from the FIFO queue, early
+    assert not early.protected(early.state.jobs[1], 5.0) and early.protected(early.state.jobs[1], 10.0)
 
 
 def test_without_preemption_a_reserved_job_waits_for_free_slots():
