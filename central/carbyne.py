@@ -169,33 +169,45 @@ def fluid_pack(
     ready = [i for i in range(n) if waiting[i] == 0 and left[i] > 0]
     starts: list[list[float]] = [[] for _ in items]
     now = makespan = 0.0
+    push, pop = heapq.heappush, heapq.heappop
     while True:
-        batch: dict[int, int] = {}
         while ready:
             b0, b1, b2, b3 = c0 - u0 + EPS, c1 - u1 + EPS, c2 - u2 + EPS, c3 - u3 + EPS
             best = -INF
             b = -1
-            forced = -INF
-            fb = -1
-            for i in ready:
-                if froms:
-                    h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
-                    f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
-                else:
-                    f0, f1, f2, f3 = b0, b1, b2, b3
-                a0, a1, a2, a3 = share[i]
-                score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
+            if len(ready) == 1 and not froms:  # the common case, without the loop
+                i = ready[0]
                 d0, d1, d2, d3 = dem[i]
-                if d0 <= f0 and d1 <= f1 and d2 <= f2 and d3 <= f3:
+                if d0 <= b0 and d1 <= b1 and d2 <= b2 and d3 <= b3:
+                    b = i
+            else:
+                for i in ready:
+                    if froms:
+                        h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
+                        f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
+                    else:
+                        f0, f1, f2, f3 = b0, b1, b2, b3
+                    d0, d1, d2, d3 = dem[i]
+                    if d0 <= f0 and d1 <= f1 and d2 <= f2 and d3 <= f3:
+                        a0, a1, a2, a3 = share[i]
+                        score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
+                        if score > best or (score == best and i < b):
+                            best, b = score, i
+            if b < 0:
+                if events:  # (tasks started at this event are in ``events`` already)
+                    break
+                # Nothing runs and nothing fits: a task larger than the pool runs alone in it (the best
+                # aligned of them).
+                for i in ready:
+                    if froms:
+                        h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
+                        f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
+                    else:
+                        f0, f1, f2, f3 = b0, b1, b2, b3
+                    a0, a1, a2, a3 = share[i]
+                    score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
                     if score > best or (score == best and i < b):
                         best, b = score, i
-                elif score > forced or (score == forced and i < fb):
-                    forced, fb = score, i
-            if b < 0:
-                if events or batch:
-                    break
-                # Nothing runs and nothing fits: a task larger than the pool runs alone in it.
-                b = fb
             if froms:
                 h0, h1, h2, h3 = held[bisect_left(froms, now + duration[b] - EPS)]
                 f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
@@ -214,18 +226,16 @@ def fluid_pack(
             k = max(k, 1)
             u0, u1, u2, u3 = u0 + k * d0, u1 + k * d1, u2 + k * d2, u3 + k * d3
             starts[b].extend([now] * k)
-            batch[b] = batch.get(b, 0) + k
+            push(events, (now + duration[b], b, k))  # a stage starts once per event: one entry
             left[b] -= k
             if left[b] == 0:
                 ready.remove(b)
-        for i, k in batch.items():
-            heapq.heappush(events, (now + duration[i], i, k))
         if not events:
             out = {it.key: s for it, s in zip(items, starts, strict=True)}
             return (INF if any(left) else makespan), out
         now = events[0][0]
         while events and events[0][0] <= now:
-            _, i, k = heapq.heappop(events)
+            _, i, k = pop(events)
             d0, d1, d2, d3 = dem[i]
             u0, u1, u2, u3 = u0 - k * d0, u1 - k * d1, u2 - k * d2, u3 - k * d3
             unfinished[i] -= k
@@ -431,16 +441,25 @@ class Carbyne(Tetris):
         if self.leftover == "pack-first":
             return super().pick(node, jobs)
         r0, r1, r2, r3 = room(node.free)
+        best: tuple[float, int] | None = None
+        chosen = None
+        for job in jobs:  # the first job in SRTF order with a fitting stage (no sort of them all)
+            for s in job.runnable:
+                d = s.demand
+                if d[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3:
+                    key = (self.remaining(job), job.job_id)
+                    if best is None or key < best:
+                        best, chosen = key, job
+                    break
+        if chosen is None:
+            return None
         r = node.free.over(node.capacity)
-        for job in sorted(jobs, key=lambda j: (self.remaining(j), j.job_id)):
-            scored = [
-                (self.shares(s, node.capacity).dot(r), job, s)
-                for s in job.runnable
-                if (d := s.demand)[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3
-            ]
-            if scored:
-                return self.first_best(scored)
-        return None
+        scored = [
+            (self.shares(s, node.capacity).dot(r), chosen, s)
+            for s in chosen.runnable
+            if (d := s.demand)[0] <= r0 and d[1] <= r1 and d[2] <= r2 and d[3] <= r3
+        ]
+        return self.first_best(scored)
 
     def urgent(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
         """The must-start task of an altruistic job that fits ``node`` with the earliest latest start; ties
