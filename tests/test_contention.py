@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from helpers import sent
 
 from aviary.common.effects import Launch, SetTimer
 from aviary.common.messages import PlaceTask, TaskFinished
 from aviary.common.resources import Resources
-from aviary.launch.cli import main
 from aviary.worker.resource_node import FLUID, ResourceNodeCore
 
 MACHINE = Resources(16.0, 64.0, 1.0, 1.0)
@@ -97,21 +94,3 @@ def test_off_admits_by_the_whole_vector_and_runs_at_full_speed():
     assert place(node, 0.0, 1, 10.0, (1, 1, 0.75, 0)) == []  # disk does not fit: it waits
     effects = node.on_task_exit(10.0, (1, 0), True)
     assert finished(effects) == [0] and timer(effects) is None
-
-
-GOLDEN_DAG = Path(__file__).parent / "golden" / "dag"
-"""jobs.csv of the DAG policies at 6d7865e, before contention and YARN-like accounting: 40 jobs on 10
-nodes at load 0.9, seed 1 (TPC-H at its single 50 GB profile)."""
-CONTROL = {"cs": ["--account", "all"], "cp": ["--account", "all"], "drf": ["--account", "all"],
-           "sjf": ["--account", "all"], "tetris": [], "graphene": ["--overbook", "1"]}  # fmt: skip
-
-
-@pytest.mark.parametrize("policy", sorted(CONTROL))
-@pytest.mark.parametrize("workload", ["alibaba", "tpch"])
-def test_contention_off_and_todays_accounting_reproduce_the_runs_before_them(tmp_path, policy, workload):
-    extra = ["--tpch-mix", "50g"] if workload == "tpch" else []
-    args = ["replay", "--runtime", "sim", "--workload", workload, "--policy", policy, "--jobs", "40",
-            "--nodes", "10", "--load", "0.9", "--seed", "1", "--quiet", "--contention", "off",
-            *CONTROL[policy], *extra, "--out", str(tmp_path)]  # fmt: skip
-    assert main(args) == 0
-    assert (tmp_path / "jobs.csv").read_bytes() == (GOLDEN_DAG / f"{policy}-{workload}.csv").read_bytes()
