@@ -7,34 +7,56 @@ Pseudocode 1, run on every scheduling event (job arrival, job completion, task c
    (:func:`water_fill`; the closed form of [46] with each job's demand capped by what it can use).
    Lines 11-13 are lost in the supplied text; the spec's reconstruction [R]: ``L_DRF = R - sum_k A_k``.
 2. **Intra-job** (lines 16-25), per job with probability ``altruism`` (§3.4.2, default 1): pack the job's
-   remaining DAG into A_k with Tetris' alignment rule to get T_k (line 17, :func:`fluid_pack`); pack the
-   *reversed* DAG into A_k (lines 18-19); the tasks that must start now are those whose start in the
-   mirrored reverse schedule, ``Actual(t) = T_k - Rev(t) - Dur(t)``, is within one ``granule`` of now
-   (lines 20-21). The printed line 20 reads ``Rev(t) + T_k - Dur(t)``, which only agrees for sinks; the
-   mirror is the spec's fix (§2.3 step 3). A job that is not altruistic this event is greedy: it starts
-   as many runnable tasks as fit in its share, in the intra-job order (BFS, Tez's default).
-3. **Leftover** (lines 26-31): whatever the must-start tasks leave free (= L_DRF + sum_k L_k, since the
-   shares add up to R) goes to the jobs in shortest-remaining-work order (SRTF, footnote 5: Tetris'
-   remaining work), each job's best-aligned task first (``leftover="srtf-first"``, §3.3.4), or to Tetris'
-   packing with its SRTF term (``"pack-first"``, the YARN prototype's order, §4.2).
+   remaining DAG into A_k with Tetris' alignment rule to get T_k (line 17, :func:`fluid_pack`); reverse
+   the DAG (line 18) and pack it into A_k from T_k back to now (line 19), the job's running tasks pinned
+   at the *end* of the reversed horizon (the start of the mirrored forward one, where they run); the
+   tasks that must start now are those whose start in the mirrored schedule,
+   ``Actual(t) = T_k - Rev(t) - Dur(t)``, is within one ``granule`` of now (lines 20-21,
+   :func:`latest_starts`). The printed line 20 reads ``Rev(t) + T_k - Dur(t)``, which only agrees for
+   sinks; the mirror is the spec's fix (§2.3 step 3).
+   A job that is not altruistic this event is greedy, as under DRF: it takes the room DRF would give it
+   (the job with the lowest dominant share that has a fitting task, its first stage in the intra-job
+   order, BFS as Tez: :meth:`Carbyne.greedy_pick`). "In an adversarial environment, one can avoid
+   altruism altogether by setting P(Altruism) = 0, which reduces CARBYNE to DRF" (§3.4.2): at
+   ``altruism=0`` every placement is DRF's (:class:`~aviary.central.drf.Drf` counting the same four
+   resources, ``drf --account all``), in the same order.
+3. **Leftover** (lines 26-31): whatever the must-start and greedy tasks leave free (= L_DRF + sum_k L_k,
+   since the shares add up to R) goes to the jobs in shortest-remaining-work order (SRTF, footnote 5:
+   Tetris' remaining work), each job's best-aligned task first (``leftover="srtf-first"``, §3.3.4), or to
+   Tetris' packing with its SRTF term (``"pack-first"``, the YARN prototype's order, §4.2).
 
 The must-start tasks are placed before anything else, the most urgent (smallest Actual) first and, among
-equally urgent ones, the best Tetris alignment with the node (§4.2 (3): the AM's priority hints).
+equally urgent ones, the best Tetris alignment with the node (§4.2 (3): the AM's priority hints); then
+a greedy job's task if DRF's choice for the node is a greedy job (an altruistic job that DRF would
+serve donates that room: it goes to the leftover). Counters (``summary.json``): ``carbyne_plans`` and
+``carbyne_plan_fallbacks`` (plans whose reverse packing still ended after T_k),
+``carbyne_leftover_placements``.
 
 Decisions [D] (spec §2.8), each a deviation the paper leaves open:
 
 - A job's DRF demand direction is the count-weighted mean demand of its runnable and running tasks; its
-  cap (the most it can use) is their total.
+  cap (the most it can use) is their total. The cap is the paper's: the RM computes "among the runnable
+  jobs ... periodically their DRF allocation and propagates the corresponding resource allocation ... to
+  every AM" (§4.2 (3)), "the total resource allocation of a job as computed at RM, according to the
+  fairness policy enforced in the cluster and the current runnable jobs" (§4.2 (1)); the RM knows a job
+  only by its running containers and its Asks, which hold its runnable tasks (Asks_DEFAULT and
+  Asks_ALTRUISTIC, §4.2 (1)-(2)), so the allocation it computes cannot exceed what those ask for. T_k
+  still plans the whole remaining DAG in that allocation ("Given A_k, calculate T_k", line 17): a stage
+  released later raises the cap then (the job is re-planned on its new share).
 - The packing model of T_k is one fluid pool A_k (no machines): event-driven list scheduling, the
   runnable stage best aligned with the free room (⟨demand, A_k - used⟩ normalized by R) starting as many
   tasks as fit, then the next (by stage rather than re-scoring after every task: :func:`fluid_pack`).
   Running tasks occupy the pool until their estimated end; a task larger than the pool (the share is
   the job's *mean* task direction scaled, so a stage heavy in another resource may not fit it) runs
-  alone in it, as DRF gives a job below its share its next task. The reverse packing covers the job's
-  unstarted tasks in ``A_k - (running tasks' demand)`` (conservative: the running tasks are held for the whole
-  horizon), so its mirror is a feasible forward plan. Greedy list scheduling is not symmetric: when the
-  reverse schedule is longer than T_k, the job follows its forward schedule instead (the tasks it starts
-  at time 0), so no plan ever finishes after T_k.
+  alone in it, as DRF gives a job below its share its next task. The reverse packing holds each running
+  task's demand during the last ``remaining estimate`` of the horizon (lines 18-21, §3.3.3: "packing
+  tasks in time as close to T_k as possible"), so its mirror plus the running tasks is a feasible
+  forward plan in A_k; it holds their resources, not their precedence (a stage behind a running one is
+  not runnable, and only runnable stages keep latest starts). Greedy list scheduling is not symmetric:
+  when the reverse schedule is still longer than T_k, the job follows its forward schedule instead (the
+  tasks it starts at time 0), so no plan ever finishes after T_k. Holding the running tasks for the
+  whole horizon instead (before issue 24) made 56 % of TPC-H plans and 60 % of TPC-DS-like plans fall
+  back; pinned at the end, 12 % and 5 % (the same plans' inputs, ``docs/carbyne.md``).
 - "Actual(t) == 0" is ``Actual(t) <= granule`` (default 1 s of trace time).
 - A_k covers the job's running tasks too; a job running more than its share starts nothing in step 2
   and competes in the leftover.
