@@ -30,9 +30,11 @@ What this module does:
   partition (the GPU-labelled nodes, or one rack: the latest start over the racks) as well as on the
   whole-cluster plan; if no such start exists it is booked for **d x slowdown** on the whole cluster,
   the estimate where the preference is not met, so it can still be accepted at a longer reservation
-  [D, issue 24]. Without ``hetero`` every reservation is d on the scalar plan (the user's request for
-  the preferred placement, spec §1.11). No start fits: ``rayon_not_reserved``, and the job is served as
-  an SLO job without reservation.
+  [D, issue 24]; failing both, for d on the whole cluster (what Rayon admitted, spec §1.11). Counters
+  ``rayon_reserved_preferred`` / ``_slowed`` / ``_plain``. Without ``hetero`` every reservation is d on
+  the scalar plan (the user's request for the preferred placement, spec §1.11). No start fits:
+  ``rayon_not_reserved``, and the job is served as an SLO job without reservation. The paper asks to
+  "make YARN CS as informed and comparable to TetriSched as possible" (§6.1): hence the partitions.
 - **No start before the reservation** [D from P §7.2]: "started earlier in its reservation interval"
   reads as a job started at the beginning of its interval, which the booking of an over-estimated
   runtime places earlier; Rayon gives a reservation queue its capacity only over the reservation's
