@@ -74,6 +74,18 @@ def test_a_node_ignores_a_kill_of_a_task_it_does_not_run_or_another_scheduler_pl
     assert [e.msg for e in sends(out, TaskFinished)] == [TaskFinished(2, 0, False)] and not node.waiting
 
 
+def test_a_fluid_node_killing_a_waiting_task_starts_the_next_at_the_right_rates():
+    node = ResourceNodeCore("n", Resources(2.0, 4.0, 1.0, 0.0), "fluid")
+    disk = [1.0, 3.0, 1.0, 0.0]  # memory 3 of 4: one at a time; disk 1 of 1
+    node.on_message(0.0, "c", PlaceTask(1, 0, 10.0, 10.0, disk))
+    node.on_message(0.0, "c", PlaceTask(2, 0, 10.0, 10.0, disk))  # waits for memory
+    node.on_message(0.0, "c", PlaceTask(3, 0, 10.0, 10.0, [1.0, 1.0, 1.0, 0.0]))  # behind it (FIFO)
+    out = node.on_message(4.0, "c", KillTask(2, 0))
+    assert Launch((3, 0), 10.0) in out and node.since == 4.0
+    assert node.running[1, 0].left == pytest.approx(6.0)  # 4 s at rate 1 before task 3 shared the disk
+    assert node.running[1, 0].rate == pytest.approx(0.5)
+
+
 def test_a_task_placed_again_before_its_killed_run_exited_waits_for_the_exit():
     node = ResourceNodeCore("n", Resources(2.0, 4.0))
     node.on_message(0.0, "c", PlaceTask(1, 0, 10.0, 10.0, SLOT))

@@ -211,7 +211,10 @@ class ResourceNodeCore(Core):
                         return []
                     del self.waiting[i]
                     self.counters["tasks_killed"] += 1
-                    return answer + self._admit_waiting()
+                    if not self.fluid:
+                        return answer + self._admit_waiting()
+                    self._advance(now)
+                    return answer + self._admit_waiting() + self._retime()
             self.counters["kill_unknown_task"] += 1
             return []
         if task.scheduler != sender:
