@@ -201,6 +201,8 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
         prediction = predict(setup, quiet=quiet)
     prediction.notes = prediction_notes(spec, setup, prediction)
     setup.prediction = prediction
+    if spec.stall_timeout is None:  # a wide DAG job may rightly run for minutes with no job finishing
+        setup.stall_timeout = max(setup.stall_timeout, 3 * longest_quiet(setup.jobs, prediction.finishes))
     setup.extra["duration"] = spec.duration
     setup.extra["predicted"] = prediction.record()
     limit = spec.max_wall
@@ -208,6 +210,13 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
         rescalable = spec.connect is None or not scaled_params(setup.cluster)
         raise UsageError(refusal(spec, setup, prediction, limit, rebuild=_setup, rescalable=rescalable))
     return setup
+
+
+def longest_quiet(jobs: list[JobSpec], finishes: list[float | None]) -> float:
+    """The longest a replay's prediction went without a job finishing once every job was submitted."""
+    last = max(j.submit for j in jobs)
+    ends = sorted(f for f in finishes if f is not None and f > last)
+    return max((b - a for a, b in zip([last, *ends], ends, strict=False)), default=0.0)
 
 
 def _setup(spec: ReplaySpec) -> ReplaySetup:

@@ -122,3 +122,13 @@ def test_a_real_replay_given_a_duration_ends_within_a_quarter_of_it(tmp_path, no
     assert summary["finished"] == 100 and summary["extra"]["duration"] == 15.0
     assert 0.75 * 15 <= summary["wall_seconds"] <= 1.25 * 15, summary["wall_seconds"]
     assert summary["extra"]["predicted"]["wall_seconds"] == pytest.approx(15, rel=0.03)
+
+
+def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_one_finishing():
+    from aviary.common.model import JobSpec
+    from aviary.launch.replay import longest_quiet
+
+    jobs = [JobSpec(i, submit, [1.0], 1.0, False) for i, submit in enumerate((0.0, 5.0, 10.0))]
+    assert longest_quiet(jobs, [4.0, 12.0, 62.0]) == 50.0  # from 12 to 62; 4 came before the last submit
+    assert longest_quiet(jobs, [None, 40.0, None]) == 30.0
+    assert longest_quiet(jobs, [None, None, None]) == 0.0
