@@ -17,7 +17,7 @@ from ..central.fifo import CentralFifoCore
 from ..central.graphene import Graphene
 from ..central.kairos import KairosCentralCore
 from ..central.packing import PackingCore, PlacementPolicy
-from ..central.rayon_cs import RayonCS
+from ..central.rayon_cs import BOOKINGS, RayonCS
 from ..central.sjf import ShortestJobFirst
 from ..central.tetris import Tetris
 from ..central.tetrisched import WARM_STARTS, TetriSched
@@ -304,6 +304,38 @@ TETRISCHED_PARAMS = (
 )
 
 
+RAYON_PARAMS = (
+    Param(
+        "rayon_placement",
+        "aware",
+        "Rayon/CS: GPU jobs on GPU-labelled nodes and MPI gangs in one rack when it can, bookings on that "
+        "partition first (aware), or heterogeneity-blind (blind: the control)",
+        choices=("aware", "blind"),
+    ),
+    Param(
+        "rayon_preemption",
+        "on",
+        "Rayon/CS: a reserved job kills and requeues best-effort containers at its reservation's start (on) "
+        "or waits for free ones (off: the control)",
+        choices=("on", "off"),
+    ),
+    Param(
+        "rayon_booking",
+        "preferred",
+        "Rayon/CS: book a preference job on its preferred partition first, then for estimate x slowdown "
+        "anywhere (preferred), or the slowed booking first (slowed)",
+        choices=BOOKINGS,
+    ),
+    Param(
+        "rayon_start",
+        "reservation",
+        "Rayon/CS: an accepted job starts at its reservation's start (reservation) or may start earlier "
+        "from the FIFO queue, preemptable until it begins (early)",
+        choices=("reservation", "early"),
+    ),
+)
+
+
 def _tetrisched(
     *, nh: bool = False, ng: bool = False, np: bool = False
 ) -> Callable[[dict[str, Any]], PlacementPolicy]:
@@ -445,8 +477,15 @@ PACKING_POLICIES = (
     _packing_policy(
         "rayon-cs",
         "Rayon/CS-like: accepted SLO jobs at their latest-start reservations, the rest one FIFO queue",
-        lambda v: RayonCS(cycle=v["plan_cycle"], quantum=v["plan_cycle"]),
-        (PLAN_CYCLE,),
+        lambda v: RayonCS(
+            cycle=v["plan_cycle"],
+            quantum=v["plan_cycle"],
+            hetero=v["rayon_placement"] == "aware",
+            preempt=v["rayon_preemption"] == "on",
+            book=v["rayon_booking"],
+            early=v["rayon_start"] == "early",
+        ),
+        (PLAN_CYCLE, *RAYON_PARAMS),
     ),
 )
 
