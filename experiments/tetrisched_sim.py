@@ -4,6 +4,7 @@
     python -m aviary.experiments.tetrisched_sim              # both sweeps, seed 0, then seed 1 at X = 0
     python -m aviary.experiments.tetrisched_sim --jobs 60 --no-spread
     python -m aviary.experiments.tetrisched_sim --from-sweep results/sweeps   # from `aviary sweep` cells
+    python -m aviary.experiments.tetrisched_sim --seeds   # TetriSched, NG, Rayon/CS over seeds 0-4 (issue 24)
 
 Every cell is ``aviary replay --runtime sim --workload gshet --policy P --nodes 80 --load 1.0 --jobs 120
 --seed S --misestimate 1+X 1+X [--plan-ahead W]``: the paper's RC80, 80 one-slot nodes in 8 racks of 10,
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -296,14 +298,89 @@ def report(results: dict[Cell, dict[str, Any]], jobs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+SEEDS_NAME = "tetrisched_seeds"
+SEEDS_POLICIES = ("tetrisched", "tetrisched-ng", "rayon-cs")
+SEEDS_ERRORS = (-0.5, 0.0, 0.5)
+SEEDS_JOBS = 80
+
+
+def seeds_report(cells: dict[Cell, dict[str, Any]], seeds: Sequence[int]) -> str:
+    """SLO attainment (all, accepted) and best-effort latency per policy and estimate error: the median over
+    the seeds, [min, max], and each seed's value."""
+
+    def column(policy: str, x: float, get: Any, fmt: str) -> str:
+        got = [get(cells[c]) for c in cells if c.policy == policy and c.error == x]
+        values = [v for v in got if v is not None]
+        if not values:
+            return "n/a"
+        mid, low, high = (fmt.format(f(values)) for f in (statistics.median, min, max))
+        return f"{mid} [{low}, {high}] ({'/'.join(fmt.format(v) for v in values)})"
+
+    lines = [
+        "# TetriSched vs TetriSched-NG vs Rayon/CS across estimate error, over seeds (simulated)",
+        "",
+        "`python -m aviary.experiments.tetrisched_sim --seeds` — `aviary replay --runtime sim --workload "
+        f"gshet --policy P --nodes {NODES} --load {LOAD} --jobs {SEEDS_JOBS} --seed S --misestimate 1+X 1+X` "
+        "for seeds "
+        f"{', '.join(map(str, seeds))}: median [min, max] (each seed's). Rayon/CS as the paper's CS "
+        "(`docs/tetrisched.md`).",
+        "",
+    ]
+    what = (
+        ("SLO attainment, all SLO jobs (%)", lambda s: _share(s, "all"), "{:.0f}"),
+        ("SLO attainment, accepted SLO jobs (%)", lambda s: _share(s, "accepted"), "{:.0f}"),
+        ("best-effort mean latency (s)", lambda s: s.get("be_mean_latency"), "{:.0f}"),
+    )
+    for title, get, fmt in what:
+        lines += [f"## {title}", "", "| policy | " + " | ".join(f"X = {x:+.0%}" for x in SEEDS_ERRORS) + " |",
+                  "|---|" + "---|" * len(SEEDS_ERRORS)]  # fmt: skip
+        for policy in SEEDS_POLICIES:
+            lines.append(
+                f"| {policy} | " + " | ".join(column(policy, x, get, fmt) for x in SEEDS_ERRORS) + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _share(s: dict[str, Any], key: str) -> float | None:
+    value = s.get("slo_attainment", {}).get(key)
+    return None if value is None else 100 * value
+
+
+def run_seeds(seeds: Sequence[int], force: bool, results: Path) -> int:
+    """The headline comparison over ``seeds`` (cells under ``RESULTS/tetrisched_seeds/``)."""
+    cells: dict[Cell, dict[str, Any]] = {}
+    for seed in seeds:
+        for x in SEEDS_ERRORS:
+            for policy in SEEDS_POLICIES:
+                cell = Cell(policy, x, seed=seed)
+                s = cells[cell] = run_cell(cell, SEEDS_JOBS, force, RESULTS / SEEDS_NAME)
+                print(f"{cell.folder}: SLO {slo(s)}", flush=True)
+    text = seeds_report(cells, seeds)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{SEEDS_NAME}.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="TetriSched on a GS_HET-like workload (simulated)")
     p.add_argument("--jobs", type=int, default=JOBS, help=f"jobs per cell (default {JOBS})")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="*",
+        metavar="S",
+        help=f"instead: {', '.join(SEEDS_POLICIES)} at X = -50/0/+50 %% with {SEEDS_JOBS} jobs over these "
+        "seeds (default 0-4), medians and ranges (tetrisched_seeds.md)",
+    )
     p.add_argument("--no-spread", action="store_true", help=f"skip seed {SPREAD_SEED} at X = 0")
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
     from_sweep_flag(p, "tetrisched_sim*")
     p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
     args = p.parse_args(argv)
+    if args.seeds is not None:
+        return run_seeds(args.seeds or [0, 1, 2, 3, 4], args.force, args.results)
     global FROM_SWEEP
     FROM_SWEEP = args.from_sweep.resolve() if args.from_sweep else None
     results: dict[Cell, dict[str, Any]] = {}
