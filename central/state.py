@@ -192,7 +192,9 @@ class CentralState:
         self.record = record
         self.log: list[tuple[int, int, float, float, Resources, float | None]] = []
         self.work: dict[tuple[int, int], float] = {}  # the duration sent with each placed task
-        self.killed: dict[tuple[int, int], str] = {}  # preempted tasks -> the node whose answer is due
+        # (task, node) -> answers due from that node to KillTasks of that task (a task may be preempted,
+        # placed again and preempted again before the first answer arrives)
+        self.killed: dict[tuple[tuple[int, int], str], int] = {}
         self.outbox: list[Effect] = []  # KillTask sends made while planning, sent before the placements
 
     # --- inputs ------------------------------------------------------------------------------------
@@ -228,8 +230,12 @@ class CentralState:
     def finish(self, now: float, node_name: str, msg: TaskFinished) -> list[Effect]:
         """A task ended: release its resources, advance its stage and job (``JobDone`` at the end)."""
         key = (msg.job_id, msg.task_index)
-        if self.killed.get(key) == node_name:  # the answer to a KillTask: the task was requeued then
-            del self.killed[key]
+        due = self.killed.get((key, node_name), 0)
+        if due:  # the answer to a KillTask: the task was requeued then (a node answers in order)
+            if due == 1:
+                del self.killed[key, node_name]
+            else:
+                self.killed[key, node_name] = due - 1
             self.core.counters["preempted_results_ignored"] += 1
             return []
         entry = self.placed.pop(key, None)
@@ -337,7 +343,7 @@ class CentralState:
             counters["rerun_lost_ms"] += round((now - start) * 1000)
             out.append((job, stage, index))
         node.running = 0
-        for key in [k for k, n in self.killed.items() if n == name]:  # their answers will not come
+        for key in [k for k in self.killed if k[1] == name]:  # their answers will not come
             del self.killed[key]
         return out
 
@@ -372,7 +378,8 @@ class CentralState:
         self._requeue(job_id, index, stage)
         node.free = node.free.plus(stage.demand)
         node.running -= 1
-        self.killed[job_id, index] = node.name
+        due = ((job_id, index), node.name)
+        self.killed[due] = self.killed.get(due, 0) + 1
         counters = self.core.counters
         counters["tasks_preempted"] += 1
         counters["preempted_lost_ms"] += round((now - start) * 1000)

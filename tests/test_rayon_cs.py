@@ -129,6 +129,25 @@ def test_a_preempted_task_is_requeued_its_answer_ignored_and_its_job_finishes_on
     assert core.counters["tasks_failed"] == 0 and 1 not in state.jobs
 
 
+def test_a_task_preempted_twice_before_the_first_answer_has_both_answers_ignored():
+    core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0), Idle())
+    state = core.state
+    core.on_message(0.0, "fe", job(1, 1, 10.0))
+    j = state.jobs[1]
+    stage = j.stages[0]
+    for at, node in ((0.0, 1), (1.0, 1), (2.0, 0), (3.0, 1)):  # placed, preempted, placed again...
+        if at:
+            assert state.preempt(at, 1, 0)
+        state.place(at, j, stage, state.nodes[node])
+    # n01 answers its two kills, then n00 its one, all before the fourth run (on n01) ends.
+    for node in ("n01", "n01", "n00"):
+        assert core.on_message(3.5, node, TaskFinished(1, 0, False)) == []
+    assert core.counters["preempted_results_ignored"] == 3 and core.counters["tasks_failed"] == 0
+    assert (1, 0) in state.placed and stage.finished == 0
+    done = core.on_message(13.0, "n01", TaskFinished(1, 0))
+    assert [e.msg for e in sends(done, JobDone)] == [JobDone(1, 0.0)]
+
+
 def test_kills_are_sent_before_the_placements_of_the_same_cycle():
     core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0), RayonCS())
     core.on_message(0.0, "fe", job(1, 2, 30.0))
