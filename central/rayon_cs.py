@@ -308,13 +308,17 @@ class RayonCS(PlacementPolicy):
         if not kill:
             return None
         chosen: list[Victim] = []
+        gained: set[str] = set()  # nodes where the kills so far made a slot
         for victim in self.victims(now, nodes):
             _, _, node, vstage = victim
             room[node.name] = room[node.name].plus(vstage.demand)
             chosen.append(victim)
+            had = len(slots)
             take(node)
-            if len(slots) >= k:
-                return slots[:k], chosen
+            if len(slots) > had:
+                gained.add(node.name)
+            if len(slots) >= k:  # kill only on the nodes that gave a slot: the others would free nothing
+                return slots[:k], [v for v in chosen if v[2].name in gained]
         return None
 
     def launch(

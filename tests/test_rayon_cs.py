@@ -198,6 +198,22 @@ def test_an_accepted_job_preempts_the_youngest_best_effort_containers_at_its_res
     assert sorted(policy.state.jobs[2].stages[0].retry) == [0, 1]
 
 
+def test_a_reserved_gang_kills_only_on_the_nodes_that_give_it_room():
+    policy = RayonCS()
+    core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0, cores=2), policy)
+    state = core.state
+    n00, n01 = state.nodes
+    for job_id, node in ((1, n00), (2, n01), (3, n00)):  # job 3, the youngest, beside the oldest on n00
+        core.on_message(float(job_id), "fe", job(job_id, 1, 30.0))
+        j = state.jobs[job_id]
+        state.place(float(job_id), j, j.stages[0], node)
+    two_cores = [(1, 4.0, [2.0, 1.0, 0.0, 0.0], [])]
+    core.on_message(4.0, "fe", SubmitJob(4, [4.0], 4.0, two_cores, 10.0, "accepted", True, "", 1.5))
+    out = cycle(core, 10.0)  # its reservation [10, 14): job 3's task goes first, but n00 keeps job 1's
+    assert placed(out) == [("n01", 4, 0)] and killed(out) == [("n01", 2, 0)]
+    assert core.counters["tasks_preempted"] == 1
+
+
 def test_the_fifo_queue_does_not_overtake_and_starts_into_slots_a_reservation_will_take_back():
     policy = RayonCS()
     core = PackingCore("c", cluster(racks=1, per_rack=4, gpu_racks=0), policy)
