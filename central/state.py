@@ -14,7 +14,8 @@ reserves and the policy sees; ``full`` is the task's real demand vector, sent to
 contention model runs it) and logged. YARN's schedulers account cores and memory only (the papers'
 baselines): with ``account=("cores", "mem")`` the other dimensions of ``demand`` are 0, so disk and
 network are over-allocated on the nodes. ``overbook`` > 1 lets the bookkeeping fill a node's disk and
-network up to that factor of their capacity (Graphene's overbooking of fungible resources).
+network up to that factor of their capacity (Graphene's overbooking of fungible resources): the fit
+check sees the overbooked room, shares and scores the real capacity.
 
 Stage properties the baselines order by are computed once at
 admission: ``depth`` (BFS level: 0 for a root, else 1 + the deepest parent) and ``cp`` (critical path:
@@ -179,11 +180,15 @@ class CentralState:
             raise ValueError(f"overbook must be >= 1, got {overbook!r}")
         self.mask = ACCOUNTS[account]
         self.overbook = overbook
-        seen = [(n, Resources(c[0], c[1], c[2] * overbook, c[3] * overbook), attrs) for n, c, attrs in nodes]
-        self.nodes = [NodeState(n, i, cap, dict(attrs), cap) for i, (n, cap, attrs) in enumerate(seen)]
+        # What a node may be filled to: its capacity, disk and network times ``overbook``. Shares, scores
+        # and the offline schedules keep the real capacity; only the fit check sees the overbooked room.
+        self.limits = [Resources(c[0], c[1], c[2] * overbook, c[3] * overbook) for _, c, _ in nodes]
+        self.nodes = [
+            NodeState(n, i, cap, dict(attrs), self.limits[i]) for i, (n, cap, attrs) in enumerate(nodes)
+        ]
         self.by_name = {n.name: n for n in self.nodes}
         self.capacity_total = vector_sum(n.capacity for n in self.nodes)
-        self.capacities = list(dict.fromkeys(n.capacity for n in self.nodes))  # the distinct ones
+        self.capacities = list(dict.fromkeys(self.limits))  # the distinct room a task must fit
         self.core = core  # for its counters and its refuse_submit
         self.jobs: dict[int, JobState] = {}
         self.active: dict[int, JobState] = {}
@@ -396,7 +401,7 @@ class CentralState:
         if node is None or not node.dead:
             return None
         node.dead = False
-        node.free = node.capacity
+        node.free = self.limits[node.index]
         return node
 
     def dominant_share(self, job: JobState) -> float:

@@ -94,3 +94,40 @@ def test_off_admits_by_the_whole_vector_and_runs_at_full_speed():
     assert place(node, 0.0, 1, 10.0, (1, 1, 0.75, 0)) == []  # disk does not fit: it waits
     effects = node.on_task_exit(10.0, (1, 0), True)
     assert finished(effects) == [0] and timer(effects) is None
+
+
+# --- what the central bookkeeping counts (account, overbook) -----------------------------------------
+
+
+def central(account="all", overbook=1.0):
+    from aviary.central.drf import Drf
+    from aviary.central.packing import PackingCore
+
+    nodes = [(f"n{i}", MACHINE, {}) for i in range(2)]
+    return PackingCore("c", nodes, Drf(), account=account, overbook=overbook)
+
+
+def disk_job(job_id, tasks, disk):
+    from aviary.common.messages import SubmitJob
+
+    return SubmitJob(job_id, [10.0] * tasks, 10.0, [(tasks, 10.0, [1.0, 2.0, disk, 0.1], [])])
+
+
+def test_yarn_accounting_reserves_cores_and_memory_and_sends_the_whole_demand():
+    core = central(account="cores,mem")
+    effects = core.on_message(0.0, "fe", disk_job(1, 4, 0.6))
+    places = [m for _, m in sent(effects, PlaceTask)]
+    assert len(places) == 4  # 2.4 disks' worth on two disks: disk is not counted
+    assert all(m.demand == [1.0, 2.0, 0.6, 0.1] for m in places)  # the node runs the real demand
+    assert core.state.nodes[0].free == Resources(12.0, 56.0, 1.0, 1.0)  # first fit: all four on n0
+    assert core.state.dominant_share(core.state.jobs[1]) == pytest.approx(4 / 32)  # cores, not disk
+    assert len(sent(central().on_message(0.0, "fe", disk_job(1, 4, 0.6)), PlaceTask)) == 2  # all four
+
+
+def test_overbooking_fills_disk_and_network_to_the_factor_and_keeps_shares_on_the_real_capacity():
+    core = central(overbook=1.25)
+    effects = core.on_message(0.0, "fe", disk_job(1, 6, 0.6))
+    assert len(sent(effects, PlaceTask)) == 4  # two a node: 1.2 <= 1.25 disks, a third would be 1.8
+    node = core.state.nodes[0]
+    assert node.capacity == MACHINE and node.free.disk == pytest.approx(0.05)
+    assert core.state.dominant_share(core.state.jobs[1]) == pytest.approx(4 * 0.6 / 2)  # of the real disks
