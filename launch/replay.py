@@ -201,7 +201,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
         prediction = predict(setup, quiet=quiet)
     prediction.notes = prediction_notes(spec, setup, prediction)
     setup.prediction = prediction
-    if spec.stall_timeout is None:  # a wide DAG job may rightly run for minutes with no job finishing
+    if not spec.stall_timeout:  # a wide DAG job may rightly run for minutes with no job finishing
         setup.stall_timeout = max(setup.stall_timeout, 3 * longest_quiet(setup.jobs, prediction.finishes))
     setup.extra["duration"] = spec.duration
     setup.extra["predicted"] = prediction.record()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import sent
 
-from aviary.common.effects import Launch, SetTimer
-from aviary.common.messages import PlaceTask, TaskFinished
+from aviary.common.effects import CancelTimer, Launch, Send, SetTimer
+from aviary.common.messages import KillTask, PlaceTask, TaskFinished
 from aviary.common.resources import Resources
 from aviary.worker.resource_node import FLUID, ResourceNodeCore
 
@@ -131,3 +131,27 @@ def test_overbooking_fills_disk_and_network_to_the_factor_and_keeps_shares_on_th
     node = core.state.nodes[0]
     assert node.capacity == MACHINE and node.free.disk == pytest.approx(0.05)
     assert core.state.dominant_share(core.state.jobs[1]) == pytest.approx(4 * 0.6 / 2)  # of the real disks
+
+
+def test_the_fluid_timer_is_cancelled_when_no_held_task_is_left_to_wait_for():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 10.0, (1, 1, 1.0, 0))
+    place(node, 0.0, 1, 4.0, (1, 1, 1.0, 0))
+    assert timer(node.on_task_exit(4.0, (1, 1), True)) == pytest.approx(4.0)  # task 1 held
+    effects = node.on_task_exit(5.0, (1, 0), False)  # task 0 fails: task 1 alone, still 1.5 s to go
+    assert finished(effects) == [0] and timer(effects) == pytest.approx(1.5)
+    assert finished(node.on_timer(6.5, FLUID)) == [1]
+    place(node, 7.0, 2, 1.0, (1, 1, 0.5, 0))
+    place(node, 7.0, 3, 1.0, (1, 1, 1.0, 0))  # both at 1/1.5
+    assert timer(node.on_task_exit(8.0, (1, 2), True)) is not None
+    effects = node.on_task_exit(8.0, (1, 3), False)  # the held task speeds up to 1: 1/3 s left
+    assert finished(effects) == [3] and timer(effects) == pytest.approx(1 / 3)
+    assert finished(node.on_timer(8.0 + 1 / 3, FLUID)) == [2]
+    assert node.on_task_exit(9.0, (1, 9), True) == []  # unknown: nothing, no timer
+    place(node, 9.0, 5, 1.0, (1, 1, 1.0, 0))
+    place(node, 9.0, 6, 1.0, (1, 1, 1.0, 0))
+    assert timer(node.on_task_exit(10.0, (1, 5), True)) is not None  # held: half its work left
+    effects = node.on_message(10.0, "central", KillTask(1, 5))  # preempted while held: nothing to wait for
+    assert CancelTimer(FLUID) in effects and finished(effects) == [5]
+    place(node, 10.0, 4, 1.0, (1, 1, 0.0, 0))
+    assert [type(e) for e in node.on_task_exit(11.0, (1, 4), True)] == [Send]  # no timer to cancel

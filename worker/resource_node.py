@@ -42,9 +42,9 @@ place another task here right behind the kill), issues ``Kill`` to its executor 
 (``killed_exits_ignored``). A task still waiting for room is simply dropped, with the same answer. A
 ``KillTask`` for a task this node does not run (it already finished: its ``TaskFinished`` is on the way,
 and serves as the answer) is counted (``kill_unknown_task``) and ignored; one from a scheduler other
-than the task's is refused (``kill_refused``), so exactly one ``TaskFinished`` follows every kill the
-central sends. A ``PlaceTask`` for a task whose killed run has not exited yet waits until it has
-(``waited_for_kill``), so the executor never holds two runs of one task.
+than the task's is refused (``kill_refused``, no answer), so exactly one ``TaskFinished`` follows every
+kill a task's own scheduler sends. A ``PlaceTask`` for a task whose killed run has not exited yet waits
+until it has (``waited_for_kill``), so the executor never holds two runs of one task.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from collections import deque
 from typing import Any
 
 from ..common.core import Core
-from ..common.effects import Effect, Kill, Launch, Send, SetTimer, TaskId
+from ..common.effects import CancelTimer, Effect, Kill, Launch, Send, SetTimer, TaskId
 from ..common.messages import KillTask, PlaceTask, TaskFinished
 from ..common.resources import EPS, ONE_CORE, Resources
 
@@ -63,7 +63,8 @@ FLUID = "fluid"
 FUNGIBLE = (0, 2, 3)
 """The dimensions a node may over-allocate: cores, disk, network (not memory)."""
 DONE = 1e-9
-"""Seconds of work left below which a task's fluid progress counts as complete (float sums)."""
+"""Seconds of work left below which a task's fluid progress counts as complete (float sums; a task at
+rate 1 beside 2,000 changes of rates, at a clock reading of 3e6 s, stays well within it)."""
 
 
 class _Running:
@@ -99,6 +100,7 @@ class ResourceNodeCore(Core):
         self.waiting: deque[tuple[str, PlaceTask, Resources]] = deque()
         self.running: dict[TaskId, _Running] = {}
         self.since = 0.0  # when the fluid progress of the running tasks was last brought up to date
+        self.timed = False  # a FLUID timer is set
         self.killing: set[TaskId] = set()  # killed tasks whose executor has not reported the exit yet
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
@@ -141,7 +143,7 @@ class ResourceNodeCore(Core):
         if not self.fluid:
             return self._complete(now, task_id, ok)
         self._advance(now)
-        if ok and task.left > DONE:  # over-allocated: its work is not done yet, it keeps its resources
+        if ok and task.left > DONE:  # over-allocated: work left, resources kept
             task.exited = True
             self.counters["tasks_stretched"] += 1
             return self._retime()
@@ -152,6 +154,7 @@ class ResourceNodeCore(Core):
             return []
         self._advance(now)
         effects: list[Effect] = []
+        self.timed = False
         for task_id in [t for t, task in self.running.items() if task.exited and task.left <= DONE]:
             effects += self._complete(now, task_id, True)
         return effects + self._retime()
@@ -266,4 +269,8 @@ class ResourceNodeCore(Core):
             if task.exited:
                 end = task.left / rate
                 nearest = end if nearest is None else min(nearest, end)
-        return [] if nearest is None else [SetTimer(FLUID, nearest)]
+        if nearest is None:  # nothing to wait for: a timer set earlier would fire for nothing
+            was, self.timed = self.timed, False
+            return [CancelTimer(FLUID)] if was else []
+        self.timed = True
+        return [SetTimer(FLUID, nearest)]
