@@ -29,6 +29,7 @@ baseline = "drf"
 
 [replay]
 workload = "tpch"
+tpch_mix = "50g"
 jobs = 12
 nodes = 6
 seed = 0
