@@ -242,7 +242,7 @@ def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
     assert data["grid"]["workload"] == list(SWEEP.workloads)
     assert [str(x) for x in data["grid"]["load"]] == list(SWEEP.loads)
     assert data["grid"]["policy"] == list(SWEEP.policies) and data["baseline"] == SWEEP.baseline
-    data["replay"].update(jobs=15, nodes=8)
+    data["replay"].update(jobs=15, nodes=8, tpch_mix="50g")  # one input size: small runs
     data["grid"].update(workload=["tpch"], load=[1.0, "batch"], policy=["drf", "tetris"], seed=[0])
     spec = tmp_path / "packing_small.toml"
     spec.write_text(toml_text(data))
@@ -256,6 +256,7 @@ def test_the_packing_spec_is_the_packing_script(tmp_path: Path) -> None:
         loads=("1.0", "batch"),
         policies=("drf", "tetris"),
         baseline="drf",
+        flags=["--tpch-mix", "50g"],
         jobs=15,
         nodes=8,
     )
@@ -687,7 +688,7 @@ def test_dag_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.
     root = small_specs
     monkeypatch.setattr(ps.SWEEP, "from_sweep", None)
     grid = {"workload": ["tpch"], "load": [1.0, "batch"], "policy": ["drf", "tetris"], "seed": [0]}
-    small_sweep(root, "packing_sim", {"jobs": 15, "nodes": 8}, grid)
+    small_sweep(root, "packing_sim", {"jobs": 15, "nodes": 8, "tpch_mix": "50g"}, grid)
     argv = ["--from-sweep", str(root), "--results", str(root / "r"), "--workloads", "tpch", "--loads",
             "1.0", "batch", "--policies", "drf", "tetris", "--jobs", "15", "--nodes", "8",
             "--seeds", "0"]  # fmt: skip
