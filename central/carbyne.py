@@ -79,7 +79,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..common.resources import EPS, ZERO, Resources
-from .packing import room
+from .packing import first_fitting, room
 from .state import JobState, NodeState, StageState
 from .tetris import Tetris
 
@@ -195,31 +195,19 @@ def fluid_pack(
     while True:
         while ready:
             b0, b1, b2, b3 = c0 - u0 + EPS, c1 - u1 + EPS, c2 - u2 + EPS, c3 - u3 + EPS
-            best = -INF
             b = -1
             if len(ready) == 1 and not froms:  # the common case, without the loop
-                i = ready[0]
-                d0, d1, d2, d3 = dem[i]
-                if d0 <= b0 and d1 <= b1 and d2 <= b2 and d3 <= b3:
-                    b = i
-            else:
-                for i in ready:
-                    if froms:
-                        h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
-                        f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
-                    else:
-                        f0, f1, f2, f3 = b0, b1, b2, b3
-                    d0, d1, d2, d3 = dem[i]
-                    if d0 <= f0 and d1 <= f1 and d2 <= f2 and d3 <= f3:
-                        a0, a1, a2, a3 = share[i]
-                        score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
-                        if score > best or (score == best and i < b):
-                            best, b = score, i
-            if b < 0:
-                if events:  # (tasks started at this event are in ``events`` already)
+                b = ready[0]
+                d0, d1, d2, d3 = dem[b]
+                if not (d0 <= b0 and d1 <= b1 and d2 <= b2 and d3 <= b3) and events:
                     break
-                # Nothing runs and nothing fits: a task larger than the pool runs alone in it (the best
-                # aligned of them).
+                f0, f1, f2, f3 = b0, b1, b2, b3
+            else:
+                # One pass: each ready stage's room at its end and its score, the best that fits and,
+                # should none fit, the best of all.
+                best = best_any = -INF
+                any_b = -1
+                fit_room = any_room = (b0, b1, b2, b3)
                 for i in ready:
                     if froms:
                         h0, h1, h2, h3 = held[bisect_left(froms, now + duration[i] - EPS)]
@@ -228,13 +216,19 @@ def fluid_pack(
                         f0, f1, f2, f3 = b0, b1, b2, b3
                     a0, a1, a2, a3 = share[i]
                     score = a0 * (f0 * k0) + a1 * (f1 * k1) + a2 * (f2 * k2) + a3 * (f3 * k3)
-                    if score > best or (score == best and i < b):
-                        best, b = score, i
-            if froms:
-                h0, h1, h2, h3 = held[bisect_left(froms, now + duration[b] - EPS)]
-                f0, f1, f2, f3 = b0 - h0, b1 - h1, b2 - h2, b3 - h3
-            else:
-                f0, f1, f2, f3 = b0, b1, b2, b3
+                    d0, d1, d2, d3 = dem[i]
+                    if d0 <= f0 and d1 <= f1 and d2 <= f2 and d3 <= f3:
+                        if score > best or (score == best and i < b):
+                            best, b, fit_room = score, i, (f0, f1, f2, f3)
+                    elif b < 0 and (score > best_any or (score == best_any and i < any_b)):
+                        best_any, any_b, any_room = score, i, (f0, f1, f2, f3)
+                if b < 0:
+                    if events:  # (tasks started at this event are in ``events`` already)
+                        break
+                    # Nothing runs and nothing fits: a task larger than the pool runs alone in it (the
+                    # best aligned of them).
+                    b, fit_room = any_b, any_room
+                f0, f1, f2, f3 = fit_room
             d0, d1, d2, d3 = dem[b]
             k = left[b]
             if d0 > 0:
@@ -535,18 +529,7 @@ class Carbyne(Tetris):
                     break
         if chosen is None or chosen.job_id not in self.greedy:
             return None
-        stage_key = self.stage_key
-        first = None
-        for stage in chosen.runnable:
-            d = stage.demand
-            if (
-                d[0] <= r0
-                and d[1] <= r1
-                and d[2] <= r2
-                and d[3] <= r3
-                and (first is None or stage_key(stage) < stage_key(first))
-            ):
-                first = stage
+        first = first_fitting(chosen, (r0, r1, r2, r3), self.stage_key)
         assert first is not None
         return chosen, first
 

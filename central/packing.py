@@ -56,6 +56,26 @@ def room(free: Resources) -> tuple[float, float, float, float]:
     return free[0] + EPS, free[1] + EPS, free[2] + EPS, free[3] + EPS
 
 
+def first_fitting(
+    job: JobState, free: tuple[float, float, float, float], stage_key: Callable[[StageState], Any]
+) -> StageState | None:
+    """The first of ``job``'s runnable stages in the intra-job order whose demand fits ``free`` (a
+    :func:`room`), or None."""
+    r0, r1, r2, r3 = free
+    first = None
+    for stage in job.runnable:
+        d = stage.demand
+        if (
+            d[0] <= r0
+            and d[1] <= r1
+            and d[2] <= r2
+            and d[3] <= r3
+            and (first is None or stage_key(stage) < stage_key(first))
+        ):
+            first = stage
+    return first
+
+
 class Floor:
     """Per resource, a lower bound on the demands of the runnable stages of ``jobs`` (a live mapping):
     a node below it on some resource fits none of them. New stages are folded in (:meth:`add`); a stage
@@ -241,20 +261,9 @@ class OrderedPolicy(PlacementPolicy):
         return sorted((keys[job.job_id], job) for job in jobs)
 
     def pick(self, node: NodeState, jobs: Collection[JobState]) -> tuple[JobState, StageState] | None:
-        r0, r1, r2, r3 = room(node.free)
-        stage_key = self.stage_key
+        free = room(node.free)
         for _, job in self.ordered(jobs):
-            first = None
-            for stage in job.runnable:
-                d = stage.demand
-                if (
-                    d[0] <= r0
-                    and d[1] <= r1
-                    and d[2] <= r2
-                    and d[3] <= r3
-                    and (first is None or stage_key(stage) < stage_key(first))
-                ):
-                    first = stage
+            first = first_fitting(job, free, self.stage_key)
             if first is not None:
                 return job, first
         return None

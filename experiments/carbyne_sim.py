@@ -18,6 +18,7 @@ The table goes to ``experiments/results/carbyne_sim.md``; factors of improvement
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from aviary.experiments.dag_sweep import Sweep, main
 
@@ -64,7 +65,8 @@ P_SWEEP = Sweep(
     jobs=100,
 )
 
-FLUID_P_SWEEP = Sweep(
+FLUID_P_SWEEP = replace(
+    P_SWEEP,
     name="carbyne_psweep_fluid",
     title="Carbyne's P(altruism) sweep against YARN's DRF with node contention (simulated, 3 seeds)",
     intro=(
@@ -73,18 +75,9 @@ FLUID_P_SWEEP = Sweep(
         "YARN does (disk and network over-allocated); `drf:account=all` is DRF counting all four resources "
         "(what Carbyne at P = 0 reduces to), `tetris` the packing reference."
     ),
-    workloads=("tpch",),
-    loads=("0.9",),
-    policies=(
-        "drf",
-        "drf:account=all",
-        "carbyne:altruism=0",
-        "carbyne:altruism=0.5",
-        "carbyne",
-        "tetris",
-    ),
+    policies=("drf", "drf:account=all", "carbyne:altruism=0", "carbyne:altruism=0.5", "carbyne", "tetris"),
     baseline="drf",
-    jobs=100,
+    flags=[],
 )
 SWEEPS = {"--p-sweep": P_SWEEP, "--p-sweep-fluid": FLUID_P_SWEEP}
 
