@@ -50,7 +50,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from .dags import DagTraceJob, DagTraceStage
+from .dag_jobs import DagTraceJob, DagTraceStage
 from .workload import WorkloadError
 
 __all__ = [

@@ -109,6 +109,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
+from .dag_jobs import DagTraceJob, DagTraceStage
+from .dag_shapes import tpcds_like_jobs
 from .model import GOOGLE_CUTOFF, JobSpec, Stage, stage_offsets
 from .resources import DEFAULT_MACHINE, RESOURCES, ZERO, Resources, vector_sum
 from .trace import TraceJob, read_trace
@@ -184,56 +186,6 @@ _DEMAND_MODES = ("synth", "alibaba-plan")
 class DagTraceError(ValueError):
     """A DAG trace that cannot be read. One line: ``path:LINE: field 'NAME': what`` for the CSV,
     ``path: QUERY stage S: field 'NAME': what`` for the JSON."""
-
-
-@dataclass(frozen=True, slots=True)
-class DagTraceStage:
-    """One stage as the trace gives it (trace seconds, unscaled)."""
-
-    tasks: int
-    mean: float
-    """Mean task duration in seconds."""
-    parents: tuple[int, ...] = ()
-    """Indices of earlier stages of the same job (sorted)."""
-    cores: float | None = None
-    """The trace's own CPU request per task in cores (Alibaba ``plan_cpu / 100``); ``None``: none."""
-    mem_share: float | None = None
-    """The trace's own memory request per task as a share of a machine (Alibaba ``plan_mem / 100``)."""
-    name: str = ""
-    """The stage's label in the trace (Alibaba ``stage``, TPC-H stage number)."""
-    durations: tuple[float, ...] | None = None
-    """Per-task durations when the trace has them (Google); ``None``: every task runs ``mean``."""
-
-    @property
-    def task_seconds(self) -> float:
-        return math.fsum(self.durations) if self.durations is not None else self.tasks * self.mean
-
-
-@dataclass(frozen=True, slots=True)
-class DagTraceJob:
-    """One DAG job as the trace gives it; ``stages`` are in a topological order."""
-
-    name: str
-    stages: tuple[DagTraceStage, ...]
-    submit: float | None = None
-    """Trace seconds (Alibaba: the job's first ``start_s``; Google: the submit time); TPC-H: ``None``."""
-    line: int = 0
-    """Source line: the CSV line of the job's first row, the trace line, or the TPC-H query's position."""
-
-    @property
-    def tasks(self) -> int:
-        return sum(s.tasks for s in self.stages)
-
-    @property
-    def task_seconds(self) -> float:
-        return math.fsum(s.task_seconds for s in self.stages)
-
-    @property
-    def mean(self) -> float:
-        """The job's mean task duration (a one-stage job: the stage's own mean, e.g. the Google field)."""
-        if len(self.stages) == 1:
-            return self.stages[0].mean
-        return math.fsum(s.tasks * s.mean for s in self.stages) / self.tasks
 
 
 # --- reading ------------------------------------------------------------------------------------------
@@ -810,8 +762,6 @@ def build_dag_workload(
         if start is not None or sample != "consecutive":
             raise WorkloadError(f"sample and start do not apply to kind {kind!r} (each job is {what})")
     if kind == "tpcds":
-        from .dag_shapes import tpcds_like_jobs  # dag_shapes builds on this module
-
         if trace is not None:
             raise WorkloadError("kind 'tpcds' takes no trace (its jobs are drawn by the generator)")
         chosen = tpcds_like_jobs(sample_rng, cast(int, jobs))
