@@ -74,3 +74,40 @@ def namespace_hosts(bridge: str, root: str, hosts: dict[str, str]) -> Iterator[N
         yield
     finally:
         _teardown(bridge, hosts)
+
+
+def docker_engine() -> Any:
+    """A docker client with the task image built; skips (fails in CI: AVIARY_REQUIRE_DOCKER=1) when docker
+    cannot run here."""
+    try:
+        from aviary.worker import dockertask
+
+        client = dockertask.connect()
+        dockertask.ensure_image(client)
+    except Exception as exc:
+        reason = (
+            f"no usable docker engine ({type(exc).__name__}: {exc}); "
+            "run scripts/setup-docker.sh as root to install and start one"
+        )
+        if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"AVIARY_REQUIRE_DOCKER=1 but {reason}")
+        pytest.skip(reason)
+    return client
+
+
+def orphans(client: Any) -> list[str]:
+    """Task containers whose owner process is gone."""
+    import psutil
+
+    from aviary.worker.dockertask import OWNER_LABEL
+
+    out = []
+    for info in client.api.containers(all=True, filters={"label": OWNER_LABEL}):
+        _, pid, started = info["Labels"][OWNER_LABEL].split(":", 2)
+        try:
+            if repr(psutil.Process(int(pid)).create_time()) == started:
+                continue
+        except psutil.Error:
+            pass
+        out.append(info["Id"])
+    return out

@@ -96,6 +96,9 @@ def test_two_tasks_each_demanding_0_6_of_a_disk_take_1_2x_as_long_on_real_proces
     alone = [(0, [1.0, 2.0, 0.6, 0.0])]
     for times in (sim_times, real_times):
         single, shared = times(alone), times(TWO)
-        assert single[0] == pytest.approx(DURATION, rel=0.05)
+        # Alone: the task's duration plus the executor's start-up (a child process: 5-60 ms on a busy
+        # machine), never less. Shared: 1.2 x the duration, which the node core's fluid progress sets
+        # (the executor's child exits at ~1.0 x and the core holds the task until its progress is done).
+        assert DURATION <= single[0] <= DURATION * 1.15
         for index in (0, 1):
-            assert shared[index] / single[0] == pytest.approx(1.2, rel=0.05)
+            assert shared[index] == pytest.approx(1.2 * DURATION, rel=0.05)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 import uvloop
+from helpers import docker_engine, orphans
 
 from aviary.worker.dockertask import OWNER_LABEL, TASK_LABEL
 from aviary.worker.executors import DockerExecutor, make_executor
@@ -30,19 +30,7 @@ pytestmark = pytest.mark.system
 @pytest.fixture(scope="module")
 def engine() -> Any:
     """A docker client, the task image built; skips (or fails, in CI) when docker cannot run here."""
-    try:
-        from aviary.worker import dockertask
-
-        client = dockertask.connect()
-        dockertask.ensure_image(client)
-    except Exception as exc:
-        reason = (
-            f"no usable docker engine ({type(exc).__name__}: {exc}); "
-            "run scripts/setup-docker.sh as root to install and start one"
-        )
-        if os.environ.get("AVIARY_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"AVIARY_REQUIRE_DOCKER=1 but {reason}")
-        pytest.skip(reason)
+    client = docker_engine()
     yield client
     client.close()
 
@@ -532,58 +520,3 @@ def test_replay_with_the_docker_executor_finishes_every_job(engine, tmp_path, no
     assert counters["tasks_finished"] == counters["tasks_launched"] == summary["tasks"]
     assert counters["executor.completed"] == summary["tasks"]
     assert orphans(engine) == []  # every node monitor removed its containers
-
-
-def orphans(client: Any) -> list[str]:
-    """Task containers whose owner process is gone."""
-    import psutil
-
-    out = []
-    for info in client.api.containers(all=True, filters={"label": OWNER_LABEL}):
-        _, pid, started = info["Labels"][OWNER_LABEL].split(":", 2)
-        try:
-            if repr(psutil.Process(int(pid)).create_time()) == started:
-                continue
-        except psutil.Error:
-            pass
-        out.append(info["Id"])
-    return out
-
-
-def test_kairos_replay_with_the_docker_executor_preempts_and_finishes_every_job(
-    engine, tmp_path, no_leftover_children
-):
-    """Issue 5's end-to-end proof: LAS preemption (docker pause / unpause) on a 4 x 2 testbed, 30 jobs."""
-    from aviary.launch.cli import main
-
-    out = tmp_path / "run"
-    flags = [
-        "--executor",
-        "docker",
-        "--policy",
-        "kairos",
-        "--nodes",
-        "4",
-        "--slots",
-        "2",
-        "--schedulers",
-        "1",
-        "--jobs",
-        "30",
-        "--start",
-        "6000",
-        "--time-scale",
-        "2000",
-        "--load",
-        "0.9",
-        "--seed",
-        "1",
-    ]
-    assert main(["replay", *flags, "--out", str(out), "--quiet"]) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["jobs"] == summary["finished"] == 30 and summary["unfinished"] == []
-    counters = summary["counters"]
-    assert counters["preemptions"] >= 1
-    assert counters["tasks_finished"] == counters["tasks_launched"] == summary["tasks"]
-    assert counters["executor.completed"] == summary["tasks"]
-    assert orphans(engine) == []

@@ -15,25 +15,40 @@ FLAGS = ["--workload", "tpch", "--tpch-mix", "50g", "--nodes", "6", "--jobs", "2
 """One input size (the larger ones make each real run ~4x longer); fluid contention, the default."""
 
 
+NET_DELAYS = (0.0005, 0.002, 0.005)
+"""Simulated one-way delays: loopback ZeroMQ plus a Python process's turn-around is 0.5-5 ms per hop."""
+
+
+def sim_band(runs: list[dict], key: str) -> tuple[float, float]:
+    values = [run[key] for run in runs]
+    return min(values), max(values)
+
+
 @pytest.mark.parametrize("policy", ["tetris", "carbyne", "graphene"])
 def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     policy, tmp_path, no_leftover_children
 ):
-    for runtime in ("real", "sim"):
-        flags = [*FLAGS, "--policy", policy, "--runtime", runtime, "--out", str(tmp_path / runtime)]
+    def replay(runtime: str, out: str, *extra: str) -> dict:
+        flags = [*FLAGS, "--policy", policy, "--runtime", runtime, "--out", str(tmp_path / out), *extra]
         assert main(["replay", *flags]) == 0
-    real, sim = (json.loads((tmp_path / r / "summary.json").read_text()) for r in ("real", "sim"))
+        return json.loads((tmp_path / out / "summary.json").read_text())
+
+    real = replay("real", "real")
+    sims = [replay("sim", f"sim-{d}", "--net-delay", str(d)) for d in NET_DELAYS]
     assert real["finished"] == real["jobs"] == 20 and real["unfinished"] == []
-    assert real["tasks"] == sim["tasks"]
+    assert all(real["tasks"] == sim["tasks"] for sim in sims)
     counters = real["counters"]
     assert counters["tasks_finished"] == counters["tasks_placed"] == real["tasks"]
     assert counters.get("waited_for_room", 0) == 0  # the central's free vectors match the nodes'
-    # Same workload, same cores: mean JCT and makespan within 15 % (real tasks end a little late, and
-    # the 100x time scale makes the real runtime's per-task overhead visible).
-    assert real["mean_jct"] == pytest.approx(sim["mean_jct"], rel=0.15)
-    assert real["makespan"] == pytest.approx(sim["makespan"], rel=0.15)
+    # A greedy packer is chaotic: a few ms more per message moves the simulator's own mean JCT by ~10 %
+    # (carbyne 4.06 at 0.5 ms, 4.54 at 2 ms). So the real run must lie within the band the simulator
+    # spans over 0.5-5 ms delays, widened by 10 % (the real runtime's per-task overhead at 100x).
+    for key in ("mean_jct", "makespan"):
+        low, high = sim_band(sims, key)
+        assert low / 1.1 <= real[key] <= high * 1.1, (key, real[key], low, high)
     for r in ("cores", "mem", "disk", "net"):
-        assert real["resource_utilization"][r] == pytest.approx(sim["resource_utilization"][r], rel=0.15)
+        low, high = sim_band([sim["resource_utilization"] for sim in sims], r)
+        assert low / 1.1 <= real["resource_utilization"][r] <= high * 1.1, (r, low, high)
 
 
 GSHET = ["--workload", "gshet", "--policy", "tetrisched", "--nodes", "16", "--jobs", "12",

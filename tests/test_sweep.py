@@ -143,8 +143,8 @@ def test_a_stale_or_interrupted_summary_is_not_done(local_sweep: Path, tmp_path:
 
 
 def test_interrupted_sweep_resumes_with_only_the_missing_cells(tmp_path: Path) -> None:
-    spec = tmp_path / "six.toml"
-    spec.write_text(TINY.replace('load = [0.8, "batch"]', 'load = [0.6, 0.8, "batch"]').replace("12", "40"))
+    spec = tmp_path / "four.toml"
+    spec.write_text(TINY.replace("12", "40"))  # 4 cells of ~5 s: Ctrl-C lands while the second runs
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "aviary.launch.cli", "sweep", str(spec), "--out", str(out), "--workers", "1"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -513,7 +513,7 @@ def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
             None if slack is None else tuple(map(float, slack.removeprefix("slack=").split(":"))),
         )
 
-    names = ("", "_plan_ahead", "_spread", "_slack")
+    names = ("", "_plan_ahead", "_slack")
     cells = []
     for name in names:
         sweep = load_sweep(SPECS / f"tetrisched_sim{name}.toml")
@@ -524,12 +524,12 @@ def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
             "jobs": ts.JOBS,
         }
         cells += [cell_of(c.values, sweep.base) for c in sweep.cells]
-    assert sorted(map(str, cells)) == sorted(map(str, ts.grid(spread=True))) and len(set(cells)) == len(cells)
+    grid = ts.grid(ts.GRID_SEEDS)
+    assert sorted(map(str, cells)) == sorted(map(str, grid)) and len(set(cells)) == len(cells)
     small = {
-        "": {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"]},
-        "_plan_ahead": {"plan_ahead": [24]},
-        "_spread": {"policy": ["tetrisched-np"]},
-        "_slack": {"policy": ["tetrisched-nh"]},
+        "": {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"], "seed": [0]},
+        "_plan_ahead": {"plan_ahead": [24], "seed": [2]},
+        "_slack": {"policy": ["tetrisched-nh"], "seed": [1]},
     }
     for name, grid in small.items():
         _, out = small_sweep(tmp_path, f"tetrisched_sim{name}", {"jobs": 8}, grid)
@@ -640,8 +640,8 @@ def test_thesis_regime_reports_from_the_sweep_cells(
 
 def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`tetrisched_sim --from-sweep DIR` builds its report from the sweep's cells: each estimate error's
-    and plan-ahead's entries are those of its cell (plan-ahead 96 s: the (a) spec's TetriSched at X = 0;
-    24 s: the (b) spec's cell)."""
+    and plan-ahead's entries are the median [min, max] (each seed's) of its cells over the seeds
+    (plan-ahead 96 s: the (a) spec's TetriSched at X = 0; 24 s: the (b) spec's cells)."""
     from aviary.experiments import tetrisched_sim as ts
 
     root = small_specs
@@ -649,21 +649,25 @@ def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: 
     monkeypatch.setattr(ts, "SPECS", ("tetrisched_sim", "tetrisched_sim_plan_ahead"))
     grid = {"misestimate": [[0.5, 0.5], [1, 1]], "policy": ["tetrisched", "rayon-cs"]}
     small = {"jobs": 18, "nodes": 18}  # busy enough for the cells to differ
-    small_sweep(root, "tetrisched_sim", small, grid)
-    small_sweep(root, "tetrisched_sim_plan_ahead", small, {"plan_ahead": [24]})
-    assert ts.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    seeds = (0, 1)
+    small_sweep(root, "tetrisched_sim", small, {**grid, "seed": list(seeds)})
+    small_sweep(root, "tetrisched_sim_plan_ahead", small, {"plan_ahead": [24], "seed": list(seeds)})
+    argv = ["--from-sweep", str(root), "--results", str(root / "r"), "--grid-seeds", "0,1"]
+    assert ts.main(argv) == 0
     md = (root / "r" / "tetrisched_sim.md").read_text()
 
-    def summary(spec: str, cell: str) -> dict:
-        return json.loads((root / spec / cell / "summary.json").read_text())
+    def over_seeds(spec: str, cell: str, key: str) -> str:
+        runs = [json.loads((root / spec / f"{cell},seed={s}" / "summary.json").read_text()) for s in seeds]
+        got = [r["be_mean_latency"] if key == "latency" else 100 * r["slo_attainment"]["all"] for r in runs]
+        assert len(got) == 2 and None not in got
+        return ts.median_range(got, "{:.0f}")
 
-    latency = md.split("best-effort mean latency (s), seed 0")[1]
+    latency = md.split("best-effort mean latency (s), median [min, max] (each seed's) over seeds 0, 1")[1]
     shown = set()
     for policy in ("tetrisched", "rayon-cs"):
         row = md_row(latency, f"| {policy} |")
         for col, factor in ((1, "0.5+0.5"), (3, "1+1")):
-            s = summary("tetrisched_sim", f"{policy},misestimate={factor}")
-            assert row[col] == ts.num(s["be_mean_latency"], 1), (policy, factor)
+            assert row[col] == over_seeds("tetrisched_sim", f"{policy},misestimate={factor}", "latency")
             shown.add(row[col])
         assert row[2] == row[4] == row[5] == "—"  # cells not run
     plan = md.split("## (b) Plan-ahead")[1].split("##")[0]
@@ -671,11 +675,11 @@ def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: 
         ("24", "tetrisched_sim_plan_ahead", "tetrisched,plan_ahead=24"),
         ("96", "tetrisched_sim", "tetrisched,misestimate=1+1"),
     ):
-        s = summary(spec, cell)
         row = md_row(plan, f"| {pa} |")
-        assert row[1] == ts.slo(s) and row[4] == ts.num(s["be_mean_latency"], 1), pa
+        assert row[1] == over_seeds(spec, cell, "slo") and row[4] == over_seeds(spec, cell, "latency"), pa
         shown.add(row[4])
     assert len(shown) == 5  # the cells differ: a wrong lookup would show
+    assert all("/" in value for value in shown)  # two seeds each
     assert "Generated from the cells of `aviary sweep" in md
 
 
@@ -733,8 +737,8 @@ def test_every_report_run_is_one_cell_of_the_committed_specs(
         ks.folder(tmp_path, p, n, ks.mean_load(n)) for p in ("kairos", "eagle") for n in ks.CONTROL_NODES
     ]
     found += [tr.folder(*cell) for group in tr.GROUPS.values() for cell in group]
-    found += [ts.folder(cell) for cell in ts.grid(spread=True)]
+    found += [ts.folder(cell) for cell in ts.grid(ts.GRID_SEEDS)]
     sweep_cells.sweep.cache_clear()
     sweep_cells.done_cells.cache_clear()
     assert None not in found
-    assert len(set(found)) == len(found) == 16 + 12 + 6 + 8 + 4 + 69 + 38
+    assert len(set(found)) == len(found) == 16 + 12 + 6 + 8 + 4 + 69 + 99
