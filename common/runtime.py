@@ -49,6 +49,12 @@ FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob)
 """What a core takes only from the frontend (or a launcher's ``control``): failure news and jobs."""
 
 
+ExecutorFactory = Callable[[asyncio.AbstractEventLoop, Callable[[Any, bool], None]], Any]
+"""Makes a node's executor on the running loop, given the callback for a task's exit
+(:func:`aviary.worker.executors.make_executor` with its kind bound): the runtime, on the ground floor,
+never imports the worker's executors itself."""
+
+
 class Runtime:
     """Runs ``core`` on ``transport`` until :meth:`stop` (or a ``Shutdown`` message).
 
@@ -61,7 +67,7 @@ class Runtime:
         self,
         core: Core,
         transport: Transport,
-        executor_kind: str | None = None,
+        executor: ExecutorFactory | None = None,
         rebuild: Callable[[], Core] | None = None,
     ) -> None:
         self.core = core
@@ -70,7 +76,7 @@ class Runtime:
         self.tasks: set[Any] = set()  # launched and not exited
         self.stale: set[Any] = set()  # killed at a new epoch: their exits are ignored
         self.transport = transport
-        self.executor_kind = executor_kind
+        self.make_executor = executor
         self.executor: Any = None
         self.sent: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
@@ -84,10 +90,8 @@ class Runtime:
     async def run(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
-        if self.executor_kind is not None:
-            from ..worker.executors import make_executor
-
-            self.executor = make_executor(self.executor_kind, loop, self._task_exit)
+        if self.make_executor is not None:
+            self.executor = self.make_executor(loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
         try:
             self._apply(self.core.start(self.now()))

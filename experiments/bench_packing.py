@@ -25,7 +25,7 @@ from typing import Any
 
 from aviary.common.frontend import FrontendCore
 from aviary.common.resources import vector_sum
-from aviary.launch.cli import build_parser
+from aviary.launch.parser import build_parser
 from aviary.launch.registry import build_core, get_policy
 from aviary.launch.replay import setup_replay
 from aviary.launch.sim import Simulator

@@ -132,7 +132,7 @@ def simulate_run(
 ) -> dict[str, Any]:
     """One instrumented run; returns its aggregates (see :func:`aggregate`)."""
     from aviary.common.frontend import FrontendCore
-    from aviary.launch.cli import build_parser
+    from aviary.launch.parser import build_parser
     from aviary.launch.registry import build_core, get_policy
     from aviary.launch.replay import setup_replay
     from aviary.launch.sim import Simulator

@@ -38,7 +38,7 @@ def folder(policy: str, load: float, runtime: str) -> Path:
 
 
 def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) -> dict[str, Any]:
-    from aviary.launch.cli import build_parser
+    from aviary.launch.parser import build_parser
     from aviary.launch.replay import print_summary, run_replay, setup_replay
 
     out = folder(policy, load, runtime)

@@ -154,7 +154,7 @@ def reusable(policy: str, nodes: int, flags: list[str]) -> dict[str, Any] | None
     path = HAWK_EAGLE / f"{policy}-{nodes}" / "summary.json"
     if not path.exists():
         return None
-    from aviary.launch.cli import build_parser
+    from aviary.launch.parser import build_parser
     from aviary.launch.replay import setup_replay
 
     setup = setup_replay(build_parser().parse_args(flags))
@@ -330,7 +330,7 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
     from aviary.common.trace import read_trace
-    from aviary.launch.cli import build_parser
+    from aviary.launch.parser import build_parser
     from aviary.launch.registry import build_core, get_policy
     from aviary.launch.replay import setup_replay
     from aviary.launch.sim import Simulator

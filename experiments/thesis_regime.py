@@ -306,7 +306,7 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
     from aviary.common.effects import Resume, Suspend
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
-    from aviary.launch.cli import build_parser
+    from aviary.launch.parser import build_parser
     from aviary.launch.registry import build_core, get_policy
     from aviary.launch.replay import setup_replay
     from aviary.launch.sim import Simulator

@@ -6,7 +6,7 @@
     aviary replay --connect DIR/cluster.toml ...
     aviary compose down DIR     # docker-compose ... down, and any container of the folder left
 
-(``python -m aviary.launch.compose ...`` is the same.) ``write`` makes a cluster description
+``write`` makes a cluster description
 (``DIR/cluster.toml``, loopback addresses on free ports, as ``aviary up`` does) and
 ``DIR/docker-compose.yml``: a service per process but the frontend (which ``aviary replay --connect``
 plays), each running ``python -m aviary.launch.process cluster.toml NAME`` with ``network_mode: host``
@@ -545,15 +545,3 @@ def run(args: argparse.Namespace) -> int:
     removed = down(args.dir)
     print(f"removed {removed} containers in {time.monotonic() - t0:.1f} s")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m aviary.launch.compose ARGS`` = ``aviary compose ARGS``."""
-    from .cli import main as cli_main
-
-    return cli_main(["compose", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    sys.exit(main())

@@ -14,9 +14,8 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import accumulate, takewhile
-from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -26,36 +25,9 @@ from ..common.workload import merge_tasks, task_count
 from .progress import ProgressBar
 from .registry import get_policy
 from .replay_jobs import TAIL_SHARE, TASK_SCALES, arrival_span, google_trace
+from .replay_setup import Prediction, ReplaySetup
 from .sim import simulate
 from .spec import ReplaySpec, UsageError
-
-if TYPE_CHECKING:
-    from .replay import ReplaySetup
-
-
-@dataclass
-class Prediction:
-    """What the simulator predicts for a real replay (the same cluster and jobs on virtual time)."""
-
-    wall: float
-    """Seconds of replay from the first submission to the last finish (a lower bound if not
-    ``complete``); starting the testbed's processes comes on top."""
-    utilization: float | None
-    """Task-seconds over slot-seconds of that span (the dominant resource's share for DAG policies)."""
-    finishes: list[float | None]
-    """Each job's predicted finish, by job id."""
-    seconds: float
-    """Wall time the prediction took."""
-    complete: bool = True
-    """False when it was cut at :data:`PREDICT_LIMIT`: ``wall`` is then where it got to."""
-    notes: list[str] = field(default_factory=list)
-    """One-line warnings: utilization far below the asked load and why, tasks too short to be real."""
-
-    def record(self) -> dict[str, Any]:
-        """The summary's ``extra.predicted``."""
-        util = None if self.utilization is None else round(self.utilization, 4)
-        return {"wall_seconds": round(self.wall, 3), "utilization": util, "complete": self.complete}
-
 
 PREDICT_LIMIT = 30.0
 """At most this many seconds of wall time for a prediction; a longer one gives a lower bound."""

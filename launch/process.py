@@ -10,10 +10,12 @@ import asyncio
 import logging
 import signal
 import sys
+from functools import partial
 
 from ..common.cluster import ClusterError, load_cluster
 from ..common.runtime import Runtime
 from ..common.transport import AddressInUse, Transport
+from ..worker.executors import make_executor
 from .registry import build_core
 
 
@@ -22,7 +24,7 @@ async def serve(cluster_path: str, name: str) -> None:
     spec = cluster.get(name)
     core = build_core(spec, cluster)
     transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
-    executor = cluster.executor if spec.role == "node" else None
+    executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
     runtime = Runtime(core, transport, executor, rebuild=lambda: build_core(spec, cluster))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

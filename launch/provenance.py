@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from ..common.model import JobSpec
-    from .replay import ReplaySetup
+    from .replay_setup import ReplaySetup
 
 __all__ = [
     "CHECKED",

@@ -29,7 +29,7 @@ import math
 import signal
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from rich.console import Console
 
 from ..common.cluster import Cluster, ClusterError, load_cluster, slot_node
 from ..common.dags import GOOGLE_TRACE, DagTraceError
-from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure, parse_failures
+from ..common.failures import Failure, parse_failures
 from ..common.frontend import FrontendCore
 from ..common.gshet import gshet_attributes
 from ..common.model import JobSpec
@@ -50,37 +50,18 @@ from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError
 from .gshet_replay import gshet_defaults, gshet_options
 from .local import LocalTestbed
-from .predict import Prediction, predict, prediction_notes, print_prediction, refusal
+from .predict import predict, prediction_notes, print_prediction, refusal
 from .progress import ProgressBar, StopSignals
 from .real import ReplayError, run_real
 from .registry import check_params, get_policy, policy_cluster
 from .replay_jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs
+from .replay_setup import ReplaySetup
 from .sim import simulate
 from .spec import ReplaySpec, UsageError
 
 DEFAULT_LOAD = 0.8
 GSHET_LOAD = 1.0
 """The offered load of a GS_HET-like replay without ``--load`` (the recipe's, spec §1.12)."""
-
-
-@dataclass
-class ReplaySetup:
-    """Everything a replay needs, resolved from its :class:`ReplaySpec`."""
-
-    cluster: Cluster
-    jobs: list[JobSpec]
-    runtime: str
-    out: Path
-    stall_timeout: float
-    net_delay: float = 0.0005
-    connect: Path | None = None  # the cluster description of a running testbed
-    extra: dict[str, Any] = field(default_factory=dict)
-    prediction: Prediction | None = None
-    """A real replay's prediction on the simulator (:func:`predict`)."""
-    failures: list[Failure] = field(default_factory=list)
-    """Processes killed on purpose at replay times (``--fail``)."""
-    liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES)
-    """Real processes: heartbeat period (s) and heartbeats missed before a process is declared dead."""
 
 
 REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0, "gshet": 10.0}

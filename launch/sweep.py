@@ -78,7 +78,7 @@ def run_cell(cell: Cell) -> CellOutput:
     summary's ``extra.sweep`` records the cell (its name, values and flags)."""
     from rich.console import Console
 
-    from .cli import build_parser
+    from .parser import build_parser
     from .replay import run_replay, setup_replay
     from .spec import ReplaySpec
 

@@ -113,7 +113,7 @@ class _Refusal(Exception):
 
 
 def _replay_parser() -> argparse.ArgumentParser:
-    from .cli import _commands, build_parser
+    from .parser import _commands, build_parser
 
     parser = _commands(build_parser()).choices["replay"]
 
@@ -279,7 +279,7 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
         names[name] = cell
         try:
             args = conv.parse(cell_flags)
-            from .cli import check_flags
+            from .parser import check_flags
 
             args.command = "replay"
             check_flags(args)

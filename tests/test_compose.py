@@ -30,7 +30,6 @@ from aviary.launch.compose import (
     up,
     write,
 )
-from aviary.launch.compose import main as module_main
 from aviary.launch.registry import policy_cluster
 
 
@@ -84,7 +83,7 @@ def test_docker_compose_accepts_the_file_unchanged(tmp_path):
 def test_compose_command_line(tmp_path, capsys):
     bed = tmp_path / "bed"
     flags = ["--nodes", "3", "--schedulers", "1", "--policy", "hawk", "--memory", "512m"]
-    assert module_main(["write", str(bed), *flags]) == 0  # python -m aviary.launch.compose: the same
+    assert main(["compose", "write", str(bed), *flags]) == 0
     spec = json.loads((bed / COMPOSE_FILE).read_text())
     assert {s["mem_limit"] for s in spec["services"].values()} == {512 * 2**20}
     assert 'policy = "hawk"' in (bed / "cluster.toml").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from functools import partial
 
 import pytest
 import uvloop
@@ -21,6 +22,7 @@ from aviary.common.resources import Resources
 from aviary.common.runtime import Runtime
 from aviary.common.transport import Transport
 from aviary.launch.sim import Simulator
+from aviary.worker.executors import make_executor
 from aviary.worker.resource_node import ResourceNodeCore
 
 pytestmark = pytest.mark.integration
@@ -43,7 +45,9 @@ def real_times(tasks: list[tuple[int, list[float]]]) -> dict[int, float]:
     node = ResourceNodeCore("node", MACHINE, "fluid")
 
     async def scenario() -> dict[int, float]:
-        runtime = Runtime(node, Transport("node", peers["node"], peers["node"], peers), "process")
+        runtime = Runtime(
+            node, Transport("node", peers["node"], peers["node"], peers), partial(make_executor, "process")
+        )
         central = Transport("central", peers["central"], peers["central"], peers)
         running = asyncio.ensure_future(runtime.run())
         await asyncio.sleep(0.2)  # connected both ways

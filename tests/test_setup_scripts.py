@@ -1,9 +1,10 @@
-"""The set-up and test scripts: any lint failure (ruff check, ruff format, mypy) fails the test command
-before pytest runs, and requirements.lock pins what pyproject.toml asks for (~10 s).
+"""The set-up and test scripts: any lint failure (ruff check, ruff format, import contracts, mypy) fails
+the test command before pytest runs, and requirements.lock pins what pyproject.toml asks for (~10 s).
 
 scripts/test.sh and scripts/lint.sh run, unchanged, in a tiny copy of the repository whose set-up
-scripts are stubs and whose .venv/bin holds the real ruff and mypy and a fake `python` that only
-records that pytest would have run."""
+scripts are stubs and whose .venv/bin holds the real ruff and mypy, a fake `python` that only records
+that pytest would have run, and a stub `lint-imports` (the contracts name the real package's rooms:
+`test_the_import_contracts_are_kept` runs the real one) that fails when the source says so."""
 
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ def tree_with(tmp_path: Path, source: str) -> Path:
     fake = bin_dir / "python"
     fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/../../pytest-ran"\n')
     fake.chmod(0o755)
+    stub = bin_dir / "lint-imports"
+    stub.write_text('#!/bin/sh\n! grep -q "# broken contract" "$(dirname "$0")/../../mod.py" || '
+                    '{ echo "Contracts: 2 kept, 1 broken."; exit 1; }\n')  # fmt: skip
+    stub.chmod(0o755)
     return tree
 
 
@@ -65,8 +70,9 @@ def run_tests(tree: Path) -> subprocess.CompletedProcess[str]:
         ("import os\n", "F401"),  # ruff check: unused import
         ("x = 'a'\n", "reformat"),  # ruff format --check: quotes
         ('x: int = "a"\n', "Incompatible types"),  # mypy
+        ("x = 1  # broken contract\n", "1 broken"),  # lint-imports
     ],
-    ids=["ruff-check", "ruff-format", "mypy"],
+    ids=["ruff-check", "ruff-format", "mypy", "import-contracts"],
 )
 def test_a_lint_failure_fails_the_test_command(tmp_path, source, says):
     tree = tree_with(tmp_path, source)
@@ -117,3 +123,10 @@ def test_the_project_environment_has_the_locked_versions():
             wrong[name] = (version, have)
     assert not wrong, f"(locked, installed): {wrong}; bash scripts/setup.sh"
     assert os.access(ROOT / ".venv" / "bin" / "aviary", os.X_OK)
+
+
+def test_the_import_contracts_are_kept():
+    """Layers, no import cycle, pure cores (pyproject.toml's [tool.importlinter], docs/architecture.md)."""
+    done = subprocess.run([tool("lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 3 kept, 0 broken." in done.stdout
