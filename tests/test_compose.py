@@ -8,6 +8,7 @@ starts the engine; CI runs it). Without them they skip, saying why, unless AVIAR
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -66,7 +67,10 @@ def test_compose_file_has_a_host_network_service_per_process(tmp_path):
         assert ("/var/run/docker.sock" in mounts) == (p.role == "node")  # the docker executor's engine
     timer = compose_spec(policy_cluster("sparrow", nodes=2, schedulers=1), tmp_path, "img")
     assert all(not any("docker.sock" in v for v in s["volumes"]) for s in timer["services"].values())
-    assert node_image_context()[0] == node_image_context()[0]  # a content tag
+    # A content tag: the same context gives the same tag (the tar is reproducible), named by its hash.
+    (tag, data), (again, same) = node_image_context(), node_image_context()
+    assert (tag, data) == (again, same)
+    assert tag.endswith(":" + hashlib.sha256(data).hexdigest()[:16])
 
 
 def test_docker_compose_accepts_the_file_unchanged(tmp_path):

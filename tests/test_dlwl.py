@@ -188,8 +188,10 @@ def test_without_a_heartbeat_period_there_is_no_offset():
 
 
 def test_equally_loaded_nodes_are_taken_in_a_seeded_order_not_the_list_order():
-    firsts = set()
-    for seed in range(8):
+    def order(seed: int) -> list[str]:
         s = DlwlSchedulerCore("s", NODES, NODES, heartbeat=1.0, seed=seed)
-        firsts.add(placed(s.on_message(0, "fe", SubmitJob(1, [1.0], 1.0)))[0])
-    assert len(firsts) > 1
+        return [placed(s.on_message(0, "fe", SubmitJob(j, [1.0], 1.0)))[0] for j in range(len(NODES))]
+
+    orders = [order(seed) for seed in range(8)]
+    assert len({o[0] for o in orders}) > 1  # other seeds, other first nodes
+    assert all(order(seed) == orders[seed] for seed in range(8))  # one seed, one order, every time
