@@ -6,7 +6,7 @@ import pytest
 from helpers import sent
 
 from aviary.common.effects import CancelTimer, Launch, Send, SetTimer
-from aviary.common.messages import KillTask, PlaceTask, TaskFinished
+from aviary.common.messages import KillTask, PlaceTask, SubmitJob, TaskFinished
 from aviary.common.resources import Resources
 from aviary.worker.resource_node import FLUID, ResourceNodeCore
 
@@ -155,3 +155,140 @@ def test_the_fluid_timer_is_cancelled_when_no_held_task_is_left_to_wait_for():
     assert CancelTimer(FLUID) in effects and finished(effects) == [5]
     place(node, 10.0, 4, 1.0, (1, 1, 0.0, 0))
     assert [type(e) for e in node.on_task_exit(11.0, (1, 4), True)] == [Send]  # no timer to cancel
+
+
+def test_the_timer_answers_only_its_own_key_and_completes_held_tasks_as_successes():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 2.0, (1, 1, 1.0, 0))
+    place(node, 0.0, 1, 2.0, (1, 1, 1.0, 0))  # both at rate 0.5
+    node.on_task_exit(2.0, (1, 0), True)
+    assert node.on_timer(4.0, "other") == []  # not the fluid timer: nothing completes
+    effects = node.on_timer(4.0, FLUID)  # the fired timer is spent: nothing to cancel, nothing held left
+    assert [(m.task_index, m.ok) for _, m in sent(effects, TaskFinished)] == [(0, True)]
+    assert not any(isinstance(e, (CancelTimer, SetTimer)) for e in effects)
+    assert (node.counters["tasks_finished"], node.counters["tasks_failed"]) == (1, 0)
+    off = ResourceNodeCore("n", MACHINE, "off")
+    place(off, 0.0, 0, 2.0, (1, 1, 1.0, 0))
+    assert off.on_timer(4.0, FLUID) == []  # no fluid model, no fluid timer
+    assert finished(off.on_task_exit(2.0, (1, 0), True)) == [0] and off.counters["tasks_finished"] == 1
+
+
+def test_the_timer_is_set_for_the_earliest_end_of_the_held_tasks():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    for task, duration in ((0, 2.0), (1, 6.0), (2, 9.0)):
+        place(node, 0.0, task, duration, (1, 1, 1.0, 0))  # rate 1/3 each
+    node.on_task_exit(2.0, (1, 1), True)  # exited early (executor noise): 6 - 2/3 s of work left
+    effects = node.on_task_exit(2.0, (1, 0), True)  # 2 - 2/3 left: the earlier end, at rate 1/3
+    assert timer(effects) == pytest.approx((2 - 2 / 3) * 3)
+
+
+def test_a_task_using_no_contended_resource_runs_at_rate_one_and_loss_needs_an_over_subscribed_disk():
+    node = ResourceNodeCore("n", MACHINE, "fluid", disk_loss=0.5)
+    place(node, 0.0, 0, 1.0, (0, 8, 0, 0))  # memory only
+    place(node, 0.0, 1, 1.0, (1, 1, 0.5, 0))  # the disk half used: no loss
+    assert node.rates() == {(1, 0): 1.0, (1, 1): 1.0}
+    two_disks = ResourceNodeCore("n", Resources(16.0, 64.0, 2.0, 1.0), "fluid", disk_loss=0.5)
+    for task in range(4):
+        place(two_disks, 0.0, task, 1.0, (1, 1, 1.0, 0))  # 4 disks' worth of 2: share 0.5, then the loss
+    assert list(two_disks.rates().values()) == [pytest.approx(0.5 * (1 - 0.5 * (1 - 2 / 4)))] * 4
+
+
+def test_a_killed_tasks_exit_is_swallowed_and_counted_once():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 5.0, (1, 1, 0.5, 0))
+    node.on_message(1.0, "central", KillTask(1, 0))
+    assert node.on_task_exit(1.1, (1, 0), False) == []  # answered at the kill already
+    assert node.counters["killed_exits_ignored"] == 1 and node.killing == set()
+    assert node.on_task_exit(1.2, (1, 0), False) == [] and node.counters["unknown_task_exit"] == 1
+
+
+@pytest.mark.parametrize("contention", ["fluid", "off"])
+def test_every_refusal_answers_the_placer_with_a_failure_of_that_task_counted_once(contention):
+    node = ResourceNodeCore("n", MACHINE, contention)
+    for task, demand in [
+        (0, [1.0, -2.0]),
+        (1, [1.0, 65.0, 0, 0]),
+    ] * 2:  # a bad demand; more memory than it has
+        effects = node.on_message(0.0, "central", PlaceTask(1, task, 1.0, 1.0, demand))
+        assert [(to, m.job_id, m.task_index, m.ok) for to, m in sent(effects, TaskFinished)] == [
+            ("central", 1, task, False)
+        ]
+    assert place(node, 0.0, 2, 1.0, (1, 64, 0, 0)) == [Launch((1, 2), 1.0)]  # exactly the memory: runs
+    assert (
+        node.on_message(0.0, "central", KillTask(9, 9))
+        == node.on_message(0.0, "central", KillTask(9, 8))
+        == []
+    )
+    assert node.on_message(0.0, "central", SubmitJob(1, [1.0], 1.0)) == []  # not a node's message
+    keys = ("bad_demand", "task_too_big", "kill_unknown_task", "unexpected.SubmitJob")
+    assert {k: node.counters[k] for k in keys} == dict(zip(keys, (2, 2, 2, 1), strict=True))
+    assert node.slots == 16 and ResourceNodeCore("m", Resources(0.5, 1.0), contention).slots == 1
+    with pytest.raises(ValueError, match="contention must be one of fluid, off, got 'x'"):
+        ResourceNodeCore("n", MACHINE, "x")
+
+
+def test_a_task_placed_twice_runs_once_and_a_killed_waiting_task_is_counted():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    assert place(node, 0.0, 0, 1.0, (1, 60, 0, 0)) == [Launch((1, 0), 1.0)]
+    for _ in range(2):
+        assert place(node, 0.0, 0, 1.0, (1, 1, 0, 0)) == []  # the same task again while it runs
+    for task in (1, 2):
+        assert place(node, 0.0, task, 1.0, (1, 10, 0, 0)) == []  # waits for memory
+        effects = node.on_message(0.5, "central", KillTask(1, task))
+        assert [(m.task_index, m.ok) for _, m in sent(effects, TaskFinished)] == [(task, False)]
+    assert not node.waiting
+    assert finished(node.on_task_exit(1.0, (1, 0), True)) == [0]  # nothing left to start
+    counted = {
+        k: node.counters[k] for k in ("tasks_launched", "duplicate_task", "tasks_killed", "tasks_finished")
+    }
+    assert counted == {"tasks_launched": 1, "duplicate_task": 2, "tasks_killed": 2, "tasks_finished": 1}
+
+
+@pytest.mark.parametrize("contention", ["fluid", "off"])
+def test_tasks_waiting_for_memory_start_together_and_answer_their_own_placer(contention):
+    node = ResourceNodeCore("n", MACHINE, contention)
+    assert place(node, 0.0, 0, 1.0, (1, 60, 0, 0)) == [Launch((1, 0), 1.0)]
+    for task in (1, 2):
+        assert node.on_message(0.0, f"sched{task}", PlaceTask(1, task, 1.0, 1.0, [1, 30, 0, 0])) == []
+    assert node.counters["waited_for_room"] == 2
+    effects = node.on_task_exit(1.0, (1, 0), False)  # fails: its placer hears so, and both waiting start
+    assert [(to, m.task_index, m.ok) for to, m in sent(effects, TaskFinished)] == [("central", 0, False)]
+    assert [e.task_id for e in effects if isinstance(e, Launch)] == [(1, 1), (1, 2)]
+    for task in (1, 2):
+        assert sent(node.on_task_exit(2.0, (1, task), True), TaskFinished)[0][0] == f"sched{task}"
+    keys = ("tasks_launched", "tasks_finished", "tasks_failed")
+    assert {k: node.counters[k] for k in keys} == dict(zip(keys, (3, 2, 1), strict=True))
+    assert node.on_task_exit(3.0, (1, 1), True) == node.on_task_exit(3.0, (1, 2), True) == []
+    assert node.counters["unknown_task_exit"] == 2
+    bare = node.on_message(4.0, "central", PlaceTask(2, 0, 1.0, 1.0, []))  # no demand: one core
+    assert bare == [Launch((2, 0), 1.0)] and node.free.cores == 15
+
+
+def test_a_fluid_node_runs_what_an_off_node_refuses_as_too_big():
+    big_disk = (1, 1, 1.5, 0)  # one and a half disks of one
+    fluid, off = ResourceNodeCore("n", MACHINE, "fluid"), ResourceNodeCore("n", MACHINE, "off")
+    assert place(fluid, 0.0, 0, 3.0, big_disk) == [Launch((1, 0), 3.0)]
+    assert fluid.rates() == {(1, 0): pytest.approx(1 / 1.5)}
+    assert finished(place(off, 0.0, 0, 3.0, big_disk)) == [0] and off.counters["task_too_big"] == 1
+
+
+def test_a_task_placed_again_waits_for_its_killed_run_to_exit_while_others_complete():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    for task, duration in ((0, 5.0), (1, 1.0), (2, 1.0)):
+        place(node, 0.0, task, duration, (1, 1, 0, 0))
+    for task in (0, 2):
+        node.on_message(0.5, "central", KillTask(1, task))  # killed: their exits not in yet
+    assert (
+        node.on_message(0.5, "other", KillTask(1, 1)) == node.on_message(0.6, "other", KillTask(1, 1)) == []
+    )
+    assert place(node, 0.6, 0, 5.0, (1, 1, 0, 0)) == place(node, 0.6, 2, 5.0, (1, 1, 0, 0)) == []
+    effects = node.on_task_exit(1.0, (1, 1), True)  # another task completes: the head still waits
+    assert finished(effects) == [1] and not any(isinstance(e, Launch) for e in effects)
+    assert [e for e in node.on_task_exit(1.1, (1, 0), False) if isinstance(e, Launch)] == [
+        Launch((1, 0), 5.0)
+    ]
+    assert [e for e in node.on_task_exit(1.2, (1, 2), False) if isinstance(e, Launch)] == [
+        Launch((1, 2), 5.0)
+    ]
+    keys = ("waited_for_kill", "kill_refused", "killed_exits_ignored", "tasks_killed")
+    assert {k: node.counters[k] for k in keys} == dict(zip(keys, (2, 2, 2, 2), strict=True))
