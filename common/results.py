@@ -46,6 +46,7 @@ __all__ = [
     "JobRecord",
     "ResultsError",
     "TaskRecord",
+    "atomic_write",
     "format_summary_table",
     "jct_stats",
     "jobs_rows",
@@ -147,9 +148,18 @@ def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.6f}"
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it, with the mode a plain
+    ``open`` would give (``mkstemp`` makes 0600; results are shared like any file, per the umask)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
@@ -270,8 +280,8 @@ def write_results(
         **({"workload": dict(workload)} if workload is not None else {}),
         "extra": dict(extra or {}),
     }
-    _atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
-    _atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
+    atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

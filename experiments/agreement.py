@@ -40,7 +40,8 @@ def run(out: Path, load: float) -> dict[str, dict]:
     runs = {}
     for runtime in ("real", "sim"):
         folder = out / f"load{load}-{runtime}"
-        code = aviary(["replay", *SAMPLE, "--load", str(load), "--runtime", runtime, "--out", str(folder)])
+        flags = ["--load", str(load), "--runtime", runtime, "--force", "--out", str(folder)]
+        code = aviary(["replay", *SAMPLE, *flags])
         if code != 0:
             raise SystemExit(f"the {runtime} replay at load {load} failed (exit {code})")
         runs[runtime] = class_percentiles(folder)

@@ -26,7 +26,7 @@ def run(policy: str, out: Path, args: argparse.Namespace) -> dict:
     folder = out / policy
     flags = ["replay", "--runtime", "sim", "--policy", policy, "--nodes", str(args.nodes),
              "--schedulers", "10", "--jobs", str(args.jobs), "--start", "6000", "--load", str(args.load),
-             "--seed", "1", "--quiet", "--out", str(folder)]  # fmt: skip
+             "--seed", "1", "--quiet", "--force", "--out", str(folder)]  # fmt: skip
     if aviary(flags) != 0:
         raise SystemExit(f"the {policy} replay failed")
     (folder / "jobs.csv").unlink()  # the per-job rows are not needed here: keep the repository small

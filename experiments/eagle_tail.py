@@ -138,7 +138,7 @@ def simulate_run(
     from aviary.launch.sim import Simulator
 
     flags = ["replay", "--runtime", "sim", "--policy", policy, "--nodes", str(nodes), "--schedulers", "10"]
-    flags += ["--seed", "0", "--quiet", "--out", str(OUT / "tmp")]
+    flags += ["--seed", "0", "--quiet", "--force", "--out", str(OUT / "tmp")]
     flags += ["--keep-arrivals"] if arrivals == "trace" else ["--load", f"{mean_load(nodes):.4f}"]
     flags += VARIANTS[variant][0]
     if jobs_limit is not None:  # quick checks only

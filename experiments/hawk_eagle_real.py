@@ -45,7 +45,8 @@ def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) ->
     flags = [
         "replay", "--runtime", runtime, "--policy", policy, "--nodes", "100", "--schedulers", "10",
         "--jobs", str(args.jobs), "--start", str(args.start), "--time-scale", str(args.time_scale),
-        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", "0", "--yes", "--out", str(out),
+        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", "0", "--yes", "--force",
+        "--out", str(out),
     ]  # fmt: skip
     setup = setup_replay(build_parser().parse_args(flags))
     cutoff = GOOGLE_CUTOFF / args.time_scale

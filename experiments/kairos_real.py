@@ -72,7 +72,8 @@ def replay(trace: Path, out: Path, policy: str, runtime: str, executor: str, sca
     flags = ["replay", str(trace), "--runtime", runtime, "--policy", policy, "--nodes", str(NODES),
              "--slots", str(SLOTS), "--executor", executor, "--keep-arrivals", "--task-scale", "1",
              "--time-scale", str(scale), "--cutoff", str(LONG_CUTOFF), "--quantum", str(QUANTUM / scale),
-             "--kairos-q", str(Q), "--seed", "1", "--quiet", "--yes", "--out", str(out)]  # fmt: skip
+             "--kairos-q", str(Q), "--seed", "1", "--quiet", "--yes", "--force",
+             "--out", str(out)]  # fmt: skip
     cpu0, own0, t0 = psutil.cpu_times(), _own_cpu(), time.monotonic()
     code = aviary(flags)
     cpu1, own1, wall = psutil.cpu_times(), _own_cpu(), time.monotonic() - t0

@@ -142,7 +142,7 @@ def flags_for(
     folder = run_folder(out, policy, nodes, load)
     flags = ["replay", str(BUNDLED_TRACE), "--runtime", "sim", "--policy", policy, "--nodes", str(nodes),
              *arrivals, "--time-scale", "1", "--task-scale", "1", "--seed", str(seed), "--quiet",
-             "--out", str(folder), *extra]  # fmt: skip
+             "--force", "--out", str(folder), *extra]  # fmt: skip
     if jobs is not None:
         flags += ["--jobs", str(jobs), "--start", "0"]
     return flags

@@ -44,7 +44,8 @@ def run(policy: str, runtime: str, force: bool, net_delay: float = NET_DELAYS[0]
     delay = [] if net_delay == NET_DELAYS[0] else ["--net-delay", f"{net_delay:g}"]
     out = OUT / (f"{policy}-{runtime}" + (f"-delay{net_delay * 1000:g}ms" if delay else ""))
     if not (out / "summary.json").exists() or force:
-        main(["replay", *FLAGS, "--policy", policy, "--runtime", runtime, "--out", str(out), *delay])
+        flags = ["--policy", policy, "--runtime", runtime, "--force", "--out", str(out), *delay]
+        main(["replay", *FLAGS, *flags])
     return json.loads((out / "summary.json").read_text())
 
 

@@ -14,7 +14,7 @@ def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     from aviary.launch.parser import build_parser
     from aviary.launch.replay import run_replay, setup_replay
 
-    args = build_parser().parse_args(["replay", *flags, "--quiet", "--out", str(out)])
+    args = build_parser().parse_args(["replay", *flags, "--quiet", "--force", "--out", str(out)])
     started = time.perf_counter()
     summary = run_replay(setup_replay(args), quiet=True)
     summary["extra"]["sim_wall_seconds"] = round(time.perf_counter() - started, 1)

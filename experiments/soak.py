@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.executable, "-m", "aviary.launch.cli", "replay", "--nodes", str(args.nodes), "--slots", "2",
         "--schedulers", "4", "--jobs", "6000", "--start", "2000", "--load", "0.8", "--seed", "1",
         "--duration", f"{args.minutes}m", "--max-wall", f"{args.minutes * 2}m", "--yes", "--quiet",
-        "--fail", fail, "--stall-timeout", "600", "--out", str(args.out / "run"),
+        "--fail", fail, "--stall-timeout", "600", "--force", "--out", str(args.out / "run"),
     ]  # fmt: skip
     print(" ".join(cmd[2:]), flush=True)
     started = time.monotonic()

@@ -313,7 +313,7 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
 
     if arr.startswith("shuffled"):
         shuffled_trace()
-    flags = ["replay", *cell_flags(label, nodes, arr), "--quiet", "--out", str(OUT / "tmp")]
+    flags = ["replay", *cell_flags(label, nodes, arr), "--quiet", "--force", "--out", str(OUT / "tmp")]
     setup = setup_replay(build_parser().parse_args(flags))
     cluster, jobs = setup.cluster, setup.jobs
     placed: dict[tuple[int, int], float] = {}

@@ -22,13 +22,13 @@ from .spec import ReplaySpec
 
 DEMO_FLAGS = [
     "--jobs", "300", "--start", "4500", "--nodes", "10", "--slots", "4", "--schedulers", "2",
-    "--time-scale", "15000", "--task-scale", "0.2", "--load", "0.8", "--seed", "1",
+    "--time-scale", "15000", "--task-scale", "0.2", "--load", "0.8", "--seed", "1", "--force",
 ]  # fmt: skip
 """The demo's replay as ``aviary replay`` flags (tests/test_spec.py checks :func:`demo_spec` agrees)."""
 
 
 def demo_spec(policy: str, out: Path) -> ReplaySpec:
-    """The demo's replay of ``policy``, results in ``out/policy``."""
+    """The demo's replay of ``policy``, results in ``out/policy`` (the demo's own: replaced each time)."""
     return ReplaySpec(
         policy=policy,
         jobs=300,
@@ -41,6 +41,7 @@ def demo_spec(policy: str, out: Path) -> ReplaySpec:
         load=0.8,
         seed=1,
         out=out / policy,
+        force=True,
     )
 
 

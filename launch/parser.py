@@ -559,8 +559,10 @@ def build_parser() -> Parser:
         "--out",
         type=_out_dir,
         default=None,
-        help="results folder, made if absent (default results/<policy>-<runtime>)",
+        help="results folder, made if absent; refused if it holds another run's results, unless --force "
+        "(default: a new results/<workload>-<policy>-<runtime>-<time stamp>; results/latest points at it)",
     )
+    rp.add_argument("--force", action="store_true", help="replace the results --out holds (default: refuse)")
     rp.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
 
     cp = sub.add_parser("compare", help="percentiles of runs of one workload normalized to the first")

@@ -56,6 +56,7 @@ from .real import ReplayError, run_real
 from .registry import check_params, get_policy, policy_cluster
 from .replay_jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs
 from .replay_setup import ReplaySetup
+from .run_folder import check_folder, default_folder, point_latest
 from .sim import simulate
 from .spec import ReplaySpec, UsageError
 
@@ -154,6 +155,20 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
     :class:`UsageError` naming what would fit) unless ``yes``."""
     if isinstance(spec, argparse.Namespace):
         spec = ReplaySpec.from_args(spec)
+    latest = spec.out is None
+    if spec.out is None:  # a folder of its own, named after the policy that runs (--connect: the testbed's)
+        policy = spec.policy if spec.connect is None else load_cluster(spec.connect).policy
+        spec = replace(spec, out=default_folder(spec.workload, policy, spec.runtime))
+    else:
+        check_folder(spec.out, spec.force)
+    setup = _predicted(spec, quiet)
+    setup.latest = latest
+    return setup
+
+
+def _predicted(spec: ReplaySpec, quiet: bool) -> ReplaySetup:
+    """:func:`setup_replay` once the output folder is settled: a real replay is predicted, given the time
+    scale that fits and refused when too long; a simulated one is set up as it is."""
     if spec.runtime != "real":
         if spec.duration is not None:
             raise UsageError("--duration: only for --runtime real (the simulator runs as fast as it can)")
@@ -223,7 +238,7 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
     except (TraceError, WorkloadError, DagTraceError) as exc:
         raise UsageError(str(exc)) from None
     stall = spec.stall_timeout or max(30.0, 3 * longest_task(jobs))
-    out = spec.out or Path("results") / f"{cluster.policy}-{spec.runtime}"
+    out = spec.out or default_folder(spec.workload, cluster.policy, spec.runtime)
     extra = {
         "workload": spec.workload,
         "trace": str(spec.trace),
@@ -386,6 +401,8 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
         cycles=cycles,
         **dag,
     )
+    if setup.latest:
+        point_latest(setup.out)
     for problem in problems:
         console.print(f"[yellow]{problem}[/yellow]")
     if interrupted is not None:

@@ -54,5 +54,7 @@ class ReplaySetup:
     """A real replay's prediction on the simulator (:func:`predict`)."""
     failures: list[Failure] = field(default_factory=list)
     """Processes killed on purpose at replay times (``--fail``)."""
+    latest: bool = False
+    """``out`` is the run's own default folder: ``results/latest`` is pointed at it once written."""
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES)
     """Real processes: heartbeat period (s) and heartbeats missed before a process is declared dead."""

@@ -94,6 +94,8 @@ class ReplaySpec:
     yes: bool = False
     connect: Path | None = None
     out: Path | None = None
+    force: bool = False
+    """Write into ``out`` even when it holds another run's results (:mod:`.run_folder`)."""
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None

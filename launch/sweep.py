@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..common.results import JOBS_CSV, SUMMARY_JSON, ResultsError
+from ..common.results import JOBS_CSV, SUMMARY_JSON, ResultsError, atomic_write
 from .spec import UsageError
 from .sweep_spec import Cell, Sweep, load_sweep, shown
 
@@ -93,22 +93,11 @@ def run_cell(cell: Cell) -> CellOutput:
     return CellOutput(cell.name, jobs, summary, time.perf_counter() - started)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_cell(folder: Path, out: CellOutput) -> None:
     """Write a cell's results into ``folder``: ``jobs.csv`` then ``summary.json``, each atomically."""
     folder.mkdir(parents=True, exist_ok=True)
-    _atomic_write(folder / JOBS_CSV, out.jobs_csv)
-    _atomic_write(folder / SUMMARY_JSON, out.summary_json)
+    atomic_write(folder / JOBS_CSV, out.jobs_csv)
+    atomic_write(folder / SUMMARY_JSON, out.summary_json)
 
 
 def read_cell(folder: Path) -> dict[str, Any] | None:
@@ -382,7 +371,7 @@ def _csv(path: Path, head: Sequence[str], rows: Iterable[Sequence[Any]]) -> None
     w.writerow(head)
     for row in rows:
         w.writerow(["" if v is None else v for v in row])
-    _atomic_write(path, buf.getvalue())
+    atomic_write(path, buf.getvalue())
 
 
 def write_tables(sweep: Sweep) -> list[Path]:
@@ -428,7 +417,7 @@ def write_tables(sweep: Sweep) -> list[Path]:
             save_figure(fig, figure)
             written.append(figure)
             lines += ["", f"![normalized]({sweep.figure})"]
-    _atomic_write(written[1], "\n".join(lines) + "\n")
+    atomic_write(written[1], "\n".join(lines) + "\n")
     return written
 
 
