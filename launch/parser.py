@@ -8,7 +8,9 @@ sweep reads a replay's flags from it (:mod:`.sweep_spec`)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,10 +26,44 @@ BUNDLED_TRACE = GOOGLE_TRACE
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line, without the usage block."""
+    """argparse that reports a bad flag in one line, without the usage block, with a "did you mean" for a
+    misspelt choice (policy, workload...) or flag."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {with_suggestion(self, message)}\n")
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every flag of ``parser`` and of its sub-commands."""
+    out: list[str] = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _option_strings(sub)
+    return sorted(set(out))
+
+
+def with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """``message`` with the closest valid choice or flag for a misspelt one, when there is a close one."""
+    choice = re.match(r"(argument \S+: invalid choice: '([^']*)')( \(choose from (.*)\))?$", message)
+    if choice and choice.group(4):
+        options = re.findall(r"'([^']*)'", choice.group(4))
+        close = difflib.get_close_matches(choice.group(2), options, n=1)
+        if close:
+            return f"{choice.group(1)}; did you mean '{close[0]}'?{choice.group(3)}"
+        return message
+    unknown = re.match(r"unrecognized arguments: (.*)$", message)
+    if unknown:
+        flags = _option_strings(parser)
+        hints = []
+        for token in (t for t in unknown.group(1).split() if t.startswith("--")):
+            close = difflib.get_close_matches(token.split("=")[0], flags, n=1)
+            if close:
+                hints.append(f"{token}: did you mean {close[0]}?")
+        if hints:
+            return f"{message} ({'; '.join(hints)})"
+    return message
 
 
 def _positive_int(text: str) -> int:
@@ -691,6 +727,8 @@ def check_flags(args: argparse.Namespace) -> list[str]:
         raise UsageError(f"argument --misestimate: LO must be <= HI, got {lo} {hi}")
     if args.runtime != "sim" and "net_delay" in getattr(args, "given", ()):
         raise UsageError("argument --net-delay: only for --runtime sim (real processes have the network's)")
+    if args.runtime == "sim" and "executor" in getattr(args, "given", ()):
+        raise UsageError("argument --executor: only for --runtime real (the simulator runs tasks virtually)")
     if args.load is not None and args.load > 1:
         return [
             f"--load {_shown(args.load)}: jobs bring {_shown(args.load)} times the work all the slots can "

@@ -344,3 +344,28 @@ def test_every_flags_help_shows_its_default_and_unit(command, capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--help"])
     assert "usage: aviary" in capsys.readouterr().out  # the help renders (a '%' in a help would not)
+
+
+ERR = "aviary replay: error: argument"
+MISSPELT = [
+    (["replay", "--policy", "tetriss"], f"{ERR} --policy: invalid choice: 'tetriss'; did you mean 'tetris'?"),
+    (
+        ["replay", "--workload", "tpc"],
+        f"{ERR} --workload: invalid choice: 'tpc'; did you mean 'tpch'? "
+        "(choose from 'google', 'alibaba', 'tpch', 'tpcds', 'gshet')",
+    ),
+    (
+        ["replay", "--nodez", "3"],
+        "aviary: error: unrecognized arguments: --nodez (--nodez: did you mean --nodes?",
+    ),
+    (
+        ["replay", "--runtime", "sim", "--executor", "docker"],
+        f"{ERR} --executor: only for --runtime real (the simulator runs tasks virtually)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), MISSPELT)
+def test_a_misspelt_choice_or_flag_gets_a_did_you_mean_and_a_flag_the_run_ignores_is_refused(args, message):
+    run = aviary(*args, "--jobs", "2", "--out", "/nonexistent/never")
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and run.stderr.startswith(message), run.stderr
