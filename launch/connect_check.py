@@ -1,11 +1,18 @@
 """What ``aviary replay --connect`` checks before it replays against a running testbed: the cluster file,
-the flags typed that contradict the testbed (its policy, nodes, executor, a parameter), and that the
-frontend can listen on its address here."""
+the flags typed that contradict the testbed (its policy, nodes, executor, a parameter), that the
+frontend can listen on its address here, and that the testbed runs at all (a TCP connection to each
+process's address, all at once, a second at most: a testbed that is down is said so at once instead of
+after the registration wait)."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import select
+import socket
+import time
+from pathlib import Path
 from typing import Any
 
 from ..common.cluster import Cluster, load_cluster
@@ -57,10 +64,59 @@ def connect_problem(args: argparse.Namespace, given: set[str]) -> str | None:
         return conflict
     frontend = cluster.frontend
     problem = bind_problem(frontend.bind or frontend.host, frontend.port)
-    if problem is None:
+    if problem is not None:
+        hint = "is another replay using this testbed?" if problem == IN_USE else "run it on that host"
+        return f"{args.connect}: frontend: cannot listen on {frontend.bind_address}: {problem} ({hint})"
+    return None
+
+
+def testbed_down(path: Path, cluster: Cluster) -> str | None:
+    """One line when no process of the running ``cluster`` (described by ``path``) accepts a connection:
+    a testbed that is down is said so at once, not after the registration wait; else None."""
+    processes = [p for p in cluster.processes if p.name != cluster.frontend.name]
+    down = not_listening([(p.host, p.port) for p in processes])
+    if not processes or len(down) < len(processes):
         return None
-    hint = "is another replay using this testbed?" if problem == IN_USE else "run it on that host"
-    return f"{args.connect}: frontend: cannot listen on {frontend.bind_address}: {problem} ({hint})"
+    first = processes[0]
+    return (
+        f"{path}: no process of the testbed answers ({first.name} at {first.host}:{first.port}: {down[0]}, "
+        f"and the {len(processes) - 1} others): start it first (aviary up, aviary host)"
+    )
+
+
+def _reason(code: int) -> str:
+    if code == errno.ECONNREFUSED:
+        return "connection refused"
+    return errno.errorcode.get(code, str(code)).lower()
+
+
+def not_listening(addresses: list[tuple[str, int]], timeout: float = 1.0) -> list[str]:
+    """Why each of ``addresses`` that does not accept a TCP connection within ``timeout`` (all tried at
+    once) does not: ``connection refused``, ``no answer``..."""
+    pending: dict[socket.socket, int] = {}
+    why: dict[int, str] = {}
+    for i, (host, port) in enumerate(addresses):
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        code = s.connect_ex((host, port))
+        if code in (0, errno.EINPROGRESS):
+            pending[s] = i
+        else:
+            why[i] = _reason(code)
+            s.close()
+    deadline = time.monotonic() + timeout
+    while pending and (left := deadline - time.monotonic()) > 0:
+        _, ready, _ = select.select([], list(pending), [], left)
+        for s in ready:
+            i = pending.pop(s)
+            code = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                why[i] = _reason(code)
+            s.close()
+    for s, i in pending.items():
+        why[i] = "no answer"
+        s.close()
+    return [why[i] for i in sorted(why)]
 
 
 def testbed_conflict(args: argparse.Namespace, given: set[str], cluster: Cluster) -> str | None:

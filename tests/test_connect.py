@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
 from aviary.common.cluster import write_cluster
 from aviary.common.model import GOOGLE_CUTOFF
 from aviary.launch.cli import build_parser, main
+from aviary.launch.connect_check import not_listening
 from aviary.launch.replay import setup_replay
 from aviary.launch.replay import testbed_cluster as cluster_from
 from aviary.launch.spec import ReplaySpec
@@ -64,3 +66,27 @@ def test_a_frontend_address_held_by_another_process_gives_one_line(tmp_path, cap
     assert len(err.splitlines()) == 1
     assert f"{path}: frontend: cannot listen on {cluster.frontend.address}" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_testbed_that_is_down_is_said_so_at_once(tmp_path, capsys):
+    cluster, path = up_cluster(tmp_path, "sparrow")  # written, never started
+    started = time.monotonic()
+    assert main(["replay", "--connect", str(path), "--jobs", "5", "--out", str(tmp_path / "o")]) == 2
+    assert time.monotonic() - started < 5  # not the registration wait (60 s)
+    err = capsys.readouterr().err.strip()
+    others = len(cluster.processes) - 2  # the frontend is the replay's own; one process is named
+    first = next(p for p in cluster.processes if p.name != cluster.frontend.name)
+    assert err == (
+        f"aviary replay: error: {path}: no process of the testbed answers ({first.name} at "
+        f"{first.host}:{first.port}: connection refused, and the {others} others): start it first "
+        "(aviary up, aviary host)"
+    )
+
+
+def test_not_listening_names_the_addresses_that_refuse_and_passes_one_that_listens():
+    with socket.socket() as live:
+        live.bind(("127.0.0.1", 0))
+        live.listen()
+        with socket.socket() as dead:
+            dead.bind(("127.0.0.1", 0))  # bound, not listening: refuses
+            assert not_listening([live.getsockname(), dead.getsockname()]) == ["connection refused"]
