@@ -168,7 +168,10 @@ async def test_docker_suspend_while_the_container_is_created_counts_from_the_req
     ok, at = await exits.wait((1, 0))
     assert ok, ex.counters
     late = at - t0 - 2.0 - (resumed_at - suspended_at)
-    assert 0.0 <= late <= 0.05, f"finished {late * 1000:.1f} ms late"
+    # 0.1 s, not 0.05: the pause goes out only once the container exists, one more engine round trip that
+    # a busy host stretches (71 ms once in CI with another suite running); counting from the pause instead
+    # of the request would be ~0.25 s late (the container's start-up less the 50 ms).
+    assert 0.0 <= late <= 0.1, f"finished {late * 1000:.1f} ms late"
     await ex.close()
 
 

@@ -97,9 +97,9 @@ def test_replay_connects_to_a_testbed_started_by_up(tmp_path, no_leftover_childr
         for line in up.stdout:
             if "processes registered" in line:
                 break
-        out = tmp_path / "run"
         flags = ["--jobs", "50", "--start", "6000", "--time-scale", "100000", "--load", "0.5", "--quiet"]
-        for _ in range(2):  # the testbed outlives a replay and serves the next one
+        for i in range(2):  # the testbed outlives a replay and serves the next one
+            out = tmp_path / f"run{i}"
             assert main(["replay", "--connect", str(bed / "cluster.toml"), *flags, "--out", str(out)]) == 0
             summary = json.loads((out / "summary.json").read_text())
             assert summary["finished"] == 50 and summary["nodes"] == 4
