@@ -20,7 +20,7 @@ from typing import Any
 
 from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
-from aviary.experiments.tables import num, ratio
+from aviary.experiments.tables import num, ratio, spread
 from aviary.launch.compare import FactorStats, load_comparison
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -97,14 +97,6 @@ def factors(sweep: Sweep, cell: Cell) -> FactorStats:
     return comp.foi[comp.labels[1]]
 
 
-def spread(values: list[float], digits: int = 2) -> str:
-    """The median of ``values`` and, over several, their range: ``0.85 [0.80, 0.90]``."""
-    if not values:
-        return "n/a"
-    mid = f"{statistics.median(values):,.{digits}f}"
-    return mid if len(values) == 1 else f"{mid} [{min(values):,.{digits}f}, {max(values):,.{digits}f}]"
-
-
 def p50(s: dict[str, Any]) -> float | None:
     value = s["jct"]["all"].get("p50")
     return None if value is None else float(value)
@@ -152,9 +144,9 @@ def report(sweep: Sweep, cells: dict[Cell, dict[str, Any]]) -> str:
             walls = [w for s, _ in runs if (w := sim_wall(s)) is not None]
             lines.append(
                 f"| {policy} | {finished}/{jobs} "
-                f"| {spread(values('makespan'), 0)} | {ratios(runs, 'makespan')} "
-                f"| {spread(values('mean_jct'), 1)} | {ratios(runs, 'mean_jct')} "
-                f"| {spread(values('p50'), 1)} | {ratios(runs, 'p50')} "
+                f"| {spread(values('makespan'), '{:,.0f}')} | {ratios(runs, 'makespan')} "
+                f"| {spread(values('mean_jct'), '{:,.1f}')} | {ratios(runs, 'mean_jct')} "
+                f"| {spread(values('p50'), '{:,.1f}')} | {ratios(runs, 'p50')} "
                 f"| {spread([float(x) for x in fois if x is not None]) if fois else '—'} "
                 f"| {spread([float(s.get('fairness', {}).get('mean') or 0) for s, _ in runs])} "
                 f"| {' / '.join(f'{100 * med[r]:.0f}%' for r in ('cores', 'mem', 'disk', 'net'))} "

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from typing import Any
 
 from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
-from aviary.experiments.tables import num
+from aviary.experiments.tables import num, spread
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "tetrisched_sim"
@@ -194,16 +193,6 @@ def x_label(x: float) -> str:
     return f"{100 * x:+.0f}%" if x else "0"
 
 
-def median_range(values: Iterable[float | None], fmt: str) -> str:
-    """``71 [65, 80] (71/80/65)``: the median of ``values`` (None: missing, left out), [min, max], and
-    each value in order; ``n/a`` without any."""
-    got = [v for v in values if v is not None]
-    if not got:
-        return "n/a"
-    mid, low, high = (fmt.format(f(got)) for f in (statistics.median, min, max))
-    return f"{mid} [{low}, {high}] ({'/'.join(fmt.format(v) for v in got)})"
-
-
 def slo_pct(key: str = "all") -> Callable[[dict[str, Any]], float | None]:
     """The SLO attainment (%) of the SLO jobs of class ``key`` of a summary."""
     return lambda s: _share(s, key)
@@ -220,9 +209,10 @@ def over_seeds(
     get: Callable[[dict[str, Any]], float | None],
     fmt: str,
 ) -> str:
-    """``get`` of the run ones of ``cells`` (one per seed) as :func:`median_range`; ``—``: none was run."""
+    """``get`` of the run ones of ``cells`` (one per seed), their median, range and each value
+    (:func:`~aviary.experiments.tables.spread`); ``—``: none was run."""
     got = [results[c.canonical()] for c in cells if c.canonical() in results]
-    return "—" if not got else median_range((get(s) for s in got), fmt)
+    return "—" if not got else spread((get(s) for s in got), fmt, each=True)
 
 
 def setup_text(jobs: int, seeds: Sequence[int]) -> str:
@@ -336,7 +326,7 @@ def seeds_report(cells: dict[Cell, dict[str, Any]], seeds: Sequence[int]) -> str
     the seeds, [min, max], and each seed's value."""
 
     def column(policy: str, x: float, get: Any, fmt: str) -> str:
-        return median_range((get(cells[c]) for c in cells if c.policy == policy and c.error == x), fmt)
+        return spread((get(cells[c]) for c in cells if c.policy == policy and c.error == x), fmt, each=True)
 
     lines = [
         "# TetriSched vs TetriSched-NG vs Rayon/CS across estimate error, over seeds (simulated)",

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..common.results import ResultsError
-from .connect_check import connect_problem, testbed_down
+from .connect_check import connect_problem
 from .replay import UsageError, print_summary, run_replay, setup_replay, testbed_cluster
 from .spec import ReplaySpec
 
@@ -88,10 +88,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(problem)
     setup = setup_replay(ReplaySpec.from_args(args))
-    if args.connect is not None and args.cluster is None:  # --cluster starts its testbed below
-        down = testbed_down(args.connect, setup.cluster)
-        if down:
-            raise UsageError(down)
     if args.cluster is not None:
         from .remote import RemoteTestbed
 

@@ -48,6 +48,7 @@ from ..common.results import JobRecord, format_summary_table, write_results
 from ..common.trace import TraceError
 from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError
+from .connect_check import testbed_down
 from .gshet_replay import gshet_defaults, gshet_options
 from .local import LocalTestbed
 from .predict import predict, prediction_notes, print_prediction, refusal
@@ -314,6 +315,8 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
     policy = get_policy(cluster.policy)
     label = f"{policy.name} ({setup.runtime}, {len(cluster.nodes)} nodes)"
     problems: list[str] = []
+    if setup.connect is not None and (down := testbed_down(setup.connect, cluster)):
+        raise UsageError(down)  # at once, not after the registration wait
     if setup.runtime == "real":
         print_prediction(setup, console)
     end = None if setup.prediction is None else setup.prediction.wall

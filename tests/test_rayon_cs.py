@@ -105,12 +105,16 @@ class Idle(RayonCS):
         return []
 
 
-def test_a_preempted_task_is_requeued_its_answer_ignored_and_its_job_finishes_once():
+def idle_with_job(tasks: int):
+    """A core on two nodes whose policy places nothing, with job 1 of ``tasks`` 10 s tasks submitted."""
     core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0), Idle())
-    state = core.state
-    core.on_message(0.0, "fe", job(1, 2, 10.0))
-    j = state.jobs[1]
-    stage = j.stages[0]
+    core.on_message(0.0, "fe", job(1, tasks, 10.0))
+    j = core.state.jobs[1]
+    return core, core.state, j, j.stages[0]
+
+
+def test_a_preempted_task_is_requeued_its_answer_ignored_and_its_job_finishes_once():
+    core, state, j, stage = idle_with_job(2)
     state.place(0.0, j, stage, state.nodes[0])
     state.place(0.0, j, stage, state.nodes[1])
     assert state.preempt(4.0, 1, 1)
@@ -130,11 +134,7 @@ def test_a_preempted_task_is_requeued_its_answer_ignored_and_its_job_finishes_on
 
 
 def test_a_task_preempted_twice_before_the_first_answer_has_both_answers_ignored():
-    core = PackingCore("c", cluster(racks=1, per_rack=2, gpu_racks=0), Idle())
-    state = core.state
-    core.on_message(0.0, "fe", job(1, 1, 10.0))
-    j = state.jobs[1]
-    stage = j.stages[0]
+    core, state, j, stage = idle_with_job(1)
     for at, node in ((0.0, 1), (1.0, 1), (2.0, 0), (3.0, 1)):  # placed, preempted, placed again...
         if at:
             assert state.preempt(at, 1, 0)

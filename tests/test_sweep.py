@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aviary.experiments.tables import num
+from aviary.experiments.tables import num, spread
 from aviary.launch.cli import main
 from aviary.launch.sweep import cell_done, dask_distributed
 from aviary.launch.sweep_spec import load_sweep
@@ -660,7 +660,7 @@ def test_tetrisched_report_from_the_sweep_cells(small_specs: Path, monkeypatch: 
         runs = [json.loads((root / spec / f"{cell},seed={s}" / "summary.json").read_text()) for s in seeds]
         got = [r["be_mean_latency"] if key == "latency" else 100 * r["slo_attainment"]["all"] for r in runs]
         assert len(got) == 2 and None not in got
-        return ts.median_range(got, "{:.0f}")
+        return spread(got, "{:.0f}", each=True)
 
     latency = md.split("best-effort mean latency (s), median [min, max] (each seed's) over seeds 0, 1")[1]
     shown = set()
