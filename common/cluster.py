@@ -6,6 +6,7 @@ loopback, on other hosts or in containers.
     policy = "sparrow"
     executor = "timer"
     seed = 0
+    nodes_per_process = 1  # optional: node monitors hosted by one OS process (see Cluster.units)
     [cluster.params]
     probe_ratio = 2.0
 
@@ -43,6 +44,9 @@ from .resources import Resources
 ROLES = ("frontend", "central", "scheduler", "node")
 PARTITIONS = ("general", "short")
 CONTROL = "control"
+PACK = "pack-"
+"""The name of an OS process hosting several node monitors starts with this (``pack-0``, ...): no
+process of a description may be named so."""
 """The name of a launcher's own frontend (``aviary up``, ``aviary host``), not in the description."""
 
 
@@ -94,6 +98,9 @@ class Cluster:
     """The folder of the processes' secret keys (``aviary keys``); None: no keys."""
     control_key: str | None = None
     """The public key of the launchers' ``control`` socket (with keys)."""
+    nodes_per_process: int = 1
+    """How many node monitors one OS process hosts (issue 27); each keeps its own socket, address and
+    name, so no peer can tell a packed node from a lone one."""
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [p for p in self.processes if p.role == role]
@@ -118,6 +125,26 @@ class Cluster:
     @property
     def total_slots(self) -> int:
         return sum(p.slots for p in self.nodes)
+
+    def units(self) -> dict[str, list[ProcessSpec]]:
+        """The OS processes a launcher starts, by name: every process but the nodes alone under its own
+        name; the nodes of each host (and bind interface) in runs of :attr:`nodes_per_process`, in the
+        description's order, each run named ``pack-<i>`` (with one node per process, the node's name)."""
+        units = {p.name: [p] for p in self.processes if p.role != "node"}
+        by_host: dict[tuple[str, str | None], list[ProcessSpec]] = {}
+        for p in self.nodes:
+            by_host.setdefault((p.host, p.bind), []).append(p)
+        k = self.nodes_per_process
+        runs = [nodes[i : i + k] for nodes in by_host.values() for i in range(0, len(nodes), k)]
+        if k == 1:
+            units.update((run[0].name, run) for run in runs)
+        else:
+            units.update((f"{PACK}{i}", run) for i, run in enumerate(runs))
+        return units
+
+    def unit_of(self) -> dict[str, str]:
+        """Each process's name -> the name of the OS process (:meth:`units`) that hosts it."""
+        return {p.name: unit for unit, members in self.units().items() for p in members}
 
     def get(self, name: str) -> ProcessSpec:
         for p in self.processes:
@@ -240,6 +267,8 @@ def dump_cluster(cluster: Cluster, where: Path | None = None) -> str:
         out.append(f"keys = {_toml_value(str(folder))}")
     if cluster.control_key:
         out.append(f"control_key = {_toml_value(cluster.control_key)}")
+    if cluster.nodes_per_process != 1:
+        out.append(f"nodes_per_process = {cluster.nodes_per_process}")
     out += ["", "[cluster.params]"]
     out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
     for p in cluster.processes:
@@ -270,7 +299,7 @@ def write_cluster(cluster: Cluster, path: Path) -> None:
     tmp.replace(path)
 
 
-CLUSTER_FIELDS = ("policy", "executor", "seed", "params", "keys", "control_key")
+CLUSTER_FIELDS = ("policy", "executor", "seed", "params", "keys", "control_key", "nodes_per_process")
 PROCESS_FIELDS = (
     *("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity"),
     "public_key",
@@ -416,7 +445,10 @@ def load_cluster(path: Path | str) -> Cluster:
         executor=_field(where, top, "executor", str, "timer"),
         seed=_field(where, top, "seed", int, 0),
         params=_field(where, top, "params", dict, {}),
+        nodes_per_process=_field(where, top, "nodes_per_process", int, 1),
     )
+    if cluster.nodes_per_process < 1:
+        raise where.error("nodes_per_process", f"must be >= 1, got {cluster.nodes_per_process}")
     if cluster.executor not in EXECUTORS:
         raise where.error("executor", f"{cluster.executor!r} is not one of {', '.join(EXECUTORS)}")
     if cluster.seed < 0:
@@ -452,6 +484,8 @@ def load_cluster(path: Path | str) -> Cluster:
             raise where.error("port", f"{p.port} is not a TCP port (1-65535)")
         if "@" in p.name or p.name in seen:
             raise where.error("name", f"{p.name!r} is {'repeated' if p.name in seen else 'invalid'}")
+        if p.name.startswith(PACK):
+            raise where.error("name", f"{p.name!r}: names starting with {PACK!r} are for packs of nodes")
         if p.role == "node" and p.slots < 1:
             raise where.error("slots", f"a node needs at least 1 slot, got {p.slots}")
         if p.partition not in PARTITIONS:

@@ -85,6 +85,7 @@ class Runtime:
         """While an off-loop handler runs (:attr:`Core.offloop`): the inputs that arrived, in order."""
         self._stopped: asyncio.Future[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.crashed = False
 
     # --- life cycle --------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -108,6 +109,17 @@ class Runtime:
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
 
+    def crash(self) -> None:
+        """Stop at once, as a SIGKILL stops a process: no input read, no timer fired and nothing sent
+        from now on (the executor's tasks are killed as :meth:`run` ends)."""
+        self.crashed = True
+        if self.loop is not None:
+            self.loop.remove_reader(self.transport.fd)
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        self.stop()
+
     @staticmethod
     def now() -> float:
         """The core's clock: monotonic, in seconds (uvloop's own clock only has milliseconds)."""
@@ -127,6 +139,8 @@ class Runtime:
     def _drain(self) -> None:
         """Handle every frame waiting; the last socket operation is always a recv that found none,
         so the edge-triggered ZeroMQ descriptor will signal the next one."""
+        if self.crashed:
+            return
         recv = self.transport.recv
         while (item := recv()) is not None:
             sender, frame = item
@@ -289,6 +303,8 @@ class Runtime:
                 self._error("bad-effect", f"unknown effect {effect!r}")
 
     def _send(self, to: str, msg: Any) -> None:
+        if self.crashed:
+            return
         kind = type(msg).__name__
         try:
             self.transport.send(to, encode(msg))

@@ -299,9 +299,13 @@ class Transport:
         self._senders[rid] = name
         return name
 
-    def close(self) -> None:
+    def close(self, linger: int | None = None) -> None:
+        """Close the socket (once; again is harmless): ``linger`` ms to flush what is queued (None: the
+        socket's 1 s; 0: drop it, as a killed process would)."""
+        if self.sock.closed:
+            return
         if self._watch is not None:
             self._watch.close(self.sock)
-        self.sock.close()
+        self.sock.close(linger)
         if self.curve is not None:
             self.curve.close(self.sock, self._domain)

@@ -9,7 +9,8 @@
 ``write`` makes a cluster description
 (``DIR/cluster.toml``, loopback addresses on free ports, as ``aviary up`` does) and
 ``DIR/docker-compose.yml``: a service per process but the frontend (which ``aviary replay --connect``
-plays), each running ``python -m aviary.launch.process cluster.toml NAME`` with ``network_mode: host``
+plays) or, with ``--nodes-per-process K``, per pack of K node monitors, each running ``python -m
+aviary.launch.process cluster.toml NAME`` with ``network_mode: host``
 (the processes reach each other at the addresses of the description, as on loopback) and ``pid:
 host``, optionally limited to ``--cpus`` and ``--memory``. The file (JSON, which is YAML; the Compose
 Specification without ``version``, as docker-compose 1.27+ and v2 read it) runs unchanged under
@@ -153,23 +154,24 @@ def compose_spec(
     cluster_file = str(workdir / "cluster.toml")
     mounts = host_mounts(workdir)
     services: dict[str, Any] = {}
-    for spec in cluster.processes:
-        if spec.role == "frontend":
+    for unit, members in cluster.units().items():
+        role = members[0].role
+        if role == "frontend":
             continue
         volumes = list(mounts)
-        if spec.role == "node" and cluster.executor == "docker":
+        if role == "node" and cluster.executor == "docker":
             volumes.append(f"{DOCKER_SOCKET}:{DOCKER_SOCKET}")
         service: dict[str, Any] = {
             "image": image,
             "build": {"context": IMAGE_CONTEXT},  # only where the image is missing
             "pull_policy": "never",  # v2 honours it; 1.29 builds a missing image that has a build
-            "command": [sys.executable, "-m", "aviary.launch.process", cluster_file, spec.name],
+            "command": [sys.executable, "-m", "aviary.launch.process", cluster_file, unit],
             "network_mode": "host",
             "pid": "host",
             "working_dir": str(workdir),
             "volumes": volumes,
             "environment": {"PYTHONUNBUFFERED": "1", "HOME": str(workdir)},
-            "labels": {PROJECT_LABEL: str(workdir), PROCESS_LABEL: spec.name, "aviary.role": spec.role},
+            "labels": {PROJECT_LABEL: str(workdir), PROCESS_LABEL: unit, "aviary.role": role},
             "stop_signal": "SIGTERM",
             "stop_grace_period": "5s",
         }
@@ -177,7 +179,7 @@ def compose_spec(
             service["cpus"] = cpus
         if memory is not None:
             service["mem_limit"] = memory
-        services[spec.name] = service
+        services[unit] = service
     return {"services": services}
 
 
@@ -352,7 +354,9 @@ def up(
     t0 = time.monotonic()
     try:
         down(workdir, client, tool=tool)
-        check_ports(cluster, names, str(workdir / "cluster.toml"))
+        units = cluster.units()
+        members = [p.name for name in names for p in units.get(name, [])]
+        check_ports(cluster, members, str(workdir / "cluster.toml"))
         for image in {s["image"] for s in spec["services"].values()}:
             ensure_node_image_tag(client, image)  # built here, so docker-compose neither builds nor pulls
         if tool is not None:
@@ -436,6 +440,7 @@ def _exited_line(client: Any, name: str, container: Any) -> str:
 def _settle(client: Any, workdir: Path, cluster: Cluster, names: list[str], wait: float) -> Started:
     """Wait until each service's process listens on its address, or its container ended."""
     started = Started()
+    units = cluster.units()
     pending = set(names)
     deadline = time.monotonic() + wait
     latest: dict[str, Any] = {}
@@ -448,11 +453,11 @@ def _settle(client: Any, workdir: Path, cluster: Cluster, names: list[str], wait
             if c.attrs.get("State") in ("exited", "dead"):
                 started.failed.append(_exited_line(client, name, c))
                 pending.discard(name)
-            elif c.attrs.get("State") == "running":
-                spec = cluster.get(name)
-                if _listening(spec.bind or spec.host, spec.port):
-                    started.running.append(name)
-                    pending.discard(name)
+            elif c.attrs.get("State") == "running" and all(
+                _listening(p.bind or p.host, p.port) for p in units[name]
+            ):
+                started.running.append(name)
+                pending.discard(name)
         if not pending or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -462,10 +467,10 @@ def _settle(client: Any, workdir: Path, cluster: Cluster, names: list[str], wait
             continue
         c = latest[name]
         cname = c.attrs.get("Names", ["?"])[0].lstrip("/")
-        spec = cluster.get(name)
+        deaf = [p for p in units[name] if not _listening(p.bind or p.host, p.port)] or units[name]
         started.failed.append(
             f"{name}: container {cname} is {c.attrs.get('State')} but not listening on "
-            f"{spec.bind or spec.host}:{spec.port} after {wait:.0f} s: {_last_line(c)}"
+            f"{deaf[0].bind or deaf[0].host}:{deaf[0].port} after {wait:.0f} s: {_last_line(c)}"
         )
     order = {name: i for i, name in enumerate(names)}  # the file's order, whichever exited first
     started.failed.sort(key=lambda line: order.get(line.split(":", 1)[0], len(order)))
@@ -519,7 +524,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=True)
         path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory)
         print(
-            f"written: {path} ({len(cluster.processes) - 1} services), {args.dir / 'cluster.toml'}; then: "
+            f"written: {path} ({len(cluster.units()) - 1} services), {args.dir / 'cluster.toml'}; then: "
             f"aviary compose up {args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
         )
         return 0

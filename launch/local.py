@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ..common.cluster import Cluster, ProcessSpec, write_cluster
+from .process import KILL
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1
@@ -27,7 +28,11 @@ def _die_with_parent() -> None:
 
 
 class LocalTestbed:
-    """Starts the cluster's processes (or those in ``names``) on this host; use as a context manager."""
+    """Starts the cluster's processes (or those in ``names``) on this host; use as a context manager.
+
+    With ``nodes_per_process`` above 1 a child hosts a pack of node monitors (:meth:`Cluster.units`):
+    what is said here of a process (its death, its log, a kill) is said of each member, and a member can
+    be killed alone (``kill NAME`` on the child's standard input, :mod:`.process`)."""
 
     def __init__(self, cluster: Cluster, workdir: Path, names: list[str] | None = None) -> None:
         self.cluster = cluster
@@ -35,24 +40,29 @@ class LocalTestbed:
         self.workdir = Path(workdir)
         self.cluster_file = self.workdir / "cluster.toml"
         self.logs = self.workdir / "logs"
+        self.units = {
+            unit: members
+            for unit, members in cluster.units().items()
+            if members[0].role != "frontend" and (self.names is None or members[0].name in self.names)
+        }
+        self.unit_of = {p.name: unit for unit, members in self.units.items() for p in members}
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        """The child of each unit, by the unit's name (a lone process's own name)."""
+        self.killed: dict[str, int] = {}
+        """Members of a pack killed alone: their 'exit code' (-SIGKILL)."""
 
     @property
     def members(self) -> list[ProcessSpec]:
-        return [
-            p
-            for p in self.cluster.processes
-            if p.role != "frontend" and (self.names is None or p.name in self.names)
-        ]
+        return [p for members in self.units.values() for p in members]
 
     def start(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         write_cluster(self.cluster, self.cluster_file)
-        for spec in self.members:
-            with open(self.logs / f"{spec.name}.log", "wb") as log:
-                self.children[spec.name] = subprocess.Popen(
-                    [sys.executable, "-m", "aviary.launch.process", str(self.cluster_file), spec.name],
-                    stdin=subprocess.DEVNULL,
+        for unit, members in self.units.items():
+            with open(self.logs / f"{unit}.log", "wb") as log:
+                self.children[unit] = subprocess.Popen(
+                    [sys.executable, "-m", "aviary.launch.process", str(self.cluster_file), unit],
+                    stdin=subprocess.PIPE if len(members) > 1 else subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     preexec_fn=_die_with_parent,
@@ -60,12 +70,20 @@ class LocalTestbed:
                 )
 
     def dead(self) -> dict[str, int]:
-        """Children that have exited, with their exit codes."""
-        return {name: p.returncode for name, p in self.children.items() if p.poll() is not None}
+        """Processes that have exited (every member of an exited pack), with their exit codes."""
+        out = dict(self.killed)
+        for unit, child in self.children.items():
+            if child.poll() is not None:
+                out.update((p.name, child.returncode) for p in self.units[unit])
+        return out
+
+    def log_file(self, name: str) -> Path:
+        """The log of the process ``name`` (its pack's, for a packed node)."""
+        return self.logs / f"{self.unit_of.get(name, name)}.log"
 
     def log_tail(self, name: str, lines: int = 5) -> str:
         try:
-            return "\n".join((self.logs / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+            return "\n".join(self.log_file(name).read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
 
@@ -80,10 +98,21 @@ class LocalTestbed:
         return True
 
     def kill(self, name: str) -> None:
-        """SIGKILL the named child (an injected failure, ``--fail``); a name not started here is ignored."""
-        child = self.children.get(name)
-        if child is not None and child.poll() is None:
+        """SIGKILL the named process (an injected failure, ``--fail``): a lone one or a whole pack by
+        its name, a packed node alone by asking its pack; a name not started here is ignored."""
+        unit = name if name in self.children else self.unit_of.get(name)
+        child = None if unit is None else self.children.get(unit)
+        if unit is None or child is None or child.poll() is not None:
+            return
+        if unit == name or len(self.units[unit]) == 1:
             child.kill()
+        elif name not in self.killed and child.stdin is not None:
+            try:
+                child.stdin.write(f"{KILL} {name}\n".encode())
+                child.stdin.flush()
+            except OSError:  # the pack died meanwhile: dead() says so
+                return
+            self.killed[name] = -signal.SIGKILL
 
     def stop(self, grace: float = 5.0) -> None:
         alive = [p for p in self.children.values() if p.poll() is None]

@@ -252,6 +252,14 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         "--nodes", type=_positive_int, default=nodes, help="node monitors, a count (default %(default)s)"
     )
     p.add_argument(
+        "--nodes-per-process",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="real processes: node monitors one OS process hosts, each still its own ZeroMQ endpoint with "
+        "its own address and name (default %(default)s; 50 or so holds 1,000 nodes on one machine)",
+    )
+    p.add_argument(
         "--slots",
         type=_positive_int,
         default=1,

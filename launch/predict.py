@@ -237,7 +237,7 @@ def print_prediction(setup: ReplaySetup, console: Console) -> None:
     load = setup.extra.get("load")
     asked = "" if load is None or pred.utilization is None else f" (--load {load:g})"
     starting = (
-        "" if setup.connect else f" plus a few seconds to start {len(setup.cluster.processes) - 1} processes"
+        "" if setup.connect else f" plus a few seconds to start {len(setup.cluster.units()) - 1} processes"
     )
     console.print(
         f"predicted on the simulator in {human(pred.seconds)}: {bound}{human(pred.wall)} of replay for "

@@ -1,7 +1,14 @@
-"""Entry point of one testbed process: ``python -m aviary.launch.process CLUSTER.toml NAME``.
+"""Entry point of one testbed OS process: ``python -m aviary.launch.process CLUSTER.toml UNIT``.
 
-It builds the named process's core from the cluster description and runs it on the real runtime
-until a ``Shutdown`` message, SIGTERM or SIGINT.
+``UNIT`` names a process of the cluster description, or a pack of node monitors (``pack-0``: the
+description's ``nodes_per_process``, :meth:`Cluster.units`). Each member gets its own core, ZeroMQ
+socket, address and name, driven by its own :class:`Runtime` on the one event loop, so no peer can tell a
+packed node from a lone one. The process runs until every member has stopped (a ``Shutdown`` each), or
+SIGTERM or SIGINT stops them all.
+
+A launcher can fail one member of a pack alone by writing ``kill NAME`` on the process's standard input:
+that member stops at once as a SIGKILL would stop it — no reply, its timers and tasks gone, its socket
+closed without lingering — and the others run on.
 """
 
 from __future__ import annotations
@@ -18,21 +25,61 @@ from ..common.transport import AddressInUse, Transport
 from ..worker.executors import make_executor
 from .registry import build_core
 
+log = logging.getLogger("aviary.process")
 
-async def serve(cluster_path: str, name: str) -> None:
+KILL = "kill"
+"""The standard-input command that fails one member of the process (``kill NAME``)."""
+
+
+async def serve(cluster_path: str, unit: str) -> None:
     cluster = load_cluster(cluster_path)
-    spec = cluster.get(name)
-    core = build_core(spec, cluster)
-    transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
-    executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
-    runtime = Runtime(core, transport, executor, rebuild=lambda: build_core(spec, cluster))
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, runtime.stop)
+    units = cluster.units()
+    if unit not in units:
+        raise ClusterError(f"{cluster_path}: no process or pack named {unit!r}")
+    runtimes: dict[str, Runtime] = {}
+    try:
+        for spec in units[unit]:
+            transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+            executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
+            core = build_core(spec, cluster)
+            rebuild = partial(build_core, spec, cluster)
+            runtimes[spec.name] = Runtime(core, transport, executor, rebuild=rebuild)
+        loop = asyncio.get_running_loop()
+        def stop_all() -> None:
+            for runtime in runtimes.values():
+                runtime.stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop_all)
+        crashed: set[str] = set()
+        if len(runtimes) > 1:
+            loop.add_reader(sys.stdin.fileno(), _command, runtimes, crashed)
+        await asyncio.gather(*(_run(name, r, crashed) for name, r in runtimes.items()))
+    finally:
+        for runtime in runtimes.values():
+            runtime.transport.close()  # closing twice is harmless
+
+
+async def _run(name: str, runtime: Runtime, crashed: set[str]) -> None:
     try:
         await runtime.run()
     finally:
-        transport.close()
+        runtime.transport.close(linger=0 if name in crashed else None)
+
+
+def _command(runtimes: dict[str, Runtime], crashed: set[str]) -> None:
+    """One line of standard input: ``kill NAME`` fails that member; end of input is ignored."""
+    line = sys.stdin.readline()
+    if not line:
+        asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
+        return
+    verb, _, name = line.strip().partition(" ")
+    if verb == KILL and name in runtimes:
+        log.warning("%s: killed (a failure injected by the launcher)", name)
+        crashed.add(name)
+        runtimes[name].crash()
+    else:
+        log.warning("ignored the command %r (known: %s NAME)", line.strip(), KILL)
 
 
 def main(argv: list[str] | None = None) -> int:

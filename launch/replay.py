@@ -115,6 +115,7 @@ def testbed_cluster(spec: ReplaySpec, *, bind_ports: bool | None = None) -> Clus
         bind_ports=spec.runtime == "real" if bind_ports is None else bind_ports,
         capacity=capacity,
     )
+    cluster.nodes_per_process = spec.nodes_per_process
     if spec.workload == "gshet":  # racks of 10 nodes, a quarter of them GPU-labelled
         for node, attributes in zip(cluster.nodes, gshet_attributes(len(cluster.nodes)), strict=True):
             node.attributes = {**node.attributes, **attributes}
@@ -256,6 +257,8 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
     }
     if spec.workload == "gshet":  # the recipe's mix and sizes (keyword defaults of gshet_jobs)
         extra["gshet"] = gshet_defaults() | gshet_options(spec.gshet)
+    if cluster.nodes_per_process > 1:
+        extra["nodes_per_process"] = cluster.nodes_per_process
     failures = injected_failures(spec, cluster)
     if failures:
         extra["failures"] = [[f.name, f.at] for f in failures]
@@ -286,13 +289,19 @@ def injected_failures(spec: ReplaySpec, cluster: Cluster) -> list[Failure]:
         failures = parse_failures(spec.fail)
     except ValueError as exc:
         raise UsageError(f"--fail: {exc}") from None
-    names = {p.name for p in cluster.processes if p.role != "frontend"}
+    units = cluster.units()
+    names = {p.name for p in cluster.processes if p.role != "frontend"} | set(units)
+    names.discard(cluster.frontend.name)
     for f in failures:
         if f.name not in names:
             close = ", ".join(difflib.get_close_matches(f.name, sorted(names), 3)) or ", ".join(
                 sorted(names)[:5]
             )
             raise UsageError(f"--fail: no process {f.name!r} in this testbed (such as {close})")
+    if spec.runtime == "sim":  # a pack of nodes (``pack-0``) dies as its members die together
+        failures = [
+            Failure(p.name, f.at) for f in failures for p in units.get(f.name) or [cluster.get(f.name)]
+        ]
     return failures
 
 

@@ -73,6 +73,8 @@ class ReplaySpec:
     workload: Workload = "google"
     runtime: Runtime = "real"
     nodes: int = 10
+    nodes_per_process: int = 1
+    """Real processes: node monitors hosted by one OS process, each its own endpoint (issue 27)."""
     slots: int = 1
     schedulers: int = 2
     executor: Executor = "timer"

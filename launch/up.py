@@ -134,7 +134,7 @@ def died_at_start(exc: ReplayError, bed: LocalTestbed) -> str:
     last = next((line for line in reversed(bed.log_tail(name, 20).splitlines()) if line.strip()), "")
     more = f" (and {len(dead) - 1} more)" if len(dead) > 1 else ""
     said = f": {last.strip()}" if last else ""
-    return f"process {name} exited with code {code} at its start{more}{said} (log: {bed.logs / name}.log)"
+    return f"process {name} exited with code {code} at its start{more}{said} (log: {bed.log_file(name)})"
 
 
 def run_up(

@@ -1,0 +1,157 @@
+"""Many node monitors per OS process (issue 27, ``--nodes-per-process``): the description's packs, a pack
+on real processes (each member its own endpoint, failed alone or with its pack), and what a testbed
+process imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aviary.common.cluster import ClusterError, dump_cluster, load_cluster, local_cluster, write_cluster
+from aviary.launch.cli import main
+from aviary.launch.hosts import spread
+
+
+def names(units: dict) -> dict[str, list[str]]:
+    return {unit: [p.name for p in members] for unit, members in units.items()}
+
+
+def test_nodes_are_packed_per_host_in_runs_of_k_and_the_rest_stay_alone():
+    cluster = local_cluster(nodes=7, slots=1, schedulers=1, central=True, bind_ports=False)
+    cluster.nodes_per_process = 3
+    assert names(cluster.units()) == {
+        "frontend": ["frontend"],
+        "central": ["central"],
+        "sched-0": ["sched-0"],
+        "pack-0": ["node-0", "node-1", "node-2"],
+        "pack-1": ["node-3", "node-4", "node-5"],
+        "pack-2": ["node-6"],
+    }
+    assert cluster.unit_of()["node-4"] == "pack-1" and cluster.unit_of()["sched-0"] == "sched-0"
+    spread(cluster, ["hostA", "hostB"], base_port=7000)  # nodes go round-robin: a pack never spans two hosts
+    units = names(cluster.units())
+    assert units["pack-0"] == ["node-0", "node-2", "node-4"] and units["pack-1"] == ["node-6"]
+    assert units["pack-2"] == ["node-1", "node-3", "node-5"]
+    assert {p.host for p in cluster.units()["pack-2"]} == {"hostB"}
+
+
+def test_one_node_per_process_is_today_s_testbed():
+    cluster = local_cluster(nodes=3, slots=1, schedulers=1, bind_ports=False)
+    assert names(cluster.units()) == {p.name: [p.name] for p in cluster.processes}
+    assert "nodes_per_process" not in dump_cluster(cluster)  # the file of a one-per-process testbed
+
+
+def test_packing_changes_no_process_of_the_description(tmp_path):
+    """Same names, roles, addresses and ports: only the [cluster] line says how they are hosted."""
+    cluster = local_cluster(nodes=5, slots=2, schedulers=2, bind_ports=False)
+    alone = dump_cluster(cluster)
+    cluster.nodes_per_process = 4
+    write_cluster(cluster, tmp_path / "c.toml")
+    packed = (tmp_path / "c.toml").read_text()
+    assert [line for line in packed.splitlines() if line != "nodes_per_process = 4"] == alone.splitlines()
+    assert load_cluster(tmp_path / "c.toml").nodes_per_process == 4
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            ("seed = 0", "seed = 0\nnodes_per_process = 0"),
+            ":5: [cluster]: field 'nodes_per_process': must be >= 1",
+        ),
+        (("seed = 0", 'seed = 0\nnodes_per_process = "ten"'), "field 'nodes_per_process': expected a whole"),
+        (
+            ('name = "node-1"', 'name = "pack-1"'),
+            "field 'name': 'pack-1': names starting with 'pack-' are for packs",
+        ),
+    ],
+)
+def test_a_bad_pack_setting_is_one_line_naming_file_line_and_field(tmp_path, edit, message):
+    path = tmp_path / "c.toml"
+    path.write_text(
+        dump_cluster(local_cluster(nodes=2, slots=1, schedulers=1, bind_ports=False)).replace(*edit)
+    )
+    with pytest.raises(ClusterError) as err:
+        load_cluster(path)
+    assert message in str(err.value) and str(err.value).startswith(str(path))
+
+
+def test_a_testbed_process_imports_only_what_its_role_needs():
+    """A node's or a scheduler's process (every policy): none of the launcher's, the analysis' or the
+    solver's libraries in its memory (the central process of TetriSched needs HiGHS; the others not)."""
+    script = """
+import sys
+from aviary.launch import process
+from aviary.launch.registry import POLICIES, build_core, policy_cluster
+for name in sorted(POLICIES):
+    cluster = policy_cluster(name, nodes=2, bind_ports=False)
+    for spec in cluster.processes:
+        if spec.role in ("node", "scheduler"):
+            build_core(spec, cluster)
+heavy = ("matplotlib", "rich", "highspy", "dask", "distributed", "asyncssh", "docker", "numpy")
+print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+FLAGS = ["--jobs", "100", "--start", "6000", "--nodes", "10", "--duration", "6s", "--load", "0.8",
+         "--seed", "3", "--quiet", "--yes", "--nodes-per-process", "5", "--schedulers", "2"]  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("victim", "dead"), [("node-1", ["node-1"]), ("pack-1", [f"node-{i}" for i in range(5, 10)])]
+)
+def test_a_packed_node_fails_alone_or_with_its_pack_and_every_job_finishes(
+    tmp_path, no_leftover_children, victim, dead
+):
+    """10 nodes in two OS processes of 5: killing node-1 leaves its four pack mates running (they keep
+    answering, so only one is declared dead); killing pack-1 is a SIGKILL of the process: its five."""
+    out = tmp_path / "run"
+    assert main(["replay", *FLAGS, "--fail", f"{victim}@2s", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["finished"] == s["jobs"] == 100 and s["messages"]["JobDone"] == 100
+    assert s["counters"]["processes_declared_dead"] == len(dead) and s["extra"]["nodes_per_process"] == 5
+    problems = " ".join(s["extra"]["problems"])
+    assert all(f"process {name} exited with code -9" in problems for name in dead)
+    assert sorted(p.stem for p in (out / "testbed" / "logs").iterdir()) == [
+        "pack-0",
+        "pack-1",
+        "sched-0",
+        "sched-1",
+    ]
+    if victim == "node-1":
+        assert (
+            "node-1: killed (a failure injected by the launcher)"
+            in (out / "testbed/logs/pack-0.log").read_text()
+        )
+
+
+@pytest.mark.integration
+def test_three_hundred_real_node_monitors_in_six_processes_finish_a_google_sample(
+    tmp_path, no_leftover_children
+):
+    """The system test of the 1,000-node benchmark (``experiments/bench_nodes.py``) at 300 nodes: every
+    node registers at its own address (the replay starts only then) and every job finishes."""
+    out = tmp_path / "run"
+    flags = ["--policy", "sparrow", "--nodes", "300", "--nodes-per-process", "50", "--jobs", "200", "--quiet"]
+    assert main(["replay", *flags, "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["finished"] == s["jobs"] == 200 and s["nodes"] == 300
+    assert s["counters"]["processes_declared_dead"] == 0
+    cluster = load_cluster(out / "testbed" / "cluster.toml")
+    assert len({p.address for p in cluster.nodes}) == 300 and len(cluster.units()) == 1 + 6 + 2
+    assert len(list((out / "testbed" / "logs").iterdir())) == 6 + 2
+
+
+def test_the_simulator_fails_a_pack_as_its_members(tmp_path):
+    out = tmp_path / "run"
+    flags = ["--runtime", "sim", "--nodes", "10", "--nodes-per-process", "5", "--jobs", "50", "--quiet"]
+    assert main(["replay", *flags, "--fail", "pack-1@1s", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["extra"]["failures"] == [[f"node-{i}", 1.0] for i in range(5, 10)]
+    assert s["counters"]["processes_declared_dead"] == 5 and s["finished"] == 50
