@@ -80,15 +80,22 @@ async def _bench(executor_for_sleep: str, workdir: Path) -> dict[str, Any]:
     return results
 
 
-def run_bench(out: Path) -> dict[str, Any]:
+def run_bench(out: Path, peer: str | None = None) -> dict[str, Any]:
+    """The figures above in ``out/bench.json``; with ``peer="dask"`` also Dask distributed's, measured
+    the same way right after (:mod:`.bench_dask`), and Aviary's advantage on each as a ratio."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="aviary-bench-") as tmp:
         results = uvloop.run(_bench("process", Path(tmp)))
     results["targets"] = {
-        "roundtrip_p50_ms": "<= 1.5",
-        "noop_tasks_per_s": ">= 3000",
-        "sleep10ms_efficiency": "<= 1.10",
+        "roundtrip_p50_ms": "<= 0.5",
+        "noop_tasks_per_s": ">= 20x Dask's",
+        "sleep10ms_efficiency": "<= 1.03",
     }
+    if peer == "dask":
+        from .bench_dask import ratios, run_dask
+
+        results["dask"] = run_dask(_percentile)
+        results["aviary_over_dask"] = ratios(results, results["dask"])
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),

@@ -128,7 +128,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench
 
-    results = run_bench(args.out)
+    results = run_bench(args.out, peer=args.peer)
     print(json.dumps(results, indent=2))
     print(f"written: {Path(args.out) / 'bench.json'}")
     return 0

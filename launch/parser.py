@@ -636,6 +636,13 @@ def build_parser() -> Parser:
     bn.add_argument(
         "--out", type=_out_dir, default=Path("results/bench"), help="results folder (default %(default)s)"
     )
+    bn.add_argument(
+        "--peer",
+        choices=["dask"],
+        default=None,
+        help="also measure this runtime the same way in the same run and print the ratios (dask: "
+        "Dask distributed's LocalCluster of 4 one-thread workers)",
+    )
 
     sw = sub.add_parser("sweep", help="a grid of simulated replays from a TOML spec, resumable, on all cores")
     sw.add_argument("spec", type=Path, help="the sweep spec, TOML (docs/sweep.md; required)")

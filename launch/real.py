@@ -57,6 +57,8 @@ class RealOutcome:
     """A periodic planner's cycles during this replay (:meth:`Core.cycle_log`)."""
     interrupted: str | None = None
     """Why the replay stopped before every job finished (``"SIGINT"``, ``"SIGTERM"``), or None."""
+    registered_at: float | None = None
+    """When (``time.monotonic()``) every process had registered."""
 
 
 class FrontendSession:
@@ -238,6 +240,7 @@ async def run_real(
     periods missed before a process is declared dead."""
     async with FrontendSession(cluster, jobs, route, dead=dead, kill=kill, liveness=liveness) as session:
         await session.registered(register_timeout, progress, stop)
+        registered_at = time.monotonic()
         if stop() is not None:  # before the first submission: nothing ran
             session.problems.append(f"interrupted by {stop()} before the replay started")
             await session.collect(shutdown=shutdown, timeout=2.0)
@@ -266,5 +269,5 @@ async def run_real(
         outcome = RealOutcome(
             session.core, wall, +messages, counters, session.problems, log, cycles
         )  # zero counters kept
-        outcome.interrupted = stop()
+        outcome.interrupted, outcome.registered_at = stop(), registered_at
         return outcome

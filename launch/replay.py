@@ -435,11 +435,12 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
     cluster = setup.cluster
     route = get_policy(cluster.policy).route(cluster)
     bed = None if setup.connect else LocalTestbed(cluster, setup.out / "testbed")
+    started = time.monotonic()
     try:
         if bed is not None:
             bed.start()
         try:
-            return uvloop.run(
+            outcome = uvloop.run(
                 run_real(
                     cluster,
                     setup.jobs,
@@ -454,6 +455,9 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     liveness=setup.liveness,
                 )
             )
+            if outcome.registered_at is not None:  # from the first process started to the last registered
+                setup.extra["startup_seconds"] = round(outcome.registered_at - started, 3)
+            return outcome
         except ReplayError as exc:
             if bed is None:
                 raise UsageError(f"{setup.connect}: {exc}") from None
