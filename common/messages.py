@@ -1,26 +1,26 @@
-"""Wire messages and their msgpack codec (DESIGN §3).
+"""Wire messages and their codec (DESIGN §3): msgspec's msgpack ``Struct``s, typed and checked at decode.
 
-A frame is the msgpack array ``[PROTOCOL_VERSION, type_tag, field_1, ..., field_n]``. Decoding checks
-the version, the tag, the number of fields and each field's type, so that a core only ever sees
+A frame is one byte, the protocol version (:data:`PROTOCOL_VERSION`), then a msgpack array
+``[type_tag, field_1, ..., field_n]``: each message is a :class:`Message`, a ``msgspec.Struct`` encoded
+as an array whose first item is its tag. Decoding checks the version, the tag, the number of fields and
+each field's type in msgspec's compiled decoder (no hand-written checks), so that a core only ever sees
 well-formed messages; anything else raises :class:`BadFrame` with a short ``kind`` that the runtime
-counts (``dropped.<kind>``) before dropping the frame.
+counts (``dropped.<kind>``) before dropping the frame. A frame of protocol 1 (``[1, tag, fields...]``,
+aviary before issue 27) is refused as ``bad-version`` with a detail that names it.
 
-Adding a message: a slotted dataclass with a unique tag, decorated with :func:`message`. Fields with
-defaults may be omitted on the wire, so new optional fields stay compatible.
+Adding a message: a subclass of :class:`Message` with a unique ``tag``; fields with defaults may be
+omitted at the end of a frame, so new optional fields stay compatible with older senders.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
 import typing
-from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-import msgpack
+import msgspec
 
-PROTOCOL_VERSION = 1
-_pack = msgpack.Packer(use_bin_type=True).pack
+PROTOCOL_VERSION = 2
+_VERSION = bytes([PROTOCOL_VERSION])
 
 
 class BadFrame(ValueError):
@@ -31,91 +31,54 @@ class BadFrame(ValueError):
         self.kind = kind
 
 
-_BY_TAG: dict[int, type] = {}
-_CHECKS: dict[type, tuple[int, tuple[Callable[[Any], bool], ...]]] = {}
-_FIELDS: dict[type, tuple[str, ...]] = {}
+class Message(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A wire message: ``[tag, fields...]`` after the version byte."""
+
+    TAG: ClassVar[int]
 
 
-def _checker(tp: Any) -> Callable[[Any], bool]:
-    """A predicate accepting the msgpack form of values of type ``tp``."""
-    origin = typing.get_origin(tp)
-    if origin in (types.UnionType, typing.Union):
-        parts = [_checker(a) for a in typing.get_args(tp)]
-        return lambda v: any(p(v) for p in parts)
-    if tp is type(None):
-        return lambda v: v is None
-    if tp is float:
-        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-    if tp is int:
-        return lambda v: isinstance(v, int) and not isinstance(v, bool)
-    if tp in (str, bool, bytes):
-        return lambda v: isinstance(v, tp)
-    if origin is list:
-        (item,) = typing.get_args(tp) or (Any,)
-        check = _checker(item)
-        return lambda v: isinstance(v, (list, tuple)) and all(check(x) for x in v)
-    if origin is dict or tp is dict:
-        return lambda v: isinstance(v, dict)
-    if tp is Any:
-        return lambda v: True
-    raise TypeError(f"unsupported message field type {tp!r}")
+def encode(msg: Message) -> bytes:
+    """Encode a message into one frame."""
+    return _VERSION + _encode(msg)
 
 
-def message(tag: int) -> Callable[[type], type]:
-    """Register a dataclass as a wire message with the given type tag."""
-
-    def register(cls: type) -> type:
-        if tag in _BY_TAG:
-            raise ValueError(f"message tag {tag} used twice")
-        hints = typing.get_type_hints(cls)
-        fields = dataclasses.fields(cls)
-        required = sum(
-            1 for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        )
-        setattr(cls, "TAG", tag)  # noqa: B010 (set on a class the decorator receives)
-        setattr(cls, "KIND", cls.__name__)  # noqa: B010
-        _BY_TAG[tag] = cls
-        _CHECKS[cls] = (required, tuple(_checker(hints[f.name]) for f in fields))
-        _FIELDS[cls] = tuple(f.name for f in fields)
-        return cls
-
-    return register
-
-
-def encode(msg: Any) -> bytes:
-    """Encode a registered message into one frame."""
-    return _pack([PROTOCOL_VERSION, msg.TAG, *[getattr(msg, name) for name in _FIELDS[type(msg)]]])
-
-
-def decode(frame: bytes) -> Any:
-    """Decode one frame into a message, or raise :class:`BadFrame`."""
+def decode(frame: Any) -> Any:
+    """Decode one frame (bytes or any buffer) into a message, or raise :class:`BadFrame`."""
+    view = memoryview(frame)
+    if view[:1] != _VERSION:
+        raise _unversioned(bytes(view))
     try:
-        data = msgpack.unpackb(frame, use_list=True, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise BadFrame("not-msgpack", str(exc)) from None
-    if not isinstance(data, list) or len(data) < 2:
-        raise BadFrame("not-a-message")
-    version, tag, *values = data
-    if version != PROTOCOL_VERSION:
-        raise BadFrame("bad-version", repr(version)[:40])
-    cls = _BY_TAG.get(tag) if isinstance(tag, int) else None
-    if cls is None:
-        raise BadFrame("unknown-type", repr(tag)[:40])
-    required, checks = _CHECKS[cls]
-    if not required <= len(values) <= len(checks):
-        raise BadFrame("bad-fields", f"{cls.__name__} with {len(values)} fields")
-    for check, value in zip(checks, values, strict=False):
-        if not check(value):
-            raise BadFrame("bad-fields", f"{cls.__name__} field of type {type(value).__name__}")
-    return cls(*values)
+        return _decode(view[1:])
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        if text.startswith("Expected `array`,"):
+            raise BadFrame("not-a-message") from None
+        if text.endswith("at `$[0]`"):
+            raise BadFrame("unknown-type", text[:80]) from None
+        raise BadFrame("bad-fields", text[:120]) from None
+    except ValueError as exc:  # msgspec.DecodeError, and UnicodeDecodeError for a bad string
+        raise BadFrame("not-msgpack", str(exc)[:120]) from None
+
+
+def _unversioned(frame: bytes) -> BadFrame:
+    """Why a frame that does not start with this protocol's version byte is refused."""
+    if frame[:1] and frame[0] < 0x80:  # a msgpack positive fixint: another protocol's version byte
+        return BadFrame("bad-version", f"version byte {frame[0]}; this process speaks {PROTOCOL_VERSION}")
+    try:
+        data = msgspec.msgpack.decode(frame)
+    except ValueError as exc:  # msgspec.DecodeError, and UnicodeDecodeError for a bad string
+        return BadFrame("not-msgpack", str(exc)[:120])
+    if isinstance(data, list) and data and isinstance(data[0], int) and not isinstance(data[0], bool):
+        return BadFrame(
+            "bad-version", f"a frame of protocol {data[0]!r:.20}; this process speaks {PROTOCOL_VERSION}"
+        )
+    return BadFrame("not-a-message")
 
 
 # --- frontend <-> schedulers -------------------------------------------------------------------
 
 
-@message(1)
-@dataclasses.dataclass(slots=True)
-class SubmitJob:
+class SubmitJob(Message, tag=1):
     """A job for a scheduler: real task durations (run by executors) and the estimate schedulers see.
 
     Optional (multi-resource DAG jobs, :mod:`aviary.common.model`): ``stages``, each
@@ -127,7 +90,7 @@ class SubmitJob:
     job_id: int
     durations: list[float]
     estimate: float
-    stages: list[Any] = dataclasses.field(default_factory=list)
+    stages: list[Any] = []
     deadline: float | None = None
     slo: str = ""
     gang: bool = False
@@ -135,9 +98,7 @@ class SubmitJob:
     slowdown: float = 1.0
 
 
-@message(2)
-@dataclasses.dataclass(slots=True)
-class JobDone:
+class JobDone(Message, tag=2):
     """Scheduler -> frontend: the last task of the job finished.
 
     ``first_start_delay`` is measured on the scheduler's own clock, from the job's arrival to the
@@ -151,9 +112,7 @@ class JobDone:
 # --- distributed scheduler <-> node monitor ------------------------------------------------------
 
 
-@message(3)
-@dataclasses.dataclass(slots=True)
-class Probe:
+class Probe(Message, tag=3):
     """A reservation for ``count`` tasks of a job in a node's queue (batch sampling, late binding).
 
     Optional (Hawk/Eagle): ``long`` marks a probe of a long job (Hawk without its central scheduler);
@@ -169,17 +128,13 @@ class Probe:
     attempt: int = 0
 
 
-@message(4)
-@dataclasses.dataclass(slots=True)
-class GetTask:
+class GetTask(Message, tag=4):
     """Node -> scheduler: a probe of this job reached a free slot; send a task or NoTask."""
 
     job_id: int
 
 
-@message(5)
-@dataclasses.dataclass(slots=True)
-class AssignTask:
+class AssignTask(Message, tag=5):
     """Scheduler -> node: run this task now in the slot reserved for the probe.
 
     Optional ``remaining``: the job's tasks not yet handed out after this one (-1: not told); Eagle's
@@ -193,25 +148,19 @@ class AssignTask:
     remaining: int = -1
 
 
-@message(6)
-@dataclasses.dataclass(slots=True)
-class NoTask:
+class NoTask(Message, tag=6):
     """Scheduler -> node: the job has no task left for this probe."""
 
     job_id: int
 
 
-@message(7)
-@dataclasses.dataclass(slots=True)
-class CancelProbes:
+class CancelProbes(Message, tag=7):
     """Scheduler -> node: every task of the job is handed out; drop its queued probes."""
 
     job_id: int
 
 
-@message(8)
-@dataclasses.dataclass(slots=True)
-class TaskFinished:
+class TaskFinished(Message, tag=8):
     """Node -> the scheduler that placed the task."""
 
     job_id: int
@@ -219,9 +168,7 @@ class TaskFinished:
     ok: bool = True
 
 
-@message(9)
-@dataclasses.dataclass(slots=True)
-class PlaceTask:
+class PlaceTask(Message, tag=9):
     """Central scheduler -> node: queue this task itself (no late binding).
 
     Optional ``demand``: the task's resource vector (up to 4 numbers, :mod:`aviary.common.resources`);
@@ -232,12 +179,10 @@ class PlaceTask:
     task_index: int
     duration: float
     estimate: float
-    demand: list[float] = dataclasses.field(default_factory=list)
+    demand: list[float] = []
 
 
-@message(10)
-@dataclasses.dataclass(slots=True)
-class KillTask:
+class KillTask(Message, tag=10):
     """Central scheduler -> node: kill this task, which the sender placed there (preemption: the central
     has already made it runnable again, its work lost). The node kills it and answers
     ``TaskFinished(ok=False)``; a task the node does not run, or that another scheduler placed, is
@@ -250,33 +195,25 @@ class KillTask:
 # --- control -------------------------------------------------------------------------------------
 
 
-@message(20)
-@dataclasses.dataclass(slots=True)
-class Hello:
+class Hello(Message, tag=20):
     """Frontend -> any process: answer with Register when ready. ``epoch``: the replay it belongs to
     (0: none); a process hearing a new one from its frontend starts afresh (:class:`Runtime`)."""
 
     epoch: int = 0
 
 
-@message(21)
-@dataclasses.dataclass(slots=True)
-class Register:
+class Register(Message, tag=21):
     """Any process -> frontend: this process is up."""
 
     role: str
     slots: int = 0
 
 
-@message(22)
-@dataclasses.dataclass(slots=True)
-class Shutdown:
+class Shutdown(Message, tag=22):
     """Frontend -> any process: reply with Stats, then exit."""
 
 
-@message(23)
-@dataclasses.dataclass(slots=True)
-class Stats:
+class Stats(Message, tag=23):
     """A process's counters and its sent-message counts by kind, sent in answer to Shutdown.
 
     Optional ``log``: a central scheduler's record of every finished task, each
@@ -286,42 +223,32 @@ class Stats:
 
     counters: dict
     messages: dict
-    log: list[Any] = dataclasses.field(default_factory=list)
-    cycles: list[Any] = dataclasses.field(default_factory=list)
+    log: list[Any] = []
+    cycles: list[Any] = []
 
 
-@message(24)
-@dataclasses.dataclass(slots=True)
-class GetStats:
+class GetStats(Message, tag=24):
     """Frontend -> any process: reply with Stats and keep running."""
 
 
-@message(25)
-@dataclasses.dataclass(slots=True)
-class PeerDown:
+class PeerDown(Message, tag=25):
     """Frontend -> every live process: ``name`` was declared dead (missed heartbeats, an exit, or an
     injected failure); stop sending it work and re-run what it held."""
 
     name: str
 
 
-@message(26)
-@dataclasses.dataclass(slots=True)
-class PeerUp:
+class PeerUp(Message, tag=26):
     """Frontend -> every live process: ``name``, declared dead earlier, answers again: it rejoins."""
 
     name: str
 
 
-@message(27)
-@dataclasses.dataclass(slots=True)
-class GetCounters:
+class GetCounters(Message, tag=27):
     """Frontend -> any process, now and then during a replay: reply with ``Counters``."""
 
 
-@message(28)
-@dataclasses.dataclass(slots=True)
-class Counters:
+class Counters(Message, tag=28):
     """A process's counters and sent-message counts so far (``Stats`` without the logs): what the replay
     keeps of a process that dies before the end."""
 
@@ -332,9 +259,7 @@ class Counters:
 # --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------
 
 
-@message(30)
-@dataclasses.dataclass(slots=True)
-class LongTask:
+class LongTask(Message, tag=30):
     """Central -> node: queue this long task (LWL placement, thesis §2.3.7).
 
     Piggybacks Eagle's succinct state (§3.3.3): ``bitvector`` has bit i (byte i // 8, bit i % 8) set
@@ -350,9 +275,7 @@ class LongTask:
     stamp: float = -1.0
 
 
-@message(31)
-@dataclasses.dataclass(slots=True)
-class ProbeRejected:
+class ProbeRejected(Message, tag=31):
     """Node -> scheduler: a node holding long work refuses ``count`` short probes of the job (Eagle SSS),
     sending back its own bitvector and timestamp; ``attempt`` is the round the probes were sent in."""
 
@@ -363,34 +286,26 @@ class ProbeRejected:
     stamp: float = -1.0
 
 
-@message(32)
-@dataclasses.dataclass(slots=True)
-class RemainingUpdate:
+class RemainingUpdate(Message, tag=32):
     """Scheduler -> nodes holding the job's probes or tasks: its tasks not yet handed out (node SRPT)."""
 
     job_id: int
     remaining: int
 
 
-@message(33)
-@dataclasses.dataclass(slots=True)
-class StealRequest:
+class StealRequest(Message, tag=33):
     """Idle node -> general-partition node: give me your first group of short probes behind a long task
     (Hawk randomized stealing, thesis §2.3.6)."""
 
 
-@message(34)
-@dataclasses.dataclass(slots=True)
-class StealReply:
+class StealReply(Message, tag=34):
     """Victim -> thief: the stolen probes, each ``[scheduler, job_id, estimate, remaining, count]``; an
     empty list when the victim had none to give."""
 
     probes: list[Any]
 
 
-@message(35)
-@dataclasses.dataclass(slots=True)
-class TaskStarted:
+class TaskStarted(Message, tag=35):
     """Node -> the scheduler that placed the task: it started running now (LWL counts the remaining part
     of a running long task; DLWL's remaining-work bookkeeping)."""
 
@@ -398,18 +313,14 @@ class TaskStarted:
     task_index: int
 
 
-@message(36)
-@dataclasses.dataclass(slots=True)
-class QueueReport:
+class QueueReport(Message, tag=36):
     """Node -> distributed schedulers (DLWL heartbeat, thesis §3.6.2): the node's estimated queue waiting
     time in seconds (estimates of queued tasks plus the remaining part of the running ones)."""
 
     wait: float
 
 
-@message(37)
-@dataclasses.dataclass(slots=True)
-class QueueTask:
+class QueueTask(Message, tag=37):
     """Distributed scheduler -> node (DLWL, early binding): queue this task; ``remaining`` is the job's
     tasks not yet started as the scheduler knows it (node SRPT), ``long`` its class."""
 
@@ -424,9 +335,7 @@ class QueueTask:
 # --- Kairos (tags 50-59) -------------------------------------------------------------------------
 
 
-@message(50)
-@dataclasses.dataclass(slots=True)
-class Heartbeat:
+class Heartbeat(Message, tag=50):
     """Node -> central scheduler, every heartbeat interval (Kairos, thesis Alg. 2 line 45).
 
     ``tasks``: tasks on the node (running and suspended); ``variance``: population variance of their
@@ -439,4 +348,8 @@ class Heartbeat:
     free: int = 0
 
 
-MESSAGE_TYPES: tuple[type, ...] = tuple(_BY_TAG.values())
+MESSAGE_TYPES: tuple[type[Message], ...] = tuple(Message.__subclasses__())
+for _cls in MESSAGE_TYPES:
+    _cls.TAG = _cls.__struct_config__.tag  # type: ignore[assignment]  # an int: every message sets one
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(typing.Union[MESSAGE_TYPES]).decode  # type: ignore[valid-type]  # noqa: UP007 (a union built from a tuple)

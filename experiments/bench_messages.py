@@ -8,7 +8,9 @@ consecutive jobs of the bundled Google sample from the 6,000th (short and long j
 arrivals at offered load ``--load``, durations in trace seconds, single-slot nodes, 10 distributed
 schedulers where the policy uses them. The simulator counts every message a core sends, by kind, as
 the real runtime does; the table gives them per task, with the simulator's events per second.
-Writes ``messages.md`` and each run's ``summary.json`` under ``--out``.
+Writes ``messages.md`` and each run's ``summary.json`` under ``--out``; then ``codec.md``: encode +
+decode nanoseconds per message kind with today's codec and with an earlier revision's, measured in the
+same run (:mod:`aviary.experiments.bench_codec`; ``--codec-only`` for that table alone).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import argparse
 import json
 from pathlib import Path
 
+from aviary.experiments.bench_codec import BEFORE
+from aviary.experiments.bench_codec import table as codec_table
 from aviary.experiments.tables import num
 from aviary.launch.cli import main as aviary
 from aviary.launch.registry import POLICIES
@@ -59,11 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--load", type=float, default=0.8)
     parser.add_argument("--out", type=Path, default=Path("experiments/results/messages"))
+    parser.add_argument("--codec-only", action="store_true", help="only the codec's table (codec.md)")
+    parser.add_argument("--before", default=BEFORE, help="the codec revision to compare with (%(default)s)")
     args = parser.parse_args(argv)
-    summaries = {policy: run(policy, args.out, args) for policy in sorted(POLICIES)}
-    text = report(summaries, args)
-    (args.out / "messages.md").write_text(text)
-    print(text)
+    if not args.codec_only:
+        summaries = {policy: run(policy, args.out, args) for policy in sorted(POLICIES)}
+        text = report(summaries, args)
+        (args.out / "messages.md").write_text(text)
+        print(text)
+    codec = (
+        "# Encode + decode per message kind, before and after the msgspec codec (one run)\n\n"
+        "Regenerate: `python -m aviary.experiments.bench_messages --codec-only` "
+        f"(`experiments/bench_codec.py`).\n\n{codec_table(args.before)}"
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "codec.md").write_text(codec)
+    print(codec)
     return 0
 
 

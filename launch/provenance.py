@@ -40,7 +40,7 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository (the package's root folder)."""
-LIBRARIES = ("numpy", "matplotlib", "highspy", "pyzmq", "msgpack", "uvloop", "rich")
+LIBRARIES = ("numpy", "matplotlib", "highspy", "pyzmq", "msgspec", "uvloop", "rich")
 GENERATED = ("tpcds", "gshet")
 """Workload kinds whose jobs are drawn by a generator, from no trace file."""
 

@@ -23,3 +23,16 @@ def test_bench_tetrisched_runs_both_cycles_at_a_tiny_size(pure):
     for row in rows:  # cold / greedy start / default: three solves, each with a plan of positive value
         objectives = [float(x.replace(",", "")) for x in row[9].split("/")]
         assert len(objectives) == 3 and min(objectives) > 0
+
+
+def test_bench_codec_times_both_codecs_on_every_kind_with_the_same_values():
+    """The earlier revision's codec is loaded from git beside today's; each kind round-trips in both
+    (the module asserts it), and the frames of the same values are as long."""
+    from aviary.common.messages import MESSAGE_TYPES
+    from aviary.experiments.bench_codec import table
+
+    rows = [line.split("|")[1:-1] for line in table(number=20).splitlines()[2:]]
+    assert [r[0].strip() for r in rows[:-1]] == [cls.__name__ for cls in MESSAGE_TYPES]
+    for row in rows[:-1]:  # the same size: protocol 1 has its version inside the array, 2 before it
+        before, after = int(row[2]), int(row[4])
+        assert after == before and float(row[1].replace(",", "")) > 0 and float(row[3].replace(",", "")) > 0

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-import msgpack
+import msgspec
 import pytest
 import uvloop
 import zmq
@@ -53,12 +53,12 @@ values = st.recursive(
 )
 frames = st.one_of(
     st.binary(max_size=64),
-    values.map(lambda v: msgpack.packb(v)),
+    values.map(lambda v: msgspec.msgpack.encode(v)),
     st.tuples(st.integers(0, 3), st.integers(-2, 60), st.lists(values, max_size=7)).map(
-        lambda t: msgpack.packb([t[0], t[1], *t[2]])
+        lambda t: msgspec.msgpack.encode([t[0], t[1], *t[2]])
     ),
     st.tuples(st.integers(1, 60), st.lists(scalars, max_size=7)).map(
-        lambda t: msgpack.packb([PROTOCOL_VERSION, t[0], *t[1]])
+        lambda t: bytes([PROTOCOL_VERSION]) + msgspec.msgpack.encode([t[0], *t[1]])
     ),
 )
 
