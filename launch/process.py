@@ -45,6 +45,7 @@ async def serve(cluster_path: str, unit: str) -> None:
             rebuild = partial(build_core, spec, cluster)
             runtimes[spec.name] = Runtime(core, transport, executor, rebuild=rebuild)
         loop = asyncio.get_running_loop()
+
         def stop_all() -> None:
             for runtime in runtimes.values():
                 runtime.stop()

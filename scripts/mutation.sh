@@ -91,8 +91,10 @@ PY
 
 rm -rf "$stage"
 mkdir -p "$stage/aviary" "$stage/tests"
-# The package's Python files (every sub-package: the tests import the simulator and the frontend).
-for dir in __init__.py common worker distributed central launch experiments; do
+# The package's Python files (every sub-package: the tests import the simulator and the frontend), and
+# speedups.py: without it, `aviary` would import the repository's own through the editable install, whose
+# finder loads the compiled modules' sources (or builds) from the repository, not the mutated copies.
+for dir in __init__.py speedups.py common worker distributed central launch experiments; do
     find "$dir" -name '*.py' -not -path '*/__pycache__/*' -exec cp --parents {} "$stage/aviary/" \;
 done
 cp tests/conftest.py tests/helpers.py "$stage/tests/" # helpers: what the test files share

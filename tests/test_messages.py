@@ -127,4 +127,3 @@ def test_a_string_that_is_not_utf8_is_a_bad_frame():
     assert info.value.kind == "not-msgpack"
     with pytest.raises(BadFrame):
         decode(b"\xa2\x00\x80")
-
