@@ -282,8 +282,7 @@ class Runtime:
             if kind is Send:
                 self._send(effect.to, effect.msg)
             elif kind is Multicast:
-                for to in effect.to:
-                    self._send(to, effect.msg)
+                self._multicast(effect.to, effect.msg)
             elif kind is SetTimer:
                 self._set_timer(effect.key, effect.delay)
             elif kind is CancelTimer:
@@ -302,12 +301,12 @@ class Runtime:
             else:
                 self._error("bad-effect", f"unknown effect {effect!r}")
 
-    def _send(self, to: str, msg: Any) -> None:
+    def _send(self, to: str, msg: Any, frame: bytes | None = None) -> None:
         if self.crashed:
             return
         kind = type(msg).__name__
         try:
-            self.transport.send(to, encode(msg))
+            self.transport.send(to, encode(msg) if frame is None else frame)
         except UnknownPeer:
             self._error("unknown-peer", f"no address for peer {to!r}; {kind} not sent")
             return
@@ -319,6 +318,20 @@ class Runtime:
             return
         if kind not in CONTROL_KINDS:
             self.sent[kind] += 1
+
+    def _multicast(self, targets: list[str], msg: Any) -> None:
+        """One message to several peers, encoded once (Eagle's remaining-task updates go to every node
+        holding a probe of the job: tens of copies)."""
+        if self.crashed:
+            return
+        kind = type(msg).__name__
+        try:
+            frame = encode(msg)
+        except Exception as exc:
+            self._error("encode-failed", f"{kind} not sent: {exc}")
+            return
+        for to in targets:
+            self._send(to, msg, frame)
 
     def _set_timer(self, key: Any, delay: float) -> None:
         assert self.loop is not None
