@@ -92,9 +92,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from .remote import RemoteTestbed
 
         with RemoteTestbed(args.cluster, setup.out, aviary=args.remote_aviary):
-            summary = run_replay(setup, quiet=args.quiet)
+            summary = run_replay(setup, quiet=args.quiet, progress_every=args.progress_every)
     else:
-        summary = run_replay(setup, quiet=args.quiet)
+        summary = run_replay(setup, quiet=args.quiet, progress_every=args.progress_every)
     print_summary(summary, setup.out)
     return 0 if summary["finished"] == summary["jobs"] else 1
 

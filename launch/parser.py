@@ -608,6 +608,14 @@ def build_parser() -> Parser:
     )
     rp.add_argument("--force", action="store_true", help="replace the results --out holds (default: refuse)")
     rp.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
+    rp.add_argument(
+        "--progress-every",
+        type=_positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="without a terminal (a log file, nohup, | tee): a progress line every SECONDS of wall time "
+        "(default %(default)s)",
+    )
 
     cp = sub.add_parser("compare", help="percentiles of runs of one workload normalized to the first")
     cp.add_argument("dirs", nargs="+", type=Path, help="result folders; the first is the baseline")

@@ -53,7 +53,7 @@ def predict(setup: ReplaySetup, *, quiet: bool = True, limit: float = PREDICT_LI
             nonlocal bar
             if bar is None and not quiet and time.monotonic() - started > 1.0:
                 arrivals = max(j.submit for j in setup.jobs)
-                label = "predicting on the simulator"
+                label = "predicting"
                 bar = ProgressBar(
                     len(setup.jobs), label, True, virtual=True, last_arrival=arrivals, transient=True
                 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +19,6 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     TextColumn,
-    TimeElapsedColumn,
 )
 from rich.progress import Task as ProgressTask
 from rich.text import Text
@@ -35,22 +35,30 @@ class _EtaColumn(ProgressColumn):
         eta = task.fields.get("eta")
         if eta is None:
             eta = task.time_remaining
-        if eta is None:
-            shown = "-:--:--"
-        else:
-            minutes, seconds = divmod(round(max(0.0, eta)), 60)
-            shown = f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
+        shown = "-:--:--" if eta is None else clock_hms(eta)
         return Text(f"ETA {shown}", style="progress.remaining")
 
 
+def clock_hms(seconds: float) -> str:
+    minutes, secs = divmod(round(max(0.0, seconds)), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
+
+
 class ProgressBar:
-    """A rich progress bar of a replay. The bar counts jobs finished (of all of them); then the jobs
-    submitted, the replay clock against its predicted end, the time left and the time elapsed.
+    """A replay's progress: jobs finished (of all of them), the replay clock against its predicted end,
+    and the time left.
+
+    On a terminal, a rich bar that fits 80 columns. Elsewhere (``nohup``, ``| tee``, a sweep's worker: the
+    console is not a terminal) a plain line every ``every`` seconds of wall time and one at the end, which
+    a log file keeps, with the jobs submitted too.
 
     Real processes: the clock counts replay seconds from the first submission; the end is the
     simulator's prediction (``end``) and the ETA the difference (rich's estimate from the rate of
     finishing jobs without a prediction, or once past it). The simulator (``virtual``): the clock is
     virtual time, shown against the last arrival (``last_arrival``), the ETA rich's estimate."""
+
+    LABEL = 16
+    """The label's width on the bar (the policy's name; the plain line shows it whole)."""
 
     def __init__(
         self,
@@ -62,24 +70,34 @@ class ProgressBar:
         virtual: bool = False,
         last_arrival: float | None = None,
         transient: bool = False,
+        every: float = 10.0,
+        console: Console | None = None,
     ) -> None:
+        self.console = console or Console(stderr=True)
+        self.plain = enabled and not self.console.is_terminal
+        self.every = every
         self.progress = Progress(
             TextColumn("{task.description}"),
-            BarColumn(bar_width=20),
+            BarColumn(bar_width=10),
             MofNCompleteColumn(),
-            TextColumn("jobs finished, {task.fields[submitted]} submitted"),
+            TextColumn("jobs"),
             TextColumn("{task.fields[clock]}"),
             _EtaColumn(),
-            TimeElapsedColumn(),
-            disable=not enabled,
+            disable=not enabled or self.plain,
             transient=transient,
-            console=Console(stderr=True),
+            console=self.console,
         )
-        self.task = self.progress.add_task(label, total=total, submitted=0, clock="", eta=None)
+        short = label if len(label) <= self.LABEL else label[: self.LABEL - 1] + "…"
+        self.task = self.progress.add_task(short, total=total, submitted=0, clock="", eta=None)
         self.label = label
+        self.total = total
         self.end = end
         self.virtual = virtual
         self.last_arrival = last_arrival
+        self.started = time.monotonic()
+        self.printed: float | None = None
+        self.last: tuple[int, int, float | None, bool] | None = None
+        """What the last update said: jobs finished, submitted, the clock, and whether all registered."""
 
     def __enter__(self) -> ProgressBar:
         self.progress.__enter__()
@@ -87,34 +105,54 @@ class ProgressBar:
 
     def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
+        if self.plain and self.last is not None:
+            self._line()
 
     def clock_text(self, clock: float | None) -> tuple[str, float | None]:
         """The clock column's text and the ETA by the prediction (None: rich's estimate)."""
         if clock is None:
             return "", None
         if self.virtual:
-            until = "" if self.last_arrival is None else f" (arrivals until {self.last_arrival:,.0f} s)"
-            return f"virtual clock {clock:,.0f} s{until}", None
+            until = "" if self.last_arrival is None else f" of {self.last_arrival:,.0f}"
+            return f"virtual {clock:,.0f}{until} s", None
         if self.end is None:
             return f"clock {clock:,.1f} s", None
         eta = self.end - clock if clock <= self.end else None
-        return f"clock {clock:,.1f} s of {self.end:,.1f} s predicted", eta
+        return f"{clock:,.1f}/{self.end:,.1f} s", eta
 
     def update(self, frontend: FrontendCore, clock: float | None = None) -> None:
         """Show ``frontend``'s jobs and the clock (replay seconds, or virtual ones; None: not started)."""
-        if frontend.ready:
-            desc = self.label
-        else:
-            desc = f"{self.label}: waiting for {len(frontend.waiting)} processes to register"
+        self.last = (frontend.finished, frontend.submitted, clock, frontend.ready)
+        if self.plain:
+            now = time.monotonic()
+            if now - (self.started if self.printed is None else self.printed) >= self.every:
+                self._line(frontend)
+            return
         text, eta = self.clock_text(clock)
+        waiting = "" if frontend.ready else f" ({len(frontend.waiting)} to register)"
         self.progress.update(
             self.task,
             completed=frontend.finished,
-            description=desc,
             submitted=frontend.submitted,
-            clock=text,
+            clock=text + waiting,
             eta=eta,
         )
+
+    def _line(self, frontend: FrontendCore | None = None) -> None:
+        """One plain progress line (off a terminal)."""
+        assert self.last is not None
+        finished, submitted, clock, ready = self.last
+        elapsed = time.monotonic() - self.started
+        if not ready and frontend is not None:
+            state = f"waiting for {len(frontend.waiting)} processes to register"
+        else:
+            text, eta = self.clock_text(clock)
+            if eta is None and 0 < finished < self.total:  # by the rate of finishing jobs so far
+                eta = elapsed * (self.total - finished) / finished
+            left = "" if eta is None or finished >= self.total else f", ETA {clock_hms(eta)}"
+            state = f"{finished:,}/{self.total:,} jobs finished, {submitted:,} submitted, {text}{left}"
+        self.console.print(f"{self.label}: {state} (elapsed {clock_hms(elapsed)})", soft_wrap=True)
+        self.printed = time.monotonic()
 
 
 class StopSignals:

@@ -51,7 +51,7 @@ from ..common.workload import WorkloadError
 from .connect_check import testbed_down
 from .gshet_replay import gshet_defaults, gshet_options
 from .local import LocalTestbed
-from .predict import predict, prediction_notes, print_prediction, refusal
+from .predict import human, predict, prediction_notes, print_prediction, refusal
 from .progress import ProgressBar, StopSignals
 from .real import ReplayError, run_real
 from .registry import check_params, get_policy, policy_cluster
@@ -314,9 +314,12 @@ def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
     return records
 
 
-def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | None = None) -> dict[str, Any]:
+def run_replay(
+    setup: ReplaySetup, *, quiet: bool = False, console: Console | None = None, progress_every: float = 10.0
+) -> dict[str, Any]:
     """Run the replay and write the results; returns the summary. A real replay first prints its
-    prediction. Interrupted by SIGINT or SIGTERM, it still writes the results of what finished
+    prediction. Progress: a bar on a terminal, else a line every ``progress_every`` seconds (unless
+    ``quiet``). Interrupted by SIGINT or SIGTERM, it still writes the results of what finished
     (``extra.interrupted``, ``extra.interrupted_by``, the jobs left in ``unfinished``), prints them,
     and raises ``KeyboardInterrupt`` (SIGINT: the command exits 130) or ``SystemExit(143)`` (SIGTERM)."""
     console = console or Console(stderr=True)
@@ -331,15 +334,27 @@ def run_replay(setup: ReplaySetup, *, quiet: bool = False, console: Console | No
     end = None if setup.prediction is None else setup.prediction.wall
     arrivals = max(j.submit for j in jobs)
     bar = ProgressBar(
-        len(jobs), label, not quiet, end=end, virtual=setup.runtime == "sim", last_arrival=arrivals
+        len(jobs),
+        label,
+        not quiet,
+        end=end,
+        virtual=setup.runtime == "sim",
+        last_arrival=arrivals,
+        every=progress_every,
+        console=console,
     )
     with StopSignals(raise_first=False) as stop, bar:
         if setup.runtime == "sim":
+            estimated = quiet
 
             def progress(fe: FrontendCore, now: float) -> None:
                 # The simulator stops here, in its own frame: a KeyboardInterrupt raised by the signal
                 # handler could land in a gc callback, where Python only prints it.
+                nonlocal estimated
                 bar.update(fe, now)
+                if not estimated and (line := wall_estimate(time.monotonic() - started, fe, now, arrivals)):
+                    estimated = True
+                    bar.console.print(line)
                 if stop.reason is not None:
                     raise KeyboardInterrupt
 
@@ -470,6 +485,33 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
     finally:
         if bed is not None:
             bed.stop()
+
+
+CALIBRATION = 3.0
+"""Seconds of a simulated replay after which it estimates its own wall time."""
+LONG_SIMULATION = 180.0
+"""A simulated replay estimated to take longer than this (s) is flagged."""
+
+
+def wall_estimate(elapsed: float, frontend: FrontendCore, now: float, last_arrival: float) -> str | None:
+    """After :data:`CALIBRATION` seconds of a simulated replay, one line estimating its whole wall time
+    from the share done so far (of the jobs finished, or of the virtual span of the arrivals, whichever is
+    further), with a warning when it looks long; None before then or with nothing done yet."""
+    if elapsed < CALIBRATION:
+        return None
+    by_time = now / last_arrival if last_arrival > 0 else 0.0
+    done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
+    if done <= 0:
+        return None
+    total = elapsed / min(1.0, done)
+    share = min(1.0, done)
+    line = f"estimate: about {human(total)} of wall time in all (after {human(elapsed)}, {share:.0%} done)"
+    if total > LONG_SIMULATION:
+        line += (
+            " [yellow]— a long simulation: fewer --jobs or --nodes, or 'aviary sweep' to use every core"
+            "[/yellow]"
+        )
+    return line
 
 
 def print_summary(summary: dict[str, Any], out: Path, console: Console | None = None) -> None:

@@ -4,11 +4,13 @@ would fit (exit 2), and says why the utilization falls short of ``--load``."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import replace
 
 import pytest
+from rich.console import Console
 
 from aviary.launch.cli import build_parser, main
 from aviary.launch.progress import ProgressBar, _EtaColumn
@@ -100,15 +102,57 @@ def test_the_duration_picks_the_time_scale_of_the_prediction():
 def test_the_progress_bar_shows_the_clock_against_the_predicted_end_and_the_time_left():
     bar = ProgressBar(10, "sparrow", False, end=20.0)
     assert bar.clock_text(None) == ("", None)
-    assert bar.clock_text(5.0) == ("clock 5.0 s of 20.0 s predicted", 15.0)
-    assert bar.clock_text(25.0) == ("clock 25.0 s of 20.0 s predicted", None)  # past it: rich's estimate
+    assert bar.clock_text(5.0) == ("5.0/20.0 s", 15.0)
+    assert bar.clock_text(25.0) == ("25.0/20.0 s", None)  # past it: rich's estimate
     sim = ProgressBar(10, "sparrow", False, virtual=True, last_arrival=4176.4)
-    assert sim.clock_text(1234.5) == ("virtual clock 1,234 s (arrivals until 4,176 s)", None)
-    columns = [str(getattr(c, "text_format", "")) for c in bar.progress.columns]
-    assert "jobs finished, {task.fields[submitted]} submitted" in columns
+    assert sim.clock_text(1234.5) == ("virtual 1,234 of 4,176 s", None)
     eta = _EtaColumn()
     bar.progress.update(bar.task, eta=3725.4)
     assert str(eta.render(bar.progress.tasks[0])) == "ETA 1:02:05"
+
+
+class _Frontend:
+    """What the bar reads of a frontend core."""
+
+    def __init__(self, finished: int, submitted: int, ready: bool = True) -> None:
+        self.finished, self.submitted, self.ready, self.waiting = finished, submitted, ready, {"node-1"}
+
+
+def test_on_a_terminal_of_80_columns_the_bar_fits_on_one_line_with_its_counts_and_eta():
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    bar = ProgressBar(100_000, "tetrisched-nh (real, 100 nodes)", True, end=8000.0, console=console)
+    bar.update(_Frontend(12_345, 23_456), 1234.5)  # type: ignore[arg-type]
+    with console.capture() as capture:
+        console.print(bar.progress.get_renderable())
+    rendered = [r for r in capture.get().splitlines() if r.strip()]
+    assert len(rendered) == 1 and len(rendered[0]) <= 80, rendered
+    assert rendered[0].startswith("tetrisched-nh (…") and "12345/100000 jobs" in rendered[0]
+    assert "1,234.5/8,000.0 s" in rendered[0] and "ETA 1:52:46" in rendered[0]
+
+
+def test_off_a_terminal_a_plain_line_every_n_seconds_and_one_at_the_end(monkeypatch):
+    out = io.StringIO()
+    console = Console(file=out, width=80)  # a file: not a terminal
+    clock = [100.0]
+    monkeypatch.setattr("aviary.launch.progress.time.monotonic", lambda: clock[0])
+    with ProgressBar(300, "carbyne (sim, 100 nodes)", True, virtual=True, last_arrival=900.0, every=10.0,
+                     console=console) as bar:  # fmt: skip
+        bar.update(_Frontend(0, 0, ready=False), None)  # type: ignore[arg-type]
+        for t, done in ((105.0, 10), (111.0, 30), (115.0, 40), (121.0, 60)):
+            clock[0] = t
+            bar.update(_Frontend(done, done + 5), t * 2)  # type: ignore[arg-type]
+        clock[0] = 122.0
+        bar.update(_Frontend(300, 300), 950.0)  # type: ignore[arg-type]
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "carbyne (sim, 100 nodes): 30/300 jobs finished, 35 submitted, virtual 222 of 900 s, ETA 0:01:39 "
+        "(elapsed 0:00:11)",
+        "carbyne (sim, 100 nodes): 60/300 jobs finished, 65 submitted, virtual 242 of 900 s, ETA 0:01:24 "
+        "(elapsed 0:00:21)",
+        "carbyne (sim, 100 nodes): 300/300 jobs finished, 300 submitted, virtual 950 of 900 s "
+        "(elapsed 0:00:22)",
+    ]
 
 
 @pytest.mark.integration
@@ -132,3 +176,26 @@ def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_on
     assert longest_quiet(jobs, [4.0, 12.0, 62.0]) == 50.0  # from 12 to 62; 4 came before the last submit
     assert longest_quiet(jobs, [None, 40.0, None]) == 30.0
     assert longest_quiet(jobs, [None, None, None]) == 0.0
+
+
+def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_flags_a_long_one():
+    from aviary.launch.replay import wall_estimate
+
+    class Fe:
+        finished, jobs = 10, [None] * 100
+
+    assert wall_estimate(2.9, Fe(), 500.0, 1000.0) is None  # still calibrating
+    # 3 s in: half the arrivals' span simulated (further than 10 % of the jobs): about 6 s in all
+    assert (
+        wall_estimate(3.0, Fe(), 500.0, 1000.0)
+        == "estimate: about 6.0 s of wall time in all (after 3.0 s, 50% done)"
+    )
+    batch = wall_estimate(4.0, Fe(), 0.0, 0.0)  # every job at 0: by the jobs finished, 40 s
+    assert batch is not None and batch.startswith("estimate: about 40.0 s ") and "long" not in batch
+    long = wall_estimate(30.0, Fe(), 10.0, 1000.0)  # 10 % done after 30 s: 5 min
+    assert long is not None and "about 5.0 min" in long and "a long simulation" in long
+
+    class Idle:
+        finished, jobs = 0, [None] * 100
+
+    assert wall_estimate(5.0, Idle(), 0.0, 1000.0) is None  # nothing done yet: no estimate
