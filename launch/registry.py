@@ -6,6 +6,8 @@ A new policy is one module plus one entry here (DESIGN §2).
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -340,6 +342,7 @@ def _tetrisched(
     *, nh: bool = False, ng: bool = False, np: bool = False
 ) -> Callable[[dict[str, Any]], PlacementPolicy]:
     def make(v: dict[str, Any]) -> PlacementPolicy:
+        silence_highs_banner()
         return TetriSched(
             cycle=v["plan_cycle"],
             plan_ahead=v["plan_ahead"],
@@ -354,6 +357,31 @@ def _tetrisched(
         )
 
     return make
+
+
+_highs_silenced = False
+
+
+def silence_highs_banner() -> None:
+    """HiGHS prints its banner on the process's standard output (from C++, past Python's ``sys.stdout``)
+    when the process makes its first ``Highs()``, before any option can turn output off; later ones print
+    nothing. Make that first one here, the descriptor pointed at /dev/null meanwhile, so that a run of
+    TetriSched prints no banner (its cores stay pure: the launcher does this I/O); once per process."""
+    global _highs_silenced
+    if _highs_silenced:
+        return
+    _highs_silenced = True
+    import highspy
+
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:

@@ -430,3 +430,18 @@ def test_lp_guided_passes_run_only_while_the_best_plan_is_short_of_the_gap():
             assert passes[:3] == [False] * 3 and 1 <= sum(passes) < rounds
         else:
             assert status != ["Rounded LP (within gap)"] and passes == [False] * 3
+
+
+def test_a_tetrisched_replay_prints_no_highs_banner(tmp_path):
+    """HiGHS prints its banner from C++ at a process's first Highs(); the launcher makes that one with
+    standard output pointed elsewhere (a fresh process: the banner is once per process)."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "aviary.launch.cli", "replay", "--runtime", "sim", "--policy",
+           "tetrisched", "--workload", "gshet", "--jobs", "8", "--nodes", "10", "--quiet",
+           "--out", str(tmp_path / "r")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "tetrisched (sim, 10 nodes" in done.stdout  # the summary is there
+    assert "HiGHS" not in done.stdout + done.stderr
