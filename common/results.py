@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from .resources import RESOURCES, Resources
 from .usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord, fairness_over_windows, utilization_by_resource
@@ -44,11 +46,15 @@ __all__ = [
     "OLD_JOBS_HEADER",
     "SUMMARY_JSON",
     "JobRecord",
+    "Metric",
     "ResultsError",
     "TaskRecord",
     "atomic_write",
+    "family",
+    "family_metrics",
     "format_summary_table",
     "jct_stats",
+    "job_classes",
     "jobs_rows",
     "percentile",
     "read_jobs",
@@ -485,9 +491,94 @@ def units_note(scale: float | None) -> str:
     return f"replay s = trace s / {scale:,g} (time scale)"
 
 
-def format_summary_table(summary: Mapping[str, Any]) -> Table:
-    """A short rich table of a summary: JCT percentiles (replay seconds) per class, with totals and what
-    a replay second is in the caption."""
+CLASSLESS_WORKLOADS = ("tpch", "tpcds", "alibaba", "gshet")
+"""Workloads that define no short/long classes (the Google trace's cutoff means nothing for them)."""
+
+
+def job_classes(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """The job classes a summary is read by: short, long and all for the Google trace's flat jobs; all
+    alone for the DAG and SLO workloads, which define no such classes."""
+    workload = summary.get("workload")
+    kind = workload.get("kind") if isinstance(workload, Mapping) else None
+    return ("all",) if kind in CLASSLESS_WORKLOADS else CLASSES
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One headline figure of a run: its name, value, how it is shown and whether higher is better."""
+
+    name: str
+    value: float | None
+    fmt: str
+    higher_better: bool = False
+    group: str = ""
+    """Figures of one group (``utilization``, ``SLO attainment``...) share a line in a summary; their
+    names start with it."""
+    unit: str = ""
+    """Shown after the value: `` replay s`` (the replay's clock), `` s`` (wall time), or nothing."""
+
+    def shown(self) -> str:
+        return "n/a" if self.value is None else format(self.value, self.fmt) + self.unit
+
+
+def family(summary: Mapping[str, Any]) -> str:
+    """``slo`` (jobs with deadlines: TetriSched's workloads), ``dag`` (multi-resource jobs: a task log),
+    or ``flat`` (one-slot tasks: the probe-based and slot-based policies)."""
+    if summary.get("slo_attainment") is not None:
+        return "slo"
+    if summary.get("resource_utilization") is not None:
+        return "dag"
+    return "flat"
+
+
+def family_metrics(summary: Mapping[str, Any]) -> list[Metric]:
+    """The figures each family of policies is judged by, beyond the JCT percentiles: makespan and
+    utilization for all; per-resource utilization and Jain's index for multi-resource runs; SLO
+    attainment (all, accepted, no reservation), best-effort latency and solver time for SLO runs."""
+    out = [Metric("makespan", summary.get("makespan"), ",.1f", unit=" replay s")]
+    by_res = summary.get("resource_utilization")
+    if isinstance(by_res, Mapping):
+        out += [Metric(f"utilization {k}", v, ".1%", True, "utilization") for k, v in by_res.items()]
+        fair = summary.get("fairness")
+        out.append(
+            Metric("Jain's index", fair.get("mean") if isinstance(fair, Mapping) else None, ".2f", True)
+        )
+    else:
+        out.append(Metric("utilization", summary.get("utilization"), ".1%", True))
+    slo = summary.get("slo_attainment")
+    if isinstance(slo, Mapping):
+        out += [
+            Metric(f"SLO attainment {k.replace('_', ' ')}", v, ".1%", True, "SLO attainment")
+            for k, v in slo.items()
+        ]
+        out.append(
+            Metric("best-effort mean latency", summary.get("be_mean_latency"), ",.2f", unit=" replay s")
+        )
+        solver = summary.get("solver")
+        per_cycle = solver.get("seconds_per_cycle") if isinstance(solver, Mapping) else None
+        if isinstance(per_cycle, Mapping):
+            out += [
+                Metric(
+                    f"solver time per cycle {q}",
+                    per_cycle.get(q),
+                    ".4f",
+                    False,
+                    "solver time per cycle",
+                    " s",
+                )
+                for q in ("p50", "p99")
+            ]
+    return out
+
+
+NBSP = "\u00a0"
+"""Between a counter's name and value, so that a wrapped line never parts them."""
+
+
+def format_summary_table(summary: Mapping[str, Any]) -> Group:
+    """A summary for the console: JCT percentiles (replay seconds) per job class of its workload
+    (:func:`job_classes`); its family's headline figures (:func:`family_metrics`) with messages per task
+    and the wall clock; what a replay second is; the counters, each name and value unbreakable."""
     table = Table(
         title=f"{summary.get('policy', '?')} ({summary.get('runtime', '?')}, "
         f"{summary.get('nodes', '?')} nodes x {summary.get('slots', '?')} slots): "
@@ -496,37 +587,33 @@ def format_summary_table(summary: Mapping[str, Any]) -> Table:
     table.add_column("class")
     for name in ("jobs", "p50", "p90", "p99", "mean"):
         table.add_column(name, justify="right")
-    for cls in CLASSES:
+    for cls in job_classes(summary):
         st = summary.get("jct", {}).get(cls) or {}
         table.add_row(
             cls, str(st.get("count", 0)), *(_cell(st.get(k)) for k in ("p50", "p90", "p99", "mean"))
         )
-    util = summary.get("utilization")
-    per_task = summary.get("messages", {}).get("per_task")
-    makespan = summary.get("makespan")
-    parts = [
-        f"finished {summary.get('finished', '?')}/{summary.get('jobs', '?')}",
-        f"makespan {'n/a' if makespan is None else f'{makespan:.1f} replay s'}",
-        f"utilization {'n/a' if util is None else f'{util:.1%}'}",
-    ]
-    by_res = summary.get("resource_utilization")
-    if isinstance(by_res, Mapping):
-        shown = [f"{k} {v:.1%}" for k, v in by_res.items() if v is not None]
-        parts.append(f"use {' '.join(shown) if shown else 'n/a'}")
+    figures = Table(show_header=False, box=None, padding=(0, 1))
+    figures.add_column(style="bold")
+    figures.add_column()
+    figures.add_row("finished", f"{summary.get('finished', '?')}/{summary.get('jobs', '?')}")
     fair = summary.get("fairness")
-    if isinstance(fair, Mapping):
-        if fair.get("mean") is None:
-            parts.append("Jain n/a")
-        else:
-            parts.append(
-                f"Jain {fair['mean']:.2f} [{fair['min']:.2f}, {fair['max']:.2f}] "
-                f"over {fair.get('windows')} x {fair.get('window', 0):g} replay s"
-            )
-    parts.append(f"messages/task {'n/a' if per_task is None else f'{per_task:.2f}'}")
-    parts += [f"{k} {v}" for k, v in (summary.get("counters") or {}).items()]
+    rows: dict[str, list[str]] = {}
+    for m in family_metrics(summary):
+        shown = m.shown()
+        if m.name == "Jain's index" and isinstance(fair, Mapping) and m.value is not None:
+            window = f"{fair.get('windows')} x {fair.get('window', 0):g} replay s"
+            shown += f" [{fair['min']:.2f}, {fair['max']:.2f}] over {window}"
+        part = m.name[len(m.group) :].strip() if m.group else ""
+        rows.setdefault(m.group or m.name, []).append(f"{part} {shown}" if part else shown)
+    for name, shown_parts in rows.items():
+        figures.add_row(name, ", ".join(shown_parts))
+    per_task = summary.get("messages", {}).get("per_task")
+    figures.add_row("messages/task", "n/a" if per_task is None else f"{per_task:.2f}")
     wall = summary.get("wall_seconds")
     if wall is not None:
-        parts.append(f"wall clock {wall:.1f} s")
-    parts.append(units_note(time_scale_of(summary)))
-    table.caption = ", ".join(parts)
-    return table
+        figures.add_row("wall clock", f"{wall:.1f} s")
+    parts: list[Any] = [table, figures, Text(units_note(time_scale_of(summary)), style="dim")]
+    counters = [f"{k}{NBSP}{v}" for k, v in (summary.get("counters") or {}).items()]
+    if counters:
+        parts.append(Text("counters: " + ", ".join(counters), style="dim"))
+    return Group(*parts)

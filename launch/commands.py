@@ -112,6 +112,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"aviary compare: warning: {warning}", file=sys.stderr)
     if comp.differs:
         print(f"aviary compare: warning: {comp.differs_note()}", file=sys.stderr)
+    if args.json:
+        from .compare import comparison_data
+
+        print(json.dumps(comparison_data(comp), indent=2))
+        return 0
     console = Console()
     console.print(table)
     if args.plot:

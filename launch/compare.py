@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,10 @@ from rich.table import Table
 
 from ..common.results import (
     JOBS_CSV,
+    Metric,
     ResultsError,
+    family_metrics,
+    job_classes,
     percentile,
     read_jobs,
     read_summary,
@@ -60,6 +63,7 @@ __all__ = [
     "Comparison",
     "FactorStats",
     "compare",
+    "comparison_data",
     "comparison_figure",
     "comparison_table",
     "factor_stats",
@@ -157,6 +161,11 @@ class Comparison:
     """What could not be checked (folders written before the workload record), and interrupted runs."""
     time_scale: float | None = None
     """The baseline's time scale (trace seconds per replay second), None if unrecorded."""
+    classes: tuple[str, ...] = COMPARED_CLASSES
+    """The job classes compared: short and long for the Google trace, all alone for the DAG and SLO
+    workloads (:func:`~aviary.common.results.job_classes` of the baseline)."""
+    metrics: list[list[Metric]] = field(default_factory=list)
+    """Every run's family figures (:func:`~aviary.common.results.family_metrics`), baseline first."""
 
     @property
     def base(self) -> Values:
@@ -242,10 +251,11 @@ def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
             raise CompareError(str(exc)) from None
     names = [p.name or str(p) for p in paths]
     labels = [str(p) if names.count(n) > 1 else n for p, n in zip(paths, names, strict=True)]
+    classes = tuple(c for c in job_classes(summaries[0]) if c != "all") or ("all",)
     raw: list[Values] = []
     for s in summaries:
         jct = s.get("jct") or {}
-        raw.append({c: {q: (jct.get(c) or {}).get(q) for q in PERCENTILES} for c in COMPARED_CLASSES})
+        raw.append({c: {q: (jct.get(c) or {}).get(q) for q in PERCENTILES} for c in classes})
     records = [w if isinstance(w := s.get("workload"), dict) else None for s in summaries]
     differs, warnings = check_workloads(records, labels, force=force)
     for label, s in zip(labels, summaries, strict=True):
@@ -262,10 +272,12 @@ def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
         differs=differs,
         warnings=warnings,
         time_scale=time_scale_of(summaries[0]),
+        classes=classes,
+        metrics=[family_metrics(s) for s in summaries],
     )
     for label, values in zip(labels[1:], raw[1:], strict=True):
         comp.ratios[label] = {
-            c: {q: _ratio(values[c][q], raw[0][c][q]) for q in PERCENTILES} for c in COMPARED_CLASSES
+            c: {q: _ratio(values[c][q], raw[0][c][q]) for q in PERCENTILES} for c in classes
         }
     comp.totals = [_totals(s) for s in summaries]
     for label, totals in zip(labels[1:], comp.totals[1:], strict=True):
@@ -304,7 +316,7 @@ def comparison_table(comp: Comparison) -> Table:
     table.add_column(f"{base_label} (replay s)", justify="right")
     for i in range(1, len(comp.labels)):
         table.add_column(f"{comp.name(i)} / base", justify="right")
-    for c in COMPARED_CLASSES:
+    for c in comp.classes:
         for q in PERCENTILES:
             base = comp.base[c][q]
             cells = ["n/a" if base is None else f"{base:.3f}"]
@@ -319,9 +331,14 @@ def comparison_table(comp: Comparison) -> Table:
             cells = [_cell(comp.totals[0][k], ".3f")]
             cells += [_cell(comp.total_ratios[label][k], ".2f") for label in others]
             table.add_row("all", names[k], *cells)
+    rows = family_rows(comp)
+    if rows:
+        table.add_section()
+    for name, base_shown, ratios, higher in rows:
+        table.add_row("all", name + (" ↑" if higher else ""), base_shown, *(_cell(r, ".2f") for r in ratios))
     caption = [units_note(comp.time_scale)]
     if others:
-        caption.append("run / base: below 1 is better")
+        caption.append("run / base: below 1 is better (↑: above 1 is)")
     if comp.foi:
         table.add_section()
         for q in FOI_STATS:
@@ -337,6 +354,58 @@ def comparison_table(comp: Comparison) -> Table:
         )
     table.caption = "; ".join(caption)
     return table
+
+
+def family_rows(comp: Comparison) -> list[tuple[str, str, list[float | None], bool]]:
+    """The family figures of the baseline beyond makespan (a total already), each with the baseline's
+    value as shown, every other run's ratio to it, and whether higher is better."""
+    rows = []
+    others = [{m.name: m for m in metrics} for metrics in comp.metrics[1:]]
+    for m in comp.metrics[0] if comp.metrics else []:
+        if m.name == "makespan":
+            continue
+        ratios = [_ratio(o[m.name].value if m.name in o else None, m.value) for o in others]
+        rows.append((m.name, m.shown(), ratios, m.higher_better))
+    return rows
+
+
+def comparison_data(comp: Comparison) -> dict[str, Any]:
+    """The comparison table as plain data (``aviary compare --json``): every row's baseline value and
+    each run's ratio to it, the factors of improvement, the workload and the warnings."""
+    others = comp.labels[1:]
+    rows: list[dict[str, Any]] = []
+
+    def row(cls: str, figure: str, base: float | None, ratios: Sequence[float | None], higher: bool) -> None:
+        rows.append(
+            {
+                "class": cls,
+                "figure": figure,
+                "base": base,
+                "higher_is_better": higher,
+                "ratios": dict(zip(others, ratios, strict=True)),
+            }
+        )
+
+    for c in comp.classes:
+        for q in PERCENTILES:
+            row(c, q, comp.base[c][q], [comp.ratios[label][c][q] for label in others], False)
+    for k in TOTALS:
+        if comp.totals and any(t[k] is not None for t in comp.totals):
+            row("all", k, comp.totals[0][k], [comp.total_ratios[label][k] for label in others], False)
+    base_metrics = {m.name: m for m in comp.metrics[0]} if comp.metrics else {}
+    for name, _, ratios, higher in family_rows(comp):
+        row("all", name, base_metrics[name].value, ratios, higher)
+    runs = zip(comp.labels, comp.policies, comp.dirs, strict=True)
+    return {
+        "baseline": comp.labels[0],
+        "runs": [{"label": label, "policy": policy, "folder": str(d)} for label, policy, d in runs],
+        "workload": comp.workload(),
+        "time_scale": comp.time_scale,
+        "rows": rows,
+        "factors_of_improvement": {label: asdict(st) for label, st in comp.foi.items()},
+        "workloads_differ": comp.differs_note() or None,
+        "warnings": comp.warnings,
+    }
 
 
 def figure_format(path: Path) -> str:
@@ -421,11 +490,11 @@ def comparison_figure(comp: Comparison) -> Figure:
     others = comp.labels[1:]
     if not others:
         raise CompareError("a chart needs at least two results folders (a baseline and one more)")
-    groups = [(c, q) for c in COMPARED_CLASSES for q in PERCENTILES]
+    groups = [(c, q) for c in comp.classes for q in PERCENTILES]
     totals = [k for k in TOTALS if any(comp.total_ratios[label][k] is not None for label in others)]
     groups += [("all", k) for k in totals]
     heights = {
-        label: [comp.total_ratios[label][q] if c == "all" else comp.ratios[label][c][q] for c, q in groups]
+        label: [comp.total_ratios[label][q] if q in TOTALS else comp.ratios[label][c][q] for c, q in groups]
         for label in others
     }
     with_cdf = any(comp.factors.get(label) for label in others)

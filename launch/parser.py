@@ -634,6 +634,11 @@ def build_parser() -> Parser:
         action="store_true",
         help="compare runs of different workloads anyway, labelled as such (default: refuse)",
     )
+    cp.add_argument(
+        "--json",
+        action="store_true",
+        help="print the table as JSON instead (rows, ratios, factors of improvement)",
+    )
 
     dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
     dm.add_argument(

@@ -270,3 +270,50 @@ def test_an_interrupted_run_is_compared_with_a_warning(tmp_path):
                   extra={"interrupted": True, "interrupted_by": "SIGINT"})  # fmt: skip
     _, comp = compare([base, tmp_path / "b"])
     assert "b: interrupted, only 1 of its 2 jobs finished" in comp.warnings
+
+
+def dag_replay(tmp_path, name, *flags):
+    out = tmp_path / name
+    assert main(["replay", "--runtime", "sim", "--quiet", *flags, "--out", str(out)]) == 0
+    return out
+
+
+def test_a_dag_workload_is_compared_by_its_family_figures_without_a_short_long_split(tmp_path, capsys):
+    """TPC-H defines no short/long classes (the Google trace's cutoff means nothing there): one class,
+    all; then makespan, each resource's utilization and Jain's index, higher-is-better marked; the same
+    as JSON with the ratios the table shows."""
+    common = ["--workload", "tpch", "--jobs", "12", "--nodes", "8"]
+    dag_replay(tmp_path, "drf", "--policy", "drf", *common)
+    dag_replay(tmp_path, "tetris", "--policy", "tetris", *common)
+    comp = load_comparison([tmp_path / "drf", tmp_path / "tetris"])
+    assert comp.classes == ("all",) and list(comp.base) == ["all"]
+    text = " ".join(render(compare([tmp_path / "drf", tmp_path / "tetris"])[0]).split())
+    assert "short" not in text and "long" not in text
+    assert "utilization disk ↑" in text and "Jain's index ↑" in text
+    capsys.readouterr()  # the replays' and the table's output
+    assert main(["compare", str(tmp_path / "drf"), str(tmp_path / "tetris"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {(r["class"], r["figure"]): r for r in data["rows"]}
+    assert [k for k in rows if k[1] in ("p50", "p90", "p99")] == [
+        ("all", "p50"),
+        ("all", "p90"),
+        ("all", "p99"),
+    ]
+    drf, tetris = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("drf", "tetris"))
+    disk = rows["all", "utilization disk"]
+    assert disk["higher_is_better"] and disk["base"] == drf["resource_utilization"]["disk"]
+    assert disk["ratios"]["tetris"] == pytest.approx(tetris["resource_utilization"]["disk"] / disk["base"])
+    mean = rows["all", "mean_jct"]
+    assert not mean["higher_is_better"] and mean["ratios"]["tetris"] == pytest.approx(
+        tetris["mean_jct"] / drf["mean_jct"]
+    )
+    assert data["baseline"] == "drf" and data["factors_of_improvement"]["tetris"]["count"] == 12
+
+
+def test_an_slo_workload_is_compared_by_its_attainment_and_best_effort_latency(tmp_path):
+    common = ["--workload", "gshet", "--jobs", "12", "--nodes", "10"]
+    dag_replay(tmp_path, "ts", "--policy", "tetrisched", *common)
+    dag_replay(tmp_path, "ng", "--policy", "tetrisched-ng", *common)
+    text = " ".join(render(compare([tmp_path / "ts", tmp_path / "ng"])[0]).split())
+    assert "SLO attainment accepted ↑" in text and "best-effort mean latency" in text
+    assert "solver time per cycle p50" in text and "short" not in text
