@@ -654,7 +654,7 @@ def build_parser() -> Parser:
         choices=["dask"],
         default=None,
         help="also measure this runtime the same way in the same run and print the ratios (dask: "
-        "Dask distributed's LocalCluster of 4 one-thread workers)",
+        "Dask distributed's LocalCluster of 4 one-thread workers; default: none)",
     )
 
     sw = sub.add_parser("sweep", help="a grid of simulated replays from a TOML spec, resumable, on all cores")

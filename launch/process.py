@@ -35,7 +35,7 @@ async def serve(cluster_path: str, unit: str) -> None:
     cluster = load_cluster(cluster_path)
     units = cluster.units()
     if unit not in units:
-        raise ClusterError(f"{cluster_path}: no process or pack named {unit!r}")
+        raise ClusterError(f"no process named {unit!r} in the cluster (nor a pack of nodes)")
     runtimes: dict[str, Runtime] = {}
     try:
         for spec in units[unit]:

@@ -203,7 +203,9 @@ def test_containers_that_exit_at_start_are_reported(engine, tmp_path: Path, caps
         assert oom.startswith("aviary compose up: node-0: container ") and "exited at its start" in oom
         assert "lack of memory" in oom or "MemoryError" in oom, oom
         assert "node-1: container " in bad and "exited at its start with code 2: " in bad
-        assert bad.endswith("aviary: nosuch: no process named 'nosuch' in the cluster"), bad
+        assert bad.endswith(
+            "aviary: nosuch: no process named 'nosuch' in the cluster (nor a pack of nodes)"
+        ), bad
         assert "2 of 4 containers did not start" in total
         states = {c.labels["aviary.process"]: c.status for c in _left(engine, bed)}
         assert states == {"node-0": "exited", "node-1": "exited", "node-2": "running", "sched-0": "running"}

@@ -41,11 +41,14 @@ def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     assert counters["tasks_finished"] == counters["tasks_placed"] == real["tasks"]
     assert counters.get("waited_for_room", 0) == 0  # the central's free vectors match the nodes'
     # A greedy packer is chaotic: a few ms more per message moves the simulator's own mean JCT by ~10 %
-    # (carbyne 4.06 at 0.5 ms, 4.54 at 2 ms). So the real run must lie within the band the simulator
-    # spans over 0.5-5 ms delays, widened by 10 % (the real runtime's per-task overhead at 100x).
-    for key in ("mean_jct", "makespan"):
+    # (carbyne 4.06 at 0.5 ms, 4.54 at 2 ms), and real runs of one command differ as much (four runs
+    # each on a quiet machine, 2026-11-27: mean JCT tetris 4.01-4.64, carbyne 4.18-4.69, graphene
+    # 3.70-4.32, i.e. max / min 1.12-1.17; makespan and utilization within 2-4 %). So the real run must
+    # lie within the band the simulator spans over 0.5-5 ms delays, widened by that spread: 20 % for the
+    # mean JCT, 10 % for the makespan and the utilization of each resource.
+    for key, spread in (("mean_jct", 1.2), ("makespan", 1.1)):
         low, high = sim_band(sims, key)
-        assert low / 1.1 <= real[key] <= high * 1.1, (key, real[key], low, high)
+        assert low / spread <= real[key] <= high * spread, (key, real[key], low, high)
     for r in ("cores", "mem", "disk", "net"):
         low, high = sim_band([sim["resource_utilization"] for sim in sims], r)
         assert low / 1.1 <= real["resource_utilization"][r] <= high * 1.1, (r, low, high)
