@@ -637,7 +637,7 @@ def build_parser() -> Parser:
     cp.add_argument(
         "--json",
         action="store_true",
-        help="print the table as JSON instead (rows, ratios, factors of improvement)",
+        help="print the table as JSON instead (rows, ratios, factors of improvement; default: off)",
     )
 
     dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
