@@ -24,8 +24,8 @@ def summary(out: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("policy", "victim"),
-    [("sparrow", "node-1"), ("sparrow", "sched-0"), ("eagle", "node-1"), ("kairos", "node-2")],
-)
+    [("sparrow", "sched-0"), ("eagle", "node-1"), ("kairos", "node-2")],
+)  # a Sparrow node killed alone or with its OS process: tests/test_packed_nodes.py
 def test_every_job_finishes_when_a_process_is_killed(tmp_path, no_leftover_children, policy, victim):
     out = tmp_path / "run"
     flags = [*FLAGS, "--policy", policy, "--schedulers", "2", "--fail", f"{victim}@2s", "--out", str(out)]
