@@ -8,3 +8,15 @@ if __package__:
     from .speedups import choose as _choose
 
     _choose(__package__)
+
+_API = ("replay", "compare", "Run", "ReplaySpec")
+
+
+def __getattr__(name: str) -> object:
+    """``from aviary import replay, compare, Run, ReplaySpec`` (:mod:`aviary.api`), imported on first use:
+    a node process, which imports this package, never loads the launcher for it."""
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'aviary' has no attribute {name!r}")

@@ -1,0 +1,94 @@
+"""Aviary from Python: replay and compare in a notebook or a script, with the parameters of the command line.
+
+    from aviary import compare, replay
+
+    drf = replay(policy="drf", workload="tpch", runtime="sim", jobs=40, nodes=20)
+    tetris = replay(policy="tetris", workload="tpch", runtime="sim", jobs=40, nodes=20)
+    tetris.summary["mean_jct"] / drf.summary["mean_jct"]      # below 1: Tetris is better
+    [j.jct for j in tetris.jobs][:5]                          # the job table (jobs.csv)
+    compare(drf, tetris)["rows"]                              # aviary compare --json, as data
+
+:func:`replay` takes the fields of :class:`~aviary.launch.spec.ReplaySpec` as keywords — the same names,
+defaults and checks as ``aviary replay``'s flags, declared once there (``time_scale=`` for
+``--time-scale``, ``params={"probe_ratio": 3}`` for a policy's parameters), or a ``ReplaySpec`` itself
+for type checking. It writes the run's folder as the command does (``results/<workload>-<policy>-...``
+unless ``out=``) and returns a :class:`Run`: its folder, ``summary.json`` as a dict, the job table and
+its family's headline figures. :func:`compare` reads runs (or folders) as ``aviary compare`` does.
+Bad values raise :class:`~aviary.launch.spec.UsageError` with the command line's one-line messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .common.results import JobRecord, Metric, family_metrics, read_jobs, read_summary
+from .launch.compare import comparison_data, load_comparison
+from .launch.replay import run_replay, setup_replay
+from .launch.spec import ReplaySpec, UsageError
+
+__all__ = ["ReplaySpec", "Run", "UsageError", "compare", "replay"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished replay: its results folder and what it holds."""
+
+    folder: Path
+    summary: dict[str, Any] = field(repr=False)
+    """``summary.json``: JCT percentiles by class, makespan, utilization, messages, counters, provenance."""
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Run:
+        """A run from its results folder (written by ``aviary replay`` or :func:`replay`)."""
+        return cls(Path(folder), read_summary(folder))
+
+    @property
+    def jobs(self) -> list[JobRecord]:
+        """The job table (``jobs.csv``): id, class, tasks, submit, first start, finish, and ``jct``."""
+        return read_jobs(self.folder)
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        """The run's family figures by name (makespan, utilization, Jain's index, SLO attainment...)."""
+        return {m.name: m.value for m in self.figures}
+
+    @property
+    def figures(self) -> list[Metric]:
+        return family_metrics(self.summary)
+
+
+SPEC_FIELDS = tuple(f.name for f in fields(ReplaySpec))
+
+
+def replay(spec: ReplaySpec | None = None, /, *, quiet: bool = True, **values: Any) -> Run:
+    """Run one replay, on the simulator or on real processes, and return its :class:`Run`.
+
+    ``values`` are :class:`ReplaySpec` fields (``policy``, ``workload``, ``runtime``, ``nodes``, ``jobs``,
+    ``load``, ``seed``, ``out``, ``params``...); or pass a ``ReplaySpec``. ``quiet``: no progress bar and
+    no prediction on the console (the default here)."""
+    if spec is not None and values:
+        raise TypeError("replay() takes a ReplaySpec or keywords, not both")
+    if spec is None:
+        for name in values:
+            if name not in SPEC_FIELDS:
+                close = difflib.get_close_matches(name, SPEC_FIELDS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise TypeError(f"replay() got an unknown parameter {name!r}{hint}")
+        for name in ("trace", "connect", "out"):
+            if isinstance(values.get(name), str):
+                values[name] = Path(values[name])
+        spec = ReplaySpec(**values)
+    setup = setup_replay(spec, quiet=quiet)
+    summary = run_replay(setup, quiet=quiet)
+    return Run(setup.out, summary)
+
+
+def compare(*runs: Run | str | Path, force: bool = False) -> dict[str, Any]:
+    """``aviary compare --json`` of ``runs`` (the first is the baseline) as a dict: ``rows`` (each with
+    ``class``, ``figure``, the baseline's value and every other run's ratio to it, and whether higher is
+    better), ``factors_of_improvement``, ``workload``, ``warnings``."""
+    folders = [r.folder if isinstance(r, Run) else Path(r) for r in runs]
+    return comparison_data(load_comparison(folders, force=force))
