@@ -166,6 +166,8 @@ class Comparison:
     workloads (:func:`~aviary.common.results.job_classes` of the baseline)."""
     metrics: list[list[Metric]] = field(default_factory=list)
     """Every run's family figures (:func:`~aviary.common.results.family_metrics`), baseline first."""
+    jcts: list[list[float]] = field(default_factory=list)
+    """Every run's finished jobs' JCTs (s), sorted (empty without ``jobs.csv``), baseline first."""
 
     @property
     def base(self) -> Values:
@@ -282,10 +284,11 @@ def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
     comp.totals = [_totals(s) for s in summaries]
     for label, totals in zip(labels[1:], comp.totals[1:], strict=True):
         comp.total_ratios[label] = {k: _ratio(totals[k], comp.totals[0][k]) for k in TOTALS}
+    finished = [_finished_jcts(p) for p in paths]
+    comp.jcts = [sorted(j.values()) if j else [] for j in finished]
     if len(paths) > 1:
-        base_jcts = _finished_jcts(paths[0])
-        for label, p in zip(labels[1:], paths[1:], strict=True):
-            jcts = _finished_jcts(p)
+        base_jcts = finished[0]
+        for label, p, jcts in zip(labels[1:], paths[1:], finished[1:], strict=True):
             if base_jcts is None or jcts is None:
                 missing = paths[0] if base_jcts is None else p
                 comp.factors[label] = []
@@ -498,13 +501,17 @@ def comparison_figure(comp: Comparison) -> Figure:
         for label in others
     }
     with_cdf = any(comp.factors.get(label) for label in others)
+    with_jcts = all(comp.jcts)
+    slo = [[m for m in metrics if m.group == "SLO attainment"] for metrics in comp.metrics]
+    with_slo = bool(slo) and all(slo)
     bars_width = max(6.0, 1.5 + len(groups) * (0.55 + 0.35 * len(others)))  # room for each tick's label
-    fig = Figure(figsize=(bars_width + (6.0 if with_cdf else 0.0), 4.6), layout="constrained")
+    widths = [bars_width] + [6.0] * (with_jcts + with_cdf) + [4.5] * with_slo
+    fig = Figure(figsize=(sum(widths), 4.6), layout="constrained")
     FigureCanvasAgg(fig)
-    if with_cdf:
-        ax, cdf = fig.subplots(1, 2, width_ratios=[bars_width, 6.0])
-    else:
-        ax = fig.add_subplot()
+    panels = list(fig.subplots(1, len(widths), width_ratios=widths, squeeze=False)[0])
+    ax = panels.pop(0)
+    if with_jcts:
+        jct_cdf(panels.pop(0), comp)
     log = ratio_bars(
         ax,
         {comp.name(i + 1): heights[label] for i, label in enumerate(others)},
@@ -513,6 +520,7 @@ def comparison_figure(comp: Comparison) -> Figure:
     ax.set_ylabel(f"run / {comp.name(0)}" + (" (log scale)" if log else "") + ", below 1 is better")
     ax.legend()
     if with_cdf:
+        cdf = panels.pop(0)
         for i, label in enumerate(others):
             xs = comp.factors.get(label) or []
             if xs:
@@ -525,11 +533,47 @@ def comparison_figure(comp: Comparison) -> Figure:
         cdf.set_xlabel(f"factor of improvement ({comp.name(0)} JCT / run JCT, log scale)")
         cdf.set_ylabel("fraction of jobs")
         cdf.legend()
+    if with_slo:
+        slo_bars(panels.pop(0), comp, slo)
     title = f"Job completion time of each run / {comp.name(0)}'s (below 1 is better)\n{comp.workload()}"
     if comp.differs:
         title = f"{comp.differs_note()}\n{title}"
     fig.suptitle(title, color="firebrick" if comp.differs else "black", fontsize=11)
     return fig
+
+
+def run_color(i: int) -> str:
+    """Run ``i``'s colour in every panel: the baseline black, the others as in the ratio bars."""
+    return "black" if i == 0 else f"C{i - 1}"
+
+
+def jct_cdf(ax: Any, comp: Comparison) -> None:
+    """Each run's CDF of job completion times (finished jobs, replay seconds), log x."""
+    for i, xs in enumerate(comp.jcts):
+        ys = [(k + 1) / len(xs) for k in range(len(xs))]
+        ax.step([xs[0], *xs], [0.0, *ys], where="post", color=run_color(i), label=comp.name(i))
+    if min(x for xs in comp.jcts for x in xs) > 0:
+        ax.set_xscale("log")
+        plain_log_ticks(ax.xaxis)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("job completion time (replay s, log scale)")
+    ax.set_ylabel("fraction of jobs")
+    ax.legend()
+
+
+def slo_bars(ax: Any, comp: Comparison, slo: list[list[Metric]]) -> None:
+    """SLO attainment of each run (all, accepted, no reservation), in per cent, side by side."""
+    kinds = [m.name[len("SLO attainment ") :] for m in slo[0]]
+    width = 0.8 / len(slo)
+    for i, metrics in enumerate(slo):
+        values = {m.name[len("SLO attainment ") :]: m.value for m in metrics}
+        heights = [100.0 * (values.get(k) or 0.0) for k in kinds]
+        xs = [j + (i - (len(slo) - 1) / 2) * width for j in range(len(kinds))]
+        ax.bar(xs, heights, width, color=run_color(i), label=comp.name(i))
+    ax.set_xticks(range(len(kinds)), kinds)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("SLO attainment (%), higher is better")
+    ax.legend(fontsize="small")
 
 
 def plot_comparison(comp: Comparison, path: Path) -> None:

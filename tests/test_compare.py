@@ -317,3 +317,30 @@ def test_an_slo_workload_is_compared_by_its_attainment_and_best_effort_latency(t
     text = " ".join(render(compare([tmp_path / "ts", tmp_path / "ng"])[0]).split())
     assert "SLO attainment accepted ↑" in text and "best-effort mean latency" in text
     assert "solver time per cycle p50" in text and "short" not in text
+
+
+def test_the_figure_has_each_run_s_jct_cdf_and_for_slo_runs_their_attainment(tmp_path):
+    common = ["--workload", "gshet", "--jobs", "12", "--nodes", "10"]
+    dirs = [dag_replay(tmp_path, "ts", "--policy", "tetrisched", *common),
+            dag_replay(tmp_path, "ng", "--policy", "tetrisched-ng", *common)]  # fmt: skip
+    comp = load_comparison(dirs)
+    fig = comparison_figure(comp)
+    labels = [ax.get_xlabel() for ax in fig.axes]
+    assert labels[1] == "job completion time (replay s, log scale)" and fig.axes[1].get_xscale() == "log"
+    assert labels[2].startswith("factor of improvement") and fig.axes[3].get_ylabel().startswith(
+        "SLO attainment"
+    )
+    jct_lines = fig.axes[1].get_lines()
+    assert [line.get_label() for line in jct_lines] == ["ts (tetrisched)", "ng (tetrisched-ng)"]
+    assert len(jct_lines[0].get_xdata()) == 13  # 12 jobs and the start of the step
+    heights = [round(p.get_height(), 3) for p in fig.axes[3].patches]
+    ts = json.loads((tmp_path / "ts" / "summary.json").read_text())["slo_attainment"]
+    assert heights[:3] == [round(100 * ts[k], 3) for k in ("all", "accepted", "no_reservation")]
+    png = tmp_path / "slo.png"
+    compare(dirs, png)
+    from matplotlib.image import imread
+
+    pixels = imread(png)
+    height, width = pixels.shape[:2]
+    assert width > 4 * height  # four panels side by side
+    assert (pixels[..., :3] < 0.9).any(axis=-1).mean() > 0.02  # not blank: ink on more than 2 % of it
