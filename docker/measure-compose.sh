@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The N-node emulation in containers, measured (docker/README.md, docs/measurements.md):
 #   bash docker/measure-compose.sh [NODES] [-- REPLAY FLAGS]     (default 100 nodes, 2 schedulers)
+#   PACK=10 bash docker/measure-compose.sh 100                   (10 node monitors per container)
 # writes the testbed, starts it with `aviary compose up` (docker-compose where installed; AVIARY_SDK=1:
 # the docker SDK), prints the start time, the containers' memory (the sum of `docker stats`, and the
 # host's used memory before and after), replays against it and brings it down. Needs the engine
@@ -19,7 +20,7 @@ used() { free -b | awk '/^Mem:/ { print $3 }'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576 }'; }
 
 aviary compose down "$DIR" > /dev/null 2>&1 || true
-aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000
+aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000 --nodes-per-process "${PACK:-1}"
 before=$(used)
 start=$(date +%s.%N)
 aviary compose up "$DIR" "${UP_FLAGS[@]}"
@@ -33,10 +34,10 @@ stats=$(docker stats --no-stream --format '{{.MemUsage}}' "${ids[@]}" | awk '
       s += v * f; n++; if (v * f > m) m = v * f }
     END { printf "%.0f %d %.0f", s, n, m }')
 read -r sum count max <<< "$stats"
-echo "memory: $count containers, docker stats sum $(mib "$sum") (largest $(mib "$max")); host used $(awk -v b=$((after - before)) 'BEGIN { printf "%+.0f MiB", b / 1048576 }')"
+echo "memory: $count containers, docker stats sum $(mib "$sum") (largest $(mib "$max"), $(mib $((sum / NODES))) per node monitor); host used $(awk -v b=$((after - before)) 'BEGIN { printf "%+.0f MiB", b / 1048576 }')"
 start=$(date +%s.%N)
 status=0
-aviary replay --connect "$DIR/cluster.toml" "${REPLAY[@]}" --out "$DIR/run" || status=$?
+aviary replay --connect "$DIR/cluster.toml" "${REPLAY[@]}" --out "$DIR/run" --force || status=$?
 echo "replay: exit $status in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 "${PYTHON:-python3}" -c 'import json, sys; s = json.load(open(sys.argv[1])); print("replay:", s["finished"], "of", s["jobs"], "jobs finished, tasks", s["counters"]["tasks_finished"], "of", s["tasks"])' "$DIR/run/summary.json"
 start=$(date +%s.%N)

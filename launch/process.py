@@ -6,7 +6,8 @@ socket, address and name, driven by its own :class:`Runtime` on the one event lo
 packed node from a lone one. The process runs until every member has stopped (a ``Shutdown`` each), or
 SIGTERM or SIGINT stops them all.
 
-A launcher can fail one member of a pack alone by writing ``kill NAME`` on the process's standard input:
+A launcher can fail one member of a pack alone by writing ``kill NAME`` on the process's standard input
+(when it is a pipe: a local testbed's and ``aviary host``'s; a container's is not):
 that member stops at once as a SIGKILL would stop it — no reply, its timers and tasks gone, its socket
 closed without lingering — and the others run on.
 """
@@ -15,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import stat
 import sys
 from functools import partial
+from typing import Any
 
 from ..common.cluster import ClusterError, load_cluster
 from ..common.runtime import Runtime
@@ -53,7 +57,7 @@ async def serve(cluster_path: str, unit: str) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_all)
         crashed: set[str] = set()
-        if len(runtimes) > 1:
+        if len(runtimes) > 1 and _pipe(sys.stdin):  # a launcher's (docker and a terminal give none)
             loop.add_reader(sys.stdin.fileno(), _command, runtimes, crashed)
         await asyncio.gather(*(_run(name, r, crashed) for name, r in runtimes.items()))
     finally:
@@ -66,6 +70,15 @@ async def _run(name: str, runtime: Runtime, crashed: set[str]) -> None:
         await runtime.run()
     finally:
         runtime.transport.close(linger=0 if name in crashed else None)
+
+
+def _pipe(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe or a socket (what an event loop can watch; /dev/null is not)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _command(runtimes: dict[str, Runtime], crashed: set[str]) -> None:
