@@ -168,19 +168,27 @@ def test_replay_against_containers_of_docker_compose(compose, engine, tmp_path: 
 
 @pytest.mark.system
 def test_replay_against_containers_of_the_sdk(engine, tmp_path: Path):
-    """The fallback where docker-compose is not installed: the docker SDK reads the same file."""
+    """The fallback where docker-compose is not installed: the docker SDK reads the same file. Here with
+    the nodes packed two to a container (``--nodes-per-process 2``): 3 nodes in 2 containers."""
     bed = tmp_path / "bed"
-    write(bed, policy_cluster("sparrow", nodes=3, slots=2, schedulers=1))
+    cluster = policy_cluster("sparrow", nodes=3, slots=2, schedulers=1)
+    cluster.nodes_per_process = 2
+    write(bed, cluster)
+    assert sorted(json.loads((bed / "docker-compose.yml").read_text())["services"]) == [
+        "pack-0",
+        "pack-1",
+        "sched-0",
+    ]
     try:
         started = up(bed, engine, sdk=True)
-        assert started.failed == [] and len(started.running) == 4 and started.via == "the docker SDK"
+        assert started.failed == [] and len(started.running) == 3 and started.via == "the docker SDK"
         out = tmp_path / "run"
         assert main(["replay", "--connect", str(bed / "cluster.toml"), *REPLAY, "--out", str(out)]) == 0
         summary = json.loads((out / "summary.json").read_text())
         assert summary["jobs"] == summary["finished"] == 20
     finally:
         removed = down(bed, engine, tool=None)
-    assert removed == 4
+    assert removed == 3
     assert _left(engine, bed) == []
 
 
