@@ -30,7 +30,7 @@ def _zmq_echo(port: int, ready: Any) -> None:
     import zmq
 
     async def main() -> None:
-        sock = zmq.Context.instance().socket(zmq.ROUTER)
+        sock: Any = zmq.Context.instance().socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTING_ID, b"echo")
         sock.bind(f"tcp://127.0.0.1:{port}")
         loop, done = asyncio.get_running_loop(), asyncio.Event()
@@ -60,7 +60,7 @@ def zmq_round_trips(rounds: int) -> list[float]:
     times: list[float] = []
 
     async def main() -> None:
-        sock = zmq.Context.instance().socket(zmq.ROUTER)
+        sock: Any = zmq.Context.instance().socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTING_ID, b"ping")
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.connect(f"tcp://127.0.0.1:{port}")

@@ -26,6 +26,7 @@ import json
 import math
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -73,9 +74,10 @@ class CellOutput:
     seconds: float
 
 
-def run_cell(cell: Cell) -> CellOutput:
-    """Run one cell (a simulated replay, quiet) in a scratch folder; return its results files. The
-    summary's ``extra.sweep`` records the cell (its name, values and flags)."""
+def run_cell(cell: Cell, scratch: Path | None = None) -> CellOutput:
+    """Run one cell (a simulated replay, quiet) in a scratch folder (under ``scratch``, else the
+    system's); return its results files. The summary's ``extra.sweep`` records the cell (its name,
+    values and flags)."""
     from rich.console import Console
 
     from .parser import build_parser
@@ -83,7 +85,7 @@ def run_cell(cell: Cell) -> CellOutput:
     from .spec import ReplaySpec
 
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="aviary-sweep-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aviary-sweep-", dir=scratch) as tmp:
         args = build_parser().parse_args(["replay", *cell.flags, "--quiet", "--out", tmp])
         setup = setup_replay(ReplaySpec.from_args(args), quiet=True)
         setup.extra["sweep"] = {"cell": cell.name, "values": cell.values, "flags": cell.flags}
@@ -139,9 +141,6 @@ def dask_distributed() -> ModuleType:
     return distributed
 
 
-STOP_WAIT = 5.0
-"""Seconds a pool worker has to stop its cell after Ctrl-C before it is terminated."""
-
 OnResult = Callable[[Cell, "CellOutput | BaseException"], None]
 
 
@@ -152,33 +151,34 @@ def _init_worker() -> None:
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the worker's for its life)
 
 
-def run_local(cells: Sequence[Cell], workers: int, on_result: OnResult) -> None:
+def run_local(cells: Sequence[Cell], workers: int, on_result: OnResult, scratch: Path | None = None) -> None:
     """Run the cells in a pool of ``workers`` processes; ``on_result`` gets each one's output (or the
-    exception it raised) as it finishes. Interrupted (KeyboardInterrupt), the running cells are stopped
-    (SIGINT: their partial results are dropped) and the queued ones cancelled."""
+    exception it raised) as it finishes. Interrupted (KeyboardInterrupt), the running cells are killed at
+    once (their results would be dropped anyway: a cell counts only once its output is written here) and
+    the queued ones cancelled; the cells' scratch folders live under ``scratch`` (made here, removed at
+    the end), so a killed cell leaves nothing behind."""
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads (rich's refresh)
+    root = Path(tempfile.mkdtemp(prefix="aviary-sweep-", dir=scratch))
     pool = ProcessPoolExecutor(min(workers, len(cells)), mp_context=ctx, initializer=_init_worker)
     try:
-        pending: dict[Future[CellOutput], Cell] = {pool.submit(run_cell, c): c for c in cells}
+        pending: dict[Future[CellOutput], Cell] = {pool.submit(run_cell, c, root): c for c in cells}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 cell = pending.pop(fut)
                 exc = fut.exception()
                 on_result(cell, fut.result() if exc is None else exc)
+        pool.shutdown(wait=True)
     except BaseException:
         procs = [p for p in list(getattr(pool, "_processes", {}).values()) if p.is_alive()]
         for proc in procs:
-            if proc.pid is not None:
-                os.kill(proc.pid, signal.SIGINT)
+            proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:  # a cell not yet in its replay finishes it unless stopped
-            proc.join(STOP_WAIT)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(STOP_WAIT)
+        for proc in procs:
+            proc.join()
         raise
-    pool.shutdown(wait=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def connect(address: str) -> Any:
