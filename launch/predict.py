@@ -35,9 +35,22 @@ PREDICT_LIMIT = 30.0
 LOAD_SHORTFALL = 0.75
 """A predicted utilization below this share of ``--load`` gets a note saying why and what to change."""
 
+CONTAINER_START = 0.3
+"""Seconds from a docker task's launch to its first instruction on this class of machine (0.2-0.3 s,
+``worker/executors.py``): the docker executor counts them as running time, so a task runs at least
+this long; the prediction of a ``--executor docker`` replay holds every task to it."""
+
 MIN_TASK = 0.002
 """A median task shorter than this (replay seconds) gets a note: the real runtime's per-task overhead
 (about a millisecond) would weigh."""
+
+
+def started_tasks(setup: ReplaySetup) -> list[JobSpec]:
+    """The jobs as the executor will run them: with docker, no task shorter than a container's start
+    (:data:`CONTAINER_START`); otherwise as they are."""
+    if setup.cluster.executor != "docker":
+        return setup.jobs
+    return [replace(j, durations=[max(d, CONTAINER_START) for d in j.durations]) for j in setup.jobs]
 
 
 def predict(setup: ReplaySetup, *, quiet: bool = True, limit: float = PREDICT_LIMIT) -> Prediction:
@@ -63,7 +76,7 @@ def predict(setup: ReplaySetup, *, quiet: bool = True, limit: float = PREDICT_LI
 
         outcome = simulate(
             setup.cluster,
-            setup.jobs,
+            started_tasks(setup),
             net_delay=setup.net_delay,
             progress=progress,
             progress_every=5_000,
@@ -157,6 +170,14 @@ def prediction_notes(spec: ReplaySpec, setup: ReplaySetup, prediction: Predictio
                 f"{head}: job {last.job_id}{where} with {human(math.fsum(last.durations))} of task time "
                 f"keeps the cluster busy {human(max(0.0, prediction.wall - span))} after the last arrival, "
                 "mostly idle; pick another --start, or more --jobs"
+            )
+    if setup.cluster.executor == "docker":
+        short = sum(d < CONTAINER_START for j in jobs for d in j.durations)
+        tasks = sum(len(j.durations) for j in jobs)
+        if short:
+            notes.append(
+                f"{short} of {tasks} tasks are shorter than a container's start "
+                f"(~{CONTAINER_START:g} s with --executor docker): the prediction runs them that long"
             )
     median = statistics.median(d for j in jobs for d in j.durations)
     if median < MIN_TASK:

@@ -199,3 +199,20 @@ def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_
         finished, jobs = 0, [None] * 100
 
     assert wall_estimate(5.0, Idle(), 0.0, 1000.0) is None  # nothing done yet: no estimate
+
+
+def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start():
+    """With --executor docker a task takes at least its container's start (~0.3 s, counted as running
+    time): the prediction runs every shorter task that long, and says so (predicted 20.4 s, ran 34.1 s
+    before)."""
+    from aviary.launch.predict import CONTAINER_START, prediction_notes, started_tasks
+
+    spec = ReplaySpec(policy="sparrow", jobs=60, nodes=4, slots=2, time_scale=2000.0)
+    timer, docker = (setup_replay(replace(spec, executor=e), quiet=True) for e in ("timer", "docker"))
+    assert started_tasks(timer) is timer.jobs
+    short = sum(d < CONTAINER_START for j in docker.jobs for d in j.durations)
+    assert short > 0 and all(d >= CONTAINER_START for j in started_tasks(docker) for d in j.durations)
+    assert timer.prediction is not None and docker.prediction is not None
+    assert docker.prediction.wall > timer.prediction.wall
+    notes = prediction_notes(replace(spec, executor="docker"), docker, docker.prediction)
+    assert any(f"{short} of " in n and "shorter than a container's start" in n for n in notes)
