@@ -56,20 +56,19 @@ async def serve(cluster_path: str, unit: str) -> None:
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_all)
-        crashed: set[str] = set()
         if len(runtimes) > 1 and _pipe(sys.stdin):  # a launcher's (docker and a terminal give none)
-            loop.add_reader(sys.stdin.fileno(), _command, runtimes, crashed)
-        await asyncio.gather(*(_run(name, r, crashed) for name, r in runtimes.items()))
+            loop.add_reader(sys.stdin.fileno(), _command, runtimes)
+        await asyncio.gather(*(_run(r) for r in runtimes.values()))
     finally:
         for runtime in runtimes.values():
             runtime.transport.close()  # closing twice is harmless
 
 
-async def _run(name: str, runtime: Runtime, crashed: set[str]) -> None:
+async def _run(runtime: Runtime) -> None:
     try:
         await runtime.run()
     finally:
-        runtime.transport.close(linger=0 if name in crashed else None)
+        runtime.transport.close(linger=0 if runtime.crashed else None)
 
 
 def _pipe(stream: Any) -> bool:
@@ -81,7 +80,7 @@ def _pipe(stream: Any) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _command(runtimes: dict[str, Runtime], crashed: set[str]) -> None:
+def _command(runtimes: dict[str, Runtime]) -> None:
     """One line of standard input: ``kill NAME`` fails that member; end of input is ignored."""
     line = sys.stdin.readline()
     if not line:
@@ -90,7 +89,6 @@ def _command(runtimes: dict[str, Runtime], crashed: set[str]) -> None:
     verb, _, name = line.strip().partition(" ")
     if verb == KILL and name in runtimes:
         log.warning("%s: killed (a failure injected by the launcher)", name)
-        crashed.add(name)
         runtimes[name].crash()
     else:
         log.warning("ignored the command %r (known: %s NAME)", line.strip(), KILL)
