@@ -44,10 +44,10 @@ from .resources import Resources
 ROLES = ("frontend", "central", "scheduler", "node")
 PARTITIONS = ("general", "short")
 CONTROL = "control"
+"""The name of a launcher's own frontend (``aviary up``, ``aviary host``), not in the description."""
 PACK = "pack-"
 """The name of an OS process hosting several node monitors starts with this (``pack-0``, ...): no
 process of a description may be named so."""
-"""The name of a launcher's own frontend (``aviary up``, ``aviary host``), not in the description."""
 
 
 class ClusterError(ValueError):
@@ -141,10 +141,6 @@ class Cluster:
         else:
             units.update((f"{PACK}{i}", run) for i, run in enumerate(runs))
         return units
-
-    def unit_of(self) -> dict[str, str]:
-        """Each process's name -> the name of the OS process (:meth:`units`) that hosts it."""
-        return {p.name: unit for unit, members in self.units().items() for p in members}
 
     def get(self, name: str) -> ProcessSpec:
         for p in self.processes:
