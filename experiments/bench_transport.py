@@ -16,13 +16,49 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import socket
 import statistics
 import struct
 import time
-import timeit
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aviary.common import messages
+from aviary.common.cluster import free_ports
+from aviary.experiments.bench_codec import round_trip_ns
+
 FRAME = b"x" * 40
+
+
+Client = Callable[[int], Awaitable[tuple[Callable[[bytes], None], Callable[[], Awaitable[bytes]]]]]
+"""Connects to the echo on a port; returns how to send a frame and how to await the echoed one."""
+
+
+def round_trips(echo: Callable[[int, Any], None], client: Client, rounds: int) -> list[float]:
+    """Seconds of each of ``rounds`` round trips of :data:`FRAME` against ``echo(port, ready)`` started in
+    a process of its own; a ``stop`` frame ends the echo."""
+    import uvloop
+
+    (port,) = free_ports(1)
+    ready = mp.Event()
+    child = mp.Process(target=echo, args=(port, ready))
+    child.start()
+    ready.wait(10)
+    times: list[float] = []
+
+    async def main() -> None:
+        send, receive = await client(port)
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            send(FRAME)
+            await receive()
+            times.append(time.perf_counter() - t0)
+        send(b"stop")
+        await receive()
+
+    uvloop.run(main())
+    child.join(10)
+    return times
 
 
 def _zmq_echo(port: int, ready: Any) -> None:
@@ -33,7 +69,7 @@ def _zmq_echo(port: int, ready: Any) -> None:
         sock: Any = zmq.Context.instance().socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTING_ID, b"echo")
         sock.bind(f"tcp://127.0.0.1:{port}")
-        loop, done = asyncio.get_running_loop(), asyncio.Event()
+        done = asyncio.Event()
 
         def drain() -> None:
             while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
@@ -42,63 +78,53 @@ def _zmq_echo(port: int, ready: Any) -> None:
                     done.set()
                 sock.send_multipart((rid, frame), zmq.NOBLOCK)
 
-        loop.add_reader(sock.getsockopt(zmq.FD), drain)
+        asyncio.get_running_loop().add_reader(sock.getsockopt(zmq.FD), drain)
         ready.set()
         await done.wait()
 
     uvloop.run(main())
 
 
-def zmq_round_trips(rounds: int) -> list[float]:
-    import uvloop
+async def _zmq_client(port: int) -> tuple[Callable[[bytes], None], Callable[[], Awaitable[bytes]]]:
     import zmq
 
-    port, ready = 47391, mp.Event()
-    child = mp.Process(target=_zmq_echo, args=(port, ready))
-    child.start()
-    ready.wait(10)
-    times: list[float] = []
+    sock: Any = zmq.Context.instance().socket(zmq.ROUTER)
+    sock.setsockopt(zmq.ROUTING_ID, b"ping")
+    sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    got: asyncio.Queue[bytes] = asyncio.Queue()
 
-    async def main() -> None:
-        sock: Any = zmq.Context.instance().socket(zmq.ROUTER)
-        sock.setsockopt(zmq.ROUTING_ID, b"ping")
-        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        sock.connect(f"tcp://127.0.0.1:{port}")
-        loop = asyncio.get_running_loop()
-        got: asyncio.Queue[bytes] = asyncio.Queue()
+    def drain() -> None:
+        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            got.put_nowait(sock.recv_multipart(zmq.NOBLOCK)[1])
 
-        def drain() -> None:
-            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                got.put_nowait(sock.recv_multipart(zmq.NOBLOCK)[1])
+    def send(frame: bytes) -> None:
+        sock.send_multipart((b"echo", frame), zmq.NOBLOCK)
+        drain()  # the send may have taken the descriptor's edge
 
-        loop.add_reader(sock.getsockopt(zmq.FD), drain)
-        while True:  # the connection is up once a send is accepted
-            try:
-                sock.send_multipart((b"echo", FRAME), zmq.NOBLOCK)
-                break
-            except zmq.ZMQError:
-                await asyncio.sleep(0.01)
-        await got.get()
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            sock.send_multipart((b"echo", FRAME), zmq.NOBLOCK)
-            drain()
-            await got.get()
-            times.append(time.perf_counter() - t0)
-        sock.send_multipart((b"echo", b"stop"), zmq.NOBLOCK)
-        await got.get()
-
-    uvloop.run(main())
-    child.join(10)
-    return times
+    asyncio.get_running_loop().add_reader(sock.getsockopt(zmq.FD), drain)
+    while True:  # the connection is up once a send is accepted
+        try:
+            send(FRAME)
+            break
+        except zmq.ZMQError:
+            await asyncio.sleep(0.01)
+    await got.get()
+    return send, got.get
 
 
-class _Echo(asyncio.Protocol):
-    def __init__(self, done: asyncio.Event) -> None:
-        self.buf, self.done = b"", done
+class _Framed(asyncio.Protocol):
+    """4-byte length-prefixed frames on one TCP connection (no Nagle delay)."""
+
+    def __init__(self) -> None:
+        self.buf = b""
 
     def connection_made(self, transport: Any) -> None:
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.transport = transport
+
+    def send(self, frame: bytes) -> None:
+        self.transport.write(struct.pack("!I", len(frame)) + frame)
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -107,9 +133,30 @@ class _Echo(asyncio.Protocol):
             if len(self.buf) < 4 + n:
                 return
             frame, self.buf = self.buf[4 : 4 + n], self.buf[4 + n :]
-            if frame == b"stop":
-                self.done.set()
-            self.transport.write(struct.pack("!I", len(frame)) + frame)
+            self.on_frame(frame)
+
+    def on_frame(self, frame: bytes) -> None:
+        raise NotImplementedError
+
+
+class _Echo(_Framed):
+    def __init__(self, done: asyncio.Event) -> None:
+        super().__init__()
+        self.done = done
+
+    def on_frame(self, frame: bytes) -> None:
+        if frame == b"stop":
+            self.done.set()
+        self.send(frame)
+
+
+class _Ping(_Framed):
+    def __init__(self) -> None:
+        super().__init__()
+        self.got: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def on_frame(self, frame: bytes) -> None:
+        self.got.put_nowait(frame)
 
 
 def _tcp_echo(port: int, ready: Any) -> None:
@@ -125,69 +172,23 @@ def _tcp_echo(port: int, ready: Any) -> None:
     uvloop.run(main())
 
 
-class _Ping(asyncio.Protocol):
-    def __init__(self) -> None:
-        self.buf, self.got = b"", asyncio.Queue[bytes]()
-
-    def connection_made(self, transport: Any) -> None:
-        transport.get_extra_info("socket").setsockopt(6, 1, 1)  # TCP_NODELAY
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        while len(self.buf) >= 4:
-            (n,) = struct.unpack_from("!I", self.buf)
-            if len(self.buf) < 4 + n:
-                return
-            frame, self.buf = self.buf[4 : 4 + n], self.buf[4 + n :]
-            self.got.put_nowait(frame)
-
-
-def tcp_round_trips(rounds: int) -> list[float]:
-    import uvloop
-
-    port, ready = 47392, mp.Event()
-    child = mp.Process(target=_tcp_echo, args=(port, ready))
-    child.start()
-    ready.wait(10)
-    times: list[float] = []
-
-    async def main() -> None:
-        _, ping = await asyncio.get_running_loop().create_connection(_Ping, "127.0.0.1", port)
-        header = struct.pack("!I", len(FRAME))
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            ping.transport.write(header + FRAME)
-            await ping.got.get()
-            times.append(time.perf_counter() - t0)
-        ping.transport.write(struct.pack("!I", 4) + b"stop")
-        await ping.got.get()
-
-    uvloop.run(main())
-    child.join(10)
-    return times
-
-
-def codec_ns() -> float:
-    from aviary.common.messages import Probe, decode, encode
-
-    msg = Probe(7, 0.25, 18)
-    number = 20000
-    return min(timeit.repeat(lambda: decode(encode(msg)), number=number, repeat=5)) / number * 1e9
+async def _tcp_client(port: int) -> tuple[Callable[[bytes], None], Callable[[], Awaitable[bytes]]]:
+    _, ping = await asyncio.get_running_loop().create_connection(_Ping, "127.0.0.1", port)
+    return ping.send, ping.got.get
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5000)
     args = p.parse_args(argv)
-    zmq_times, tcp_times = zmq_round_trips(args.rounds), tcp_round_trips(args.rounds)
+    zmq_times = round_trips(_zmq_echo, _zmq_client, args.rounds)
+    tcp_times = round_trips(_tcp_echo, _tcp_client, args.rounds)
     zmq_us, tcp_us = (statistics.median(t) * 1e6 for t in (zmq_times, tcp_times))
     print("| transport | round trip p50 (µs) | per hop (µs) |\n|---|---|---|")
     print(f"| ZeroMQ ROUTER-ROUTER on uvloop | {zmq_us:.0f} | {zmq_us / 2:.0f} |")
     print(f"| asyncio TCP on uvloop | {tcp_us:.0f} | {tcp_us / 2:.0f} |")
-    print(
-        f"\nZeroMQ / TCP: {zmq_us / tcp_us:.2f}; the codec's encode + decode of a Probe: {codec_ns():.0f} ns"
-    )
+    codec, _ = round_trip_ns(messages, "Probe")
+    print(f"\nZeroMQ / TCP: {zmq_us / tcp_us:.2f}; the codec's encode + decode of a Probe: {codec:.0f} ns")
     return 0
 
 

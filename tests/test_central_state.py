@@ -42,6 +42,12 @@ def flat(job_id: int, tasks: int, demand=(1,), estimate: float = 1.0, **kw) -> S
     return SubmitJob(job_id, durations, estimate, [[tasks, estimate, list(demand), []]], **kw)
 
 
+def submitted(state: CentralState, msg: SubmitJob):
+    """The state of job ``msg`` once the frontend ``fe`` submitted it at time 0."""
+    state.submit(0.0, "fe", msg)
+    return state.jobs[msg.job_id]
+
+
 def central(nodes=None, **kw) -> CentralState:
     if nodes is None:
         nodes = [("a", Resources(4, 16, 1, 1), {}), ("b", Resources(8, 32, 1, 1), {"gpu": True})]
@@ -268,8 +274,7 @@ def test_overbooked_disk_and_network_admit_a_larger_demand():
 
 def test_assign_reserves_the_demand_and_books_the_next_task():
     state = central()
-    state.submit(0.0, "fe", diamond())
-    job = state.jobs[1]
+    job = submitted(state, diamond())
     s0 = job.stages[0]
     a, b = state.nodes
     assert state.assign(2.0, job, s0, a) == 0
@@ -291,8 +296,7 @@ def test_assign_reserves_the_demand_and_books_the_next_task():
 
 def test_a_stage_s_task_indices_start_at_its_offset():
     state = central()
-    state.submit(0.0, "fe", diamond())
-    job = state.jobs[1]
+    job = submitted(state, diamond())
     s2 = job.stages[2]
     job.runnable.append(s2)  # as if s0 had finished
     a = state.nodes[0]
@@ -303,8 +307,7 @@ def test_a_stage_s_task_indices_start_at_its_offset():
 
 def test_a_task_placed_before_it_starts_leaves_the_first_start_to_the_policy():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2))
     state.assign(1.0, job, job.stages[0], state.nodes[0], started=False)
     assert job.first_start is None
     state.started(4.0, job)
@@ -315,8 +318,7 @@ def test_a_task_placed_before_it_starts_leaves_the_first_start_to_the_policy():
 
 def test_place_sends_the_task_with_its_duration_estimate_and_real_demand():
     state = central()
-    state.submit(0.0, "fe", diamond())
-    job = state.jobs[1]
+    job = submitted(state, diamond())
     job.runnable.append(job.stages[2])
     a = state.nodes[0]
     # Task 0 of s0 (duration 4, estimate 4, <2, 4>); task 3, the first of s2 (2, 2, <1, 2, 0, .25>).
@@ -329,8 +331,7 @@ def test_place_sends_the_task_with_its_duration_estimate_and_real_demand():
 
 def test_a_task_runs_slower_where_the_preference_is_unmet():
     state = central()  # b has a gpu, a has none
-    state.submit(0.0, "fe", flat(1, 3, preference="gpu", slowdown=2.5))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 3, preference="gpu", slowdown=2.5))
     s = job.stages[0]
     a, b = state.nodes
     assert state.duration(job, 0, a) == 2.5  # duration 1, x 2.5 without a gpu
@@ -345,15 +346,13 @@ def test_a_task_runs_slower_where_the_preference_is_unmet():
 
 def test_a_job_without_preference_runs_its_tasks_as_they_are():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2, slowdown=3.0))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2, slowdown=3.0))
     assert state.duration(job, 1, state.nodes[0]) == 2.0
 
 
 def test_without_a_record_no_work_or_log_is_kept():
     state = central(record=False)
-    state.submit(0.0, "fe", flat(1, 1))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 1))
     state.place(0.0, job, job.stages[0], state.nodes[0])
     assert state.work == {}
     state.finish(1.0, "a", TaskFinished(1, 0))
@@ -365,8 +364,7 @@ def test_without_a_record_no_work_or_log_is_kept():
 
 def test_a_finish_releases_the_room_logs_the_task_and_releases_children_at_the_barrier():
     state = central()
-    state.submit(0.0, "fe", diamond())
-    job = state.jobs[1]
+    job = submitted(state, diamond())
     s0, s1, s2, s3 = job.stages
     a, b = state.nodes
     state.place(1.0, job, s0, a)
@@ -392,8 +390,7 @@ def test_a_finish_releases_the_room_logs_the_task_and_releases_children_at_the_b
 
 def test_the_job_is_done_after_its_last_task():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2))
     a = state.nodes[0]
     state.place(2.0, job, job.stages[0], a)
     state.place(3.0, job, job.stages[0], a)
@@ -407,8 +404,7 @@ def test_the_job_is_done_after_its_last_task():
 
 def test_a_finish_of_an_unknown_task_or_from_another_node_is_ignored():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2, (2, 2)))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2, (2, 2)))
     a, b = state.nodes
     state.place(0.0, job, job.stages[0], a)
     assert state.finish(1.0, "a", TaskFinished(1, 1)) == []  # task 1 was never placed
@@ -429,8 +425,7 @@ def test_a_finish_of_an_unknown_task_or_from_another_node_is_ignored():
 
 def test_dominant_share_is_over_the_whole_cluster():
     state = central()  # <12, 48, 2, 2> in all
-    state.submit(0.0, "fe", flat(1, 2, (3, 6, 0, 1)))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2, (3, 6, 0, 1)))
     state.place(0.0, job, job.stages[0], state.nodes[1])
     assert state.dominant_share(job) == 0.5  # 1 of 2 NICs (cores 1/4, memory 1/8)
     state.place(0.0, job, job.stages[0], state.nodes[1])
@@ -442,8 +437,7 @@ def test_dominant_share_is_over_the_whole_cluster():
 
 def test_a_dead_node_s_tasks_are_runnable_again_and_placed_first_on_retry():
     state = central()
-    state.submit(0.0, "fe", flat(1, 4, (1, 2)))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 4, (1, 2)))
     s = job.stages[0]
     a, b = state.nodes
     state.place(1.0, job, s, b)  # task 0
@@ -492,8 +486,7 @@ def test_a_node_dies_once_and_rejoins_empty():
 
 def test_a_task_of_a_stage_still_runnable_is_requeued_once():
     state = central()
-    state.submit(0.0, "fe", flat(1, 3))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 3))
     s = job.stages[0]
     state.place(0.0, job, s, state.nodes[0])
     state.node_down(0.5, "a")
@@ -506,8 +499,7 @@ def test_a_task_of_a_stage_still_runnable_is_requeued_once():
 
 def test_a_preempted_task_frees_its_room_at_once_and_its_node_s_answer_is_ignored():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2, (2, 8)))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2, (2, 8)))
     s = job.stages[0]
     a, b = state.nodes
     state.place(1.0, job, s, a)  # task 0
@@ -539,8 +531,7 @@ def test_a_preempted_task_frees_its_room_at_once_and_its_node_s_answer_is_ignore
 
 def test_a_task_preempted_twice_on_a_node_has_two_answers_to_ignore():
     state = central()
-    state.submit(0.0, "fe", flat(1, 1))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 1))
     s = job.stages[0]
     state.place(0.0, job, s, state.nodes[0])
     state.preempt(1.0, 1, 0)
@@ -561,8 +552,7 @@ def test_a_task_preempted_twice_on_a_node_has_two_answers_to_ignore():
 
 def test_a_dead_node_owes_no_answers_to_its_kills():
     state = central()
-    state.submit(0.0, "fe", flat(1, 2))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2))
     s = job.stages[0]
     a, b = state.nodes
     state.place(0.0, job, s, a)  # task 0
@@ -593,8 +583,7 @@ def test_job_and_stage_state_helpers():
 def test_a_task_booked_without_place_is_logged_without_its_work():
     # A policy that books with ``assign`` and sends its own PlaceTask: the log has no duration for it.
     state = central()
-    state.submit(0.0, "fe", flat(1, 1))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 1))
     state.assign(1.0, job, job.stages[0], state.nodes[0])
     assert state.work == {}
     assert state.finish(2.0, "a", TaskFinished(1, 0)) == [Send("fe", JobDone(1, 1.0))]
@@ -603,8 +592,7 @@ def test_a_task_booked_without_place_is_logged_without_its_work():
 
 def test_failures_and_preemption_without_a_record():
     state = central(record=False)
-    state.submit(0.0, "fe", flat(1, 2))
-    job = state.jobs[1]
+    job = submitted(state, flat(1, 2))
     s = job.stages[0]
     a, b = state.nodes
     state.place(0.0, job, s, a)  # task 0
