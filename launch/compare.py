@@ -65,6 +65,7 @@ __all__ = [
     "compare",
     "comparison_data",
     "comparison_figure",
+    "comparison_rows",
     "comparison_table",
     "factor_stats",
     "factors_of_improvement",
@@ -319,26 +320,15 @@ def comparison_table(comp: Comparison) -> Table:
     table.add_column(f"{base_label} (replay s)", justify="right")
     for i in range(1, len(comp.labels)):
         table.add_column(f"{comp.name(i)} / base", justify="right")
-    for c in comp.classes:
-        for q in PERCENTILES:
-            base = comp.base[c][q]
-            cells = ["n/a" if base is None else f"{base:.3f}"]
-            for label in comp.labels[1:]:
-                r = comp.ratios[label][c][q]
-                cells.append("n/a" if r is None else f"{r:.2f}")
-            table.add_row(c, q, *cells)
     others = comp.labels[1:]
-    names = {"makespan": "makespan", "mean_jct": "mean"}
-    for k in TOTALS:
-        if comp.totals and any(t[k] is not None for t in comp.totals):
-            cells = [_cell(comp.totals[0][k], ".3f")]
-            cells += [_cell(comp.total_ratios[label][k], ".2f") for label in others]
-            table.add_row("all", names[k], *cells)
-    rows = family_rows(comp)
-    if rows:
-        table.add_section()
-    for name, base_shown, ratios, higher in rows:
-        table.add_row("all", name + (" ↑" if higher else ""), base_shown, *(_cell(r, ".2f") for r in ratios))
+    names = {"mean_jct": "mean"}
+    family = False
+    for row in comparison_rows(comp):
+        if row.family and not family:
+            table.add_section()
+            family = True
+        name = names.get(row.figure, row.figure) + (" ↑" if row.higher else "")
+        table.add_row(row.cls, name, row.shown, *(_cell(r, ".2f") for r in row.ratios))
     caption = [units_note(comp.time_scale)]
     if others:
         caption.append("run / base: below 1 is better (↑: above 1 is)")
@@ -359,16 +349,47 @@ def comparison_table(comp: Comparison) -> Table:
     return table
 
 
-def family_rows(comp: Comparison) -> list[tuple[str, str, list[float | None], bool]]:
-    """The family figures of the baseline beyond makespan (a total already), each with the baseline's
-    value as shown, every other run's ratio to it, and whether higher is better."""
-    rows = []
-    others = [{m.name: m for m in metrics} for metrics in comp.metrics[1:]]
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One figure compared: the baseline's value (and as shown), each other run's ratio to it."""
+
+    cls: str
+    figure: str
+    base: float | None
+    shown: str
+    ratios: list[float | None]
+    higher: bool = False
+    """Higher is better (utilization, Jain's index, SLO attainment); else lower is."""
+    family: bool = False
+    """One of the run's family figures (:func:`~aviary.common.results.family_metrics`)."""
+
+
+def comparison_rows(comp: Comparison) -> list[Row]:
+    """The rows of the comparison, table and JSON alike: JCT percentiles per class, the makespan and mean
+    JCT, then the baseline's family figures but the makespan (a total already)."""
+    others = comp.labels[1:]
+    rows = [
+        Row(
+            c,
+            q,
+            comp.base[c][q],
+            _cell(comp.base[c][q], ".3f"),
+            [comp.ratios[label][c][q] for label in others],
+        )
+        for c in comp.classes
+        for q in PERCENTILES
+    ]
+    for k in TOTALS:
+        if comp.totals and any(t[k] is not None for t in comp.totals):
+            base = comp.totals[0][k]
+            rows.append(
+                Row("all", k, base, _cell(base, ".3f"), [comp.total_ratios[label][k] for label in others])
+            )
+    other_metrics = [{m.name: m for m in metrics} for metrics in comp.metrics[1:]]
     for m in comp.metrics[0] if comp.metrics else []:
-        if m.name == "makespan":
-            continue
-        ratios = [_ratio(o[m.name].value if m.name in o else None, m.value) for o in others]
-        rows.append((m.name, m.shown(), ratios, m.higher_better))
+        if m.name != "makespan":
+            ratios = [_ratio(o[m.name].value if m.name in o else None, m.value) for o in other_metrics]
+            rows.append(Row("all", m.name, m.value, m.shown(), ratios, m.higher_better, family=True))
     return rows
 
 
@@ -376,28 +397,16 @@ def comparison_data(comp: Comparison) -> dict[str, Any]:
     """The comparison table as plain data (``aviary compare --json``): every row's baseline value and
     each run's ratio to it, the factors of improvement, the workload and the warnings."""
     others = comp.labels[1:]
-    rows: list[dict[str, Any]] = []
-
-    def row(cls: str, figure: str, base: float | None, ratios: Sequence[float | None], higher: bool) -> None:
-        rows.append(
-            {
-                "class": cls,
-                "figure": figure,
-                "base": base,
-                "higher_is_better": higher,
-                "ratios": dict(zip(others, ratios, strict=True)),
-            }
-        )
-
-    for c in comp.classes:
-        for q in PERCENTILES:
-            row(c, q, comp.base[c][q], [comp.ratios[label][c][q] for label in others], False)
-    for k in TOTALS:
-        if comp.totals and any(t[k] is not None for t in comp.totals):
-            row("all", k, comp.totals[0][k], [comp.total_ratios[label][k] for label in others], False)
-    base_metrics = {m.name: m for m in comp.metrics[0]} if comp.metrics else {}
-    for name, _, ratios, higher in family_rows(comp):
-        row("all", name, base_metrics[name].value, ratios, higher)
+    rows = [
+        {
+            "class": r.cls,
+            "figure": r.figure,
+            "base": r.base,
+            "higher_is_better": r.higher,
+            "ratios": dict(zip(others, r.ratios, strict=True)),
+        }
+        for r in comparison_rows(comp)
+    ]
     runs = zip(comp.labels, comp.policies, comp.dirs, strict=True)
     return {
         "baseline": comp.labels[0],
