@@ -152,6 +152,8 @@ class Cluster:
         """Every process's address by name, with what a transport needs to trust them."""
         peers = Peers({p.name: p.address for p in self.processes})
         peers.controllers = frozenset({self.frontend.name, CONTROL})
+        peers.roles = {p.name: p.role for p in self.processes}
+        peers.roles[CONTROL] = "control"
         if self.keys is not None:
             peers.key_folder = self.keys
             peers.public = {p.name: p.public_key for p in self.processes if p.public_key}
@@ -162,16 +164,19 @@ class Cluster:
 
 class Peers(dict[str, str]):
     """A cluster's address book (name -> ``tcp://host:port``) for a transport, with ``controllers``
-    (who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``), ``key_folder``
-    (the folder of secret keys) and ``public`` (name -> public key, z85), empty without keys."""
+    (who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``), ``roles``
+    (name -> role, ``control`` included: what each name may send), ``key_folder`` (the folder of secret
+    keys) and ``public`` (name -> public key, z85), empty without keys."""
 
     controllers: frozenset[str] = frozenset({"frontend", CONTROL})
     key_folder: Path | None = None
     public: dict[str, str]
+    roles: dict[str, str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.public = {}
+        self.roles = {}
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
