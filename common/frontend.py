@@ -136,6 +136,7 @@ class FrontendCore(Core):
         self.finished = 0
         self.last_progress = 0.0
         self.stats: dict[str, Stats] = {}
+        self.asked: set[str] = set()  # asked for Stats, not answered yet: only their Stats count
         self.roles = dict(roles or {})
         """Every other process by name, with its role (``node``, ``scheduler``, ``central``): who hears of a
         death, and who can take a dead scheduler's jobs."""
@@ -236,6 +237,9 @@ class FrontendCore(Core):
                     return self.begin(now)
             return []
         if kind is Stats:
+            if sender not in self.asked:
+                return self._refuse("stats_not_asked_for", f"Stats from {sender!r}, not asked for")
+            self.asked.discard(sender)
             self.stats[sender] = msg
             return []
         if kind is Counters:
@@ -340,6 +344,7 @@ class FrontendCore(Core):
     def collect(self, processes: list[str], *, shutdown: bool) -> list[Effect]:
         """Ask every process for its Stats (and to exit, with ``shutdown``)."""
         msg = Shutdown() if shutdown else GetStats()
+        self.asked.update(processes)
         return [Send(p, msg) for p in processes]
 
     def unfinished(self) -> list[int]:

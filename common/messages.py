@@ -221,8 +221,8 @@ class Stats(Message, tag=23):
     ``cycles``: a periodic planner's record per cycle (:meth:`Core.cycle_log`).
     """
 
-    counters: dict
-    messages: dict
+    counters: dict[str, int | float]
+    messages: dict[str, int]
     log: list[Any] = []
     cycles: list[Any] = []
 
@@ -252,8 +252,8 @@ class Counters(Message, tag=28):
     """A process's counters and sent-message counts so far (``Stats`` without the logs): what the replay
     keeps of a process that dies before the end."""
 
-    counters: dict
-    messages: dict
+    counters: dict[str, int | float]
+    messages: dict[str, int]
 
 
 # --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------

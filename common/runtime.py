@@ -1,11 +1,14 @@
 """The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
 
 It decodes frames into messages for the core and carries out the core's effects. Control messages
-(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. A ``Shutdown``, the
-failure news ``PeerDown`` and ``PeerUp``, and a ``SubmitJob`` count only from the cluster's frontend or
-a launcher's ``control`` (:attr:`Transport.controllers`: with keys, names proven by their keys). A bad
-frame, one of those from anyone else, a send to an unknown peer or an exception inside a core is
-counted, logged once per kind, and survived.
+(``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. Each message counts
+only from the roles that may send it (:mod:`aviary.common.senders`, by the names of the cluster
+description; with keys, names proven by their keys): a ``Shutdown`` or a ``SubmitJob`` only from the
+frontend or a launcher's ``control``, a ``Probe`` only from a scheduler, a ``GetTask`` only from a
+node, nothing from a name the description does not hold. A bad frame, a message from a sender that may
+not send it, a send to an unknown peer or an exception inside a core is counted, logged once per kind,
+and survived. A ``GetTask`` that cannot be sent is answered here with a ``NoTask`` from its addressee,
+so the node frees the slot it reserved at once.
 
 Each replay is an epoch of its own (issue 14): a ``Hello`` from the frontend carries the replay's epoch,
 and a process that hears a new one after an earlier replay starts afresh: a new core from ``rebuild``
@@ -30,7 +33,9 @@ from .messages import (
     Counters,
     GetCounters,
     GetStats,
+    GetTask,
     Hello,
+    NoTask,
     PeerDown,
     PeerUp,
     Register,
@@ -40,13 +45,15 @@ from .messages import (
     decode,
     encode,
 )
+from .senders import may_send
 from .transport import FrameTooLarge, Transport, UnknownPeer
 
 log = logging.getLogger("aviary.runtime")
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
-FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob)
-"""What a core takes only from the frontend (or a launcher's ``control``): failure news and jobs."""
+FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
+"""What a process takes only from the frontend (or a launcher's ``control``), even from a transport
+that knows no roles: failure news, jobs and the order to stop."""
 
 
 ExecutorFactory = Callable[[asyncio.AbstractEventLoop, Callable[[Any, bool], None]], Any]
@@ -126,7 +133,7 @@ class Runtime:
         return time.monotonic()
 
     def stats(self, logs: bool = True) -> Stats:
-        counters = dict(self.core.counters)
+        counters: dict[str, int | float] = dict(self.core.counters)
         counters.update({f"dropped.{k}": v for k, v in self.transport.counts().items()})
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
         if self.executor is not None:
@@ -161,11 +168,17 @@ class Runtime:
     def _deliver(self, sender: str, msg: Any) -> None:
         if not isinstance(msg, Hello) and self._hold(self._deliver, sender, msg):
             return
-        if type(msg).__name__ in CONTROL_KINDS and self._control(sender, msg):
-            return
-        if isinstance(msg, FROM_FRONTEND) and sender not in self.transport.controllers:
+        roles = self.transport.roles  # empty: a plain address book, no roles to check
+        allowed = may_send(roles.get(sender), msg) if roles else True
+        if not allowed or (isinstance(msg, FROM_FRONTEND) and sender not in self.transport.controllers):
             kind = type(msg).__name__
-            self._drop(f"{kind.lower()}-from-stranger", f"ignored a {kind} from {sender!r}, not a frontend")
+            role = roles.get(sender, "a stranger")
+            self._drop(
+                f"{kind.lower()}-from-stranger",
+                f"ignored a {kind} from {sender!r} ({role}), who may not send it",
+            )
+            return
+        if type(msg).__name__ in CONTROL_KINDS and self._control(sender, msg):
             return
         self._call(self.core.on_message, sender, msg)
 
@@ -180,9 +193,6 @@ class Runtime:
             stats = self.stats(logs=False)
             self._send(sender, Counters(stats.counters, stats.messages))
         elif isinstance(msg, Shutdown):
-            if sender not in self.transport.controllers:
-                self._drop("shutdown-from-stranger", f"ignored a Shutdown from {sender!r}, not a frontend")
-                return True
             self._send(sender, self.stats())
             self.stop()
         else:
@@ -309,6 +319,8 @@ class Runtime:
             self.transport.send(to, encode(msg) if frame is None else frame)
         except UnknownPeer:
             self._error("unknown-peer", f"no address for peer {to!r}; {kind} not sent")
+            if isinstance(msg, GetTask):  # no answer will come: free the reserved slot now
+                self._call(self.core.on_message, to, NoTask(msg.job_id))
             return
         except FrameTooLarge as exc:
             self._error("frame-too-large", f"{kind} to {to!r} not sent: {exc} (see AVIARY_MAX_FRAME)")

@@ -2,17 +2,24 @@
 
 The socket binds the process's own address and connects, on first use, to each peer it sends to,
 naming that outgoing pipe ``name>secret`` (``CONNECT_ROUTING_ID``; the secret is this socket's own,
-never sent), so frames queue from the first send on, before the TCP handshake completes. A process's
-own routing id is ``name@address#incarnation``: whoever receives from it learns how to answer even a
-peer missing from its cluster description (the launcher's ``control``, say), and each direction of a
-pair has its own connection.
+never sent), so frames queue from the first send on, before the TCP handshake completes. Each
+connection a process makes presents the routing id ``name@address#nonce``, with a nonce of its own
+(random, never used for another connection): the receiver learns the sender's name, and for the
+launcher's ``control``, which the cluster description does not list, the address to answer. Each
+direction of a pair has its own connection.
 
 Routing ids are never handed over (no ``ROUTER_HANDOVER``): a connection claiming an id in use is
 ignored, so a stranger cannot take over a peer's link by reusing its id (with handover, it could), and
 cannot claim an outgoing pipe's id before it is connected (ZeroMQ aborts the process on that clash:
-the secret prevents it). A peer that restarts under the same name and address (a second replay's
-frontend, a restarted node monitor) reconnects under a new incarnation (random), so it never
+the secret prevents it). Nor can it claim a process's id before that process connects (issue 26:
+doing so once locked a node out of the schedulers for a whole run): the id a process will present to
+a peer exists only when it connects, and what a stranger who connects to the process learns (the id of
+its listening socket) is never presented anywhere. A peer that restarts under the same name and
+address (a second replay's frontend, a restarted node monitor) reconnects under new nonces, so it never
 collides with its old connection, which may still be closing.
+
+A process learns an address from a routing id only for a controller missing from its description
+(``control``): it never connects to an address a stranger names, so it tells no stranger anything.
 
 Frames above ``max_frame`` bytes (``MAXMSGSIZE``, default :data:`MAX_FRAME`) are refused by ZeroMQ
 from their header, before they are read: the sender is disconnected, this process carries on.
@@ -153,14 +160,16 @@ class Transport:
         self.known = frozenset(peers)
         self.controllers: frozenset[str] = getattr(peers, "controllers", Peers.controllers)
         """Who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``."""
+        self.roles: dict[str, str] = dict(getattr(peers, "roles", {}))
+        """Each name's role in the cluster description (empty for a plain mapping: no role checks)."""
         self.curve = Curve.of(name, peers) if isinstance(peers, Peers) else None
         self.max_frame = max_frame
         self.ctx: zmq.Context[Any] = zmq.Context.instance()
-        incarnation = secrets.token_hex(4)
         self._secret = secrets.token_hex(8)
-        self._domain = f"aviary/{name}/{incarnation}"
+        self._domain = f"aviary/{name}/{secrets.token_hex(4)}"
+        self._me = f"{name}@{advertise}#"
         sock = self.ctx.socket(zmq.ROUTER)
-        sock.setsockopt(zmq.ROUTING_ID, f"{name}@{advertise}#{incarnation}".encode())
+        sock.setsockopt(zmq.ROUTING_ID, self._routing_id())
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.setsockopt(zmq.ROUTER_HANDOVER, 0)
         sock.setsockopt(zmq.MAXMSGSIZE, max_frame)
@@ -232,7 +241,8 @@ class Transport:
             raise UnknownPeer(to)
         if self.curve is not None and not self.curve.client(self.sock, to):
             raise UnknownPeer(to)
-        rid = f"{to}>{self._secret}".encode()
+        rid = f"{to}>{self._secret}.{len(self._outgoing)}".encode()
+        self.sock.setsockopt(zmq.ROUTING_ID, self._routing_id())
         self.sock.setsockopt(zmq.CONNECT_ROUTING_ID, rid)
         self.sock.connect(address)
         self._ids[to] = rid
@@ -281,6 +291,10 @@ class Transport:
                 self.peers[name] = address
         return name
 
+    def _routing_id(self) -> bytes:
+        """The id the next connection presents: this process's name and address, and a new nonce."""
+        return f"{self._me}{secrets.token_hex(8)}".encode()
+
     @staticmethod
     def _parse(rid: bytes) -> tuple[str, str]:
         """The name and address a routing id ``name@address#incarnation`` claims."""
@@ -292,8 +306,13 @@ class Transport:
         name, address = self._parse(rid)
         if rid in self._outgoing:
             name = self._outgoing[rid]
-        elif address and name not in self.peers and len(self.peers) - len(self.known) < self.MAX_LEARNED:
-            self.peers[name] = address
+        elif address and name not in self.known:
+            if not self.roles:  # a plain address book: learn any name, up to a bound
+                if name not in self.peers and len(self.peers) - len(self.known) < self.MAX_LEARNED:
+                    self.peers[name] = address
+            elif name in self.controllers and self.peers.get(name) != address:
+                self.peers[name] = address  # a controller's newest connection wins
+                self._ids.pop(name, None)
         if len(self._senders) >= 4 * self.MAX_LEARNED:
             self._senders.clear()  # ids of connections long gone: parsing again is cheap
         self._senders[rid] = name

@@ -264,6 +264,7 @@ async def run_real(
                 counters.update(Counter(last.counters) - Counter(base[name].counters))
                 counters["processes_counted_from_last_report"] += 1
         counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
+        counters.update({f"dropped.{k}": v for k, v in session.runtime.transport.counts().items()})
         log = session.task_log()[len(base_log) :]
         cycles = session.cycle_log()[len(base_cycles) :]
         outcome = RealOutcome(

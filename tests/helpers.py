@@ -27,6 +27,12 @@ def sent(effects: list[Effect], kind: type) -> list[tuple[str, Any]]:
     return out
 
 
+def dropped(counters: dict[str, Any]) -> dict[str, Any]:
+    """A real run's counters of frames its processes dropped (bad frames, a message from a sender whose
+    role may not send it): a legitimate run has none, so each family's real test asserts ``{}``."""
+    return {k: v for k, v in counters.items() if k.startswith("dropped.") and v}
+
+
 def ip(*args: str, check: bool = True) -> None:
     subprocess.run(["ip", *args], check=check, capture_output=True)
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import docker_engine, orphans
+from helpers import docker_engine, dropped, orphans
 
 from aviary.common.results import jobs_rows
 from aviary.common.trace import read_trace
@@ -42,6 +42,7 @@ def check(summary: dict, rows: list) -> None:
     assert summary["policy"] == "kairos" and summary["runtime"] == "real"
     assert summary["jobs"] == summary["finished"] == len(rows) == 30 and summary["unfinished"] == []
     c = summary["counters"]
+    assert dropped(c) == {}  # every message from a role that may send it
     assert c["tasks_finished"] == c["tasks_launched"] == c["executor.completed"] == summary["tasks"]
     assert c["preemptions"] > 0
     assert c["preemptions"] == c["resumes"] + c.get("exit_while_suspended", 0)

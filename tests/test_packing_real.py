@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import dropped
 
 from aviary.launch.cli import main
 
@@ -38,6 +39,7 @@ def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     assert real["finished"] == real["jobs"] == 20 and real["unfinished"] == []
     assert all(real["tasks"] == sim["tasks"] for sim in sims)
     counters = real["counters"]
+    assert dropped(counters) == {}  # every message from a role that may send it
     assert counters["tasks_finished"] == counters["tasks_placed"] == real["tasks"]
     assert counters.get("waited_for_room", 0) == 0  # the central's free vectors match the nodes'
     # A greedy packer is chaotic: a few ms more per message moves the simulator's own mean JCT by ~10 %
@@ -69,6 +71,7 @@ def test_tetrisched_on_gshet_finishes_every_gang_and_reports_its_solver(tmp_path
         assert solver["launched"] == 12 and solver["solves"] >= 1
         assert solver["seconds_per_cycle"]["p50"] > 0 and solver["columns_per_cycle"]["max"] > 0
     assert real["counters"]["tasks_finished"] == real["counters"]["tasks_placed"] == real["tasks"]
+    assert dropped(real["counters"]) == {}
     # Same jobs and cores; the real solves take wall time the simulator does not charge, so only within
     # two jobs' worth of the simulator's SLO attainment.
     assert (

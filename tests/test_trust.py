@@ -11,6 +11,7 @@ import logging
 import os
 import stat
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,19 @@ import zmq
 
 from aviary.common.cluster import Cluster, load_cluster, write_cluster
 from aviary.common.keys import keys_folder, make_keys
-from aviary.common.messages import JobDone, PeerDown, Shutdown, SubmitJob, encode
+from aviary.common.messages import (
+    GetTask,
+    Hello,
+    JobDone,
+    PeerDown,
+    PlaceTask,
+    Probe,
+    Shutdown,
+    Stats,
+    SubmitJob,
+    TaskFinished,
+    encode,
+)
 from aviary.common.model import JobSpec
 from aviary.common.transport import FrameTooLarge, Transport, is_loopback
 from aviary.launch.cli import main
@@ -186,14 +199,93 @@ def test_without_keys_a_forged_job_done_does_not_count(tmp_path, caplog):
         sock = stranger(cluster.frontend.address)
         for job in work:  # queued until the replay's frontend listens: it reads them at its start
             sock.send(encode(JobDone(job.job_id, 0.0)))
-        with caplog.at_level(logging.WARNING, logger="aviary.frontend"):
+        with caplog.at_level(logging.WARNING, logger="aviary.runtime"):
             attacked = replay(cluster, bed, work, shutdown=True)
         sock.close()
         assert results(attacked) == clean
-        fe = attacked.frontend.counters
-        assert fe["unknown_job_done"] + fe["job_done_from_stranger"] == len(work)
-        assert len([r for r in caplog.records if "dropped a JobDone" in r.getMessage()]) <= 2  # once a kind
+        assert attacked.counters["dropped.jobdone-from-stranger"] == len(work)  # a stranger: not a scheduler
+        assert len([r for r in caplog.records if "ignored a JobDone" in r.getMessage()]) == 1  # once a kind
         assert bed.wait(10)
+
+
+@pytest.mark.parametrize("keys", [False, True], ids=["no-keys", "keys"])
+def test_a_stranger_s_work_orders_completions_and_counters_change_nothing(tmp_path, keys):
+    """Issue 26's attacks 1-3 from a socket of no cluster, claiming no name: ``Probe`` and ``PlaceTask``
+    to the nodes (10 of them stalled a Sparrow replay), ``GetTask`` and ``TaskFinished`` to the
+    scheduler (which handed it tasks and took its completions: 82 jobs faked), forged ``Stats`` to the
+    frontend, a ``Hello`` to each process. Without keys each is dropped by role; with keys, refused at the
+    handshake. Every job finishes once, honestly, and no forged counter reaches the results."""
+    cluster = small_cluster(tmp_path, keys=keys)
+    sched, work = cluster.schedulers[0], jobs()
+    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+        clean = results(replay(cluster, bed, work, shutdown=False))
+        socks = {p.name: stranger(p.address) for p in cluster.processes}
+        for node in cluster.nodes:
+            for i, job in enumerate(work):
+                throw(socks[node.name], encode(Probe(job.job_id, DURATION, 3)))
+                throw(socks[node.name], encode(PlaceTask(job.job_id, i, 60.0, 60.0)))
+        for job in work:
+            throw(socks[sched.name], encode(GetTask(job.job_id)))
+            throw(socks[sched.name], encode(TaskFinished(job.job_id, 0)))
+        throw(socks[cluster.frontend.name], encode(Stats({"tasks_finished": 10**9}, {"AssignTask": 10**9})))
+        for sock in socks.values():
+            throw(sock, encode(Hello(99)))
+        time.sleep(0.3)
+        attacked = replay(cluster, bed, work, shutdown=False)
+        processes = counters(cluster, bed, shutdown=True)  # since they started: both replays
+        for sock in socks.values():
+            sock.close()
+        assert results(attacked) == clean
+        assert attacked.messages["AssignTask"] == attacked.counters["tasks_finished"] == 3 * len(work)
+        assert processes["tasks_finished"] == 2 * 3 * len(work)
+        drops = {
+            k: v for k, v in (Counter(processes) + attacked.counters).items() if k.startswith("dropped.")
+        }
+        if keys:
+            assert set(drops) <= {"dropped.no-key", "dropped.unknown-key"} and drops
+        else:
+            assert drops["dropped.probe-from-stranger"] == drops["dropped.placetask-from-stranger"] == 24
+            assert drops["dropped.gettask-from-stranger"] == drops["dropped.taskfinished-from-stranger"] == 12
+            assert drops["dropped.stats-from-stranger"] == 1  # the frontend's, during the replay
+            assert drops["dropped.hello-from-stranger"] == 4
+        assert not {k: v for k, v in bed.dead().items() if v != 0}
+        assert bed.wait(10)
+
+
+def test_the_id_a_process_showed_one_peer_cannot_lock_it_out_of_another():
+    """Attack 4: a stranger learnt the routing id a node presented to it and claimed it at a scheduler
+    before the node connected there, so the node's own connection was ignored for the whole run. Each
+    connection now presents an id of its own."""
+    from aviary.common.cluster import free_ports
+
+    ports = free_ports(3)
+    peers = {name: f"tcp://127.0.0.1:{port}" for name, port in zip("abc", ports, strict=True)}
+    a, b, c = (Transport(name, peers[name], peers[name], peers) for name in "abc")
+    try:
+        a.send("c", b"hi")
+        assert wait_recv(c) == ("a", b"hi")
+        (shown,) = c._senders  # the id ``a`` presented to c
+        squatter = stranger(peers["b"], shown)
+        squatter.send(b"first")
+        assert wait_recv(b) == ("a", b"first")  # without keys a name is a claim ...
+        a.send("b", b"real")
+        assert wait_recv(b) == ("a", b"real")  # ... but the owner's connection is heard
+        squatter.close()
+    finally:
+        for t in (a, b, c):
+            t.close()
+
+
+def test_a_frontend_takes_stats_only_in_answer_to_its_own_request():
+    from aviary.common.frontend import FrontendCore, round_robin
+
+    fe = FrontendCore("fe", jobs(1), round_robin(["s0"]))
+    fe.on_message(0.1, "s0", Stats({"tasks_finished": 10**9}, {}))
+    assert fe.stats == {} and fe.counters["stats_not_asked_for"] == 1
+    fe.collect(["s0"], shutdown=False)
+    fe.on_message(0.2, "s0", Stats({"tasks_finished": 3}, {}))
+    fe.on_message(0.3, "s0", Stats({"tasks_finished": 10**9}, {}))  # one answer per request
+    assert fe.message_totals()[1]["tasks_finished"] == 3 and fe.counters["stats_not_asked_for"] == 2
 
 
 def test_a_frontend_takes_job_done_only_from_the_scheduler_it_submitted_to():
@@ -387,3 +479,21 @@ def test_binding_every_interface_without_keys_warns_once_and_the_table_shows_the
     assert "no keys" in shown
     assert "node-0" not in (exposure(cluster, {"sched-0"}) or "")
     assert "0.0.0.0" in (exposure(cluster) or "")
+
+
+def test_a_get_task_that_cannot_be_sent_frees_its_slot_at_once():
+    """A probe naming a scheduler with no address (one a steal brought, say): the node's ``GetTask`` is
+    not sent, and the runtime answers it with a ``NoTask`` so the slot is not reserved for ever."""
+    from aviary.common.cluster import free_ports
+    from aviary.common.runtime import Runtime
+    from aviary.worker.node_monitor import NodeMonitorCore
+
+    address = f"tcp://127.0.0.1:{free_ports(1)[0]}"
+    node = NodeMonitorCore("node-0", slots=1)
+    runtime = Runtime(node, Transport("node-0", address, address, {"node-0": address}))
+    try:
+        runtime._deliver("ghost", Probe(7, DURATION, 3))
+        assert runtime.errors["unknown-peer"] == 1
+        assert node.free == 1 and not node.queue
+    finally:
+        runtime.transport.close(0)
