@@ -8,8 +8,11 @@
   makespan / the ideal 1.0 s (1.0 is perfect), with the timer executor, and the same with the
   process executor (a real child process per task) as ``sleep10ms_efficiency_process``.
 
-Messages per task are reported too. All figures come from one run on one machine: compare ratios
-between runs, not bare times, on a shared machine.
+Messages per task are reported too. The testbed runs with CurveZMQ keys, as every testbed does by
+default; the timer figures are measured again without keys (``no_keys``) in the same run, and
+``keys_cost`` gives each keyed figure over the unkeyed one (> 1: keys cost that much). The comparison with
+Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. All figures
+come from one run on one machine: compare ratios between runs, not bare times, on a shared machine.
 """
 
 from __future__ import annotations
@@ -51,10 +54,11 @@ async def _measure(cluster: Any, jobs: list[JobSpec], dead: Any) -> tuple[Fronte
     return session, makespan
 
 
-async def _bench(executor_for_sleep: str, workdir: Path) -> dict[str, Any]:
+async def _timer_figures(workdir: Path, keys: bool) -> dict[str, Any]:
+    """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor."""
     results: dict[str, Any] = {}
     cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor="timer")
-    with LocalTestbed(cluster, workdir / "timer") as bed:
+    with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
         jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
         session, _ = await _measure(cluster, jobs, bed.dead)
@@ -71,7 +75,17 @@ async def _bench(executor_for_sleep: str, workdir: Path) -> dict[str, Any]:
         jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
         _, makespan = await _measure(cluster, jobs, bed.dead)
         results["sleep10ms_efficiency"] = round(makespan / 1.0, 4)
+    return results
 
+
+async def _bench(executor_for_sleep: str, workdir: Path) -> dict[str, Any]:
+    results = await _timer_figures(workdir / "timer", keys=True)
+    results["no_keys"] = unkeyed = await _timer_figures(workdir / "timer-no-keys", keys=False)
+    results["keys_cost"] = {
+        "roundtrip_p50_ms": round(results["roundtrip_p50_ms"] / unkeyed["roundtrip_p50_ms"], 3),
+        "noop_tasks_per_s": round(unkeyed["noop_tasks_per_s"] / results["noop_tasks_per_s"], 3),
+        "sleep10ms_efficiency": round(results["sleep10ms_efficiency"] / unkeyed["sleep10ms_efficiency"], 4),
+    }
     cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor=executor_for_sleep)
     with LocalTestbed(cluster, workdir / executor_for_sleep) as bed:
         jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
@@ -95,7 +109,7 @@ def run_bench(out: Path, peer: str | None = None) -> dict[str, Any]:
         from .bench_dask import ratios, run_dask
 
         results["dask"] = run_dask(_percentile)
-        results["aviary_over_dask"] = ratios(results, results["dask"])
+        results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),

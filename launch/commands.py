@@ -34,12 +34,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=base_port is None)
     if base_port is not None:
         spread(cluster, ["127.0.0.1"], base_port=base_port)
-    return run_up(cluster, args.dir)
+    return run_up(cluster, args.dir, keys=args.keys)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from ..common.cluster import write_cluster
-    from ..common.transport import is_loopback
     from .hosts import spread
     from .up import cluster_table
 
@@ -51,8 +50,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         bind=args.bind,
     )
     write_cluster(cluster, args.out)
-    exposed = any(not is_loopback(p.bind_address) for p in cluster.processes)
-    if args.keys if args.keys is not None else exposed:  # hosts others can reach: keys unless told not
+    if args.keys:
         from ..common.cluster import load_cluster
         from ..common.keys import make_keys
 

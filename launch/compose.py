@@ -183,12 +183,25 @@ def compose_spec(
     return {"services": services}
 
 
-def write(workdir: Path, cluster: Cluster, *, cpus: float | None = None, memory: int | None = None) -> Path:
-    """Write ``cluster.toml``, ``docker-compose.yml``, ``.env`` (the project's name) and the image's
+def write(
+    workdir: Path,
+    cluster: Cluster,
+    *,
+    cpus: float | None = None,
+    memory: int | None = None,
+    keys: bool = True,
+) -> Path:
+    """Write ``cluster.toml`` (with CurveZMQ keys in ``cluster.keys/`` unless not ``keys``: the folder is
+    mounted in every container), ``docker-compose.yml``, ``.env`` (the project's name) and the image's
     build context into ``workdir``; return the compose file."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    write_cluster(cluster, workdir / "cluster.toml")
+    if keys and cluster.keys is None:
+        from ..common.keys import make_keys
+
+        make_keys(cluster, workdir / "cluster.toml")
+    else:
+        write_cluster(cluster, workdir / "cluster.toml")
     tag, _ = node_image_context()
     write_image_context(workdir / IMAGE_CONTEXT)
     path = workdir / COMPOSE_FILE
@@ -522,7 +535,7 @@ def run(args: argparse.Namespace) -> int:
         from .spec import ReplaySpec
 
         cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=True)
-        path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory)
+        path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory, keys=args.keys)
         print(
             f"written: {path} ({len(cluster.units()) - 1} services), {args.dir / 'cluster.toml'}; then: "
             f"aviary compose up {args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."

@@ -4,11 +4,17 @@ Children get SIGTERM if the launcher dies (``PR_SET_PDEATHSIG``), and :meth:`Loc
 terminates, then kills, whatever is still alive, so no process outlives the testbed. They run in a
 process group of their own, so a Ctrl-C in the terminal reaches only the launcher, which stops them in
 order (an interrupted replay first collects their counters, then shuts them down).
+
+Secure by default (issue 26): a testbed whose description has no keys gets CurveZMQ keys of its own at
+its start (:func:`aviary.common.keys.make_keys`: ``cluster.keys/`` next to its ``cluster.toml``, files
+0600 in a 0700 folder), loopback included, since a shared machine's other users reach loopback too;
+``keys=False`` (``--no-keys``) runs without. The secrets it made are removed when it stops.
 """
 
 from __future__ import annotations
 
 import ctypes
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,8 +40,13 @@ class LocalTestbed:
     what is said here of a process (its death, its log, a kill) is said of each member, and a member can
     be killed alone (``kill NAME`` on the child's standard input, :mod:`.process`)."""
 
-    def __init__(self, cluster: Cluster, workdir: Path, names: list[str] | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, workdir: Path, names: list[str] | None = None, *, keys: bool = True
+    ) -> None:
         self.cluster = cluster
+        self.keys = keys and cluster.keys is None
+        """Make keys at the start (the description has none, and they are not refused)."""
+        self.made_keys: Path | None = None
         self.names = None if names is None else set(names)
         self.workdir = Path(workdir)
         self.cluster_file = self.workdir / "cluster.toml"
@@ -57,7 +68,12 @@ class LocalTestbed:
 
     def start(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        write_cluster(self.cluster, self.cluster_file)
+        if self.keys and self.made_keys is None:
+            from ..common.keys import make_keys
+
+            self.made_keys = make_keys(self.cluster, self.cluster_file)  # writes the description too
+        else:
+            write_cluster(self.cluster, self.cluster_file)
         for unit, members in self.units.items():
             with open(self.logs / f"{unit}.log", "wb") as log:
                 self.children[unit] = subprocess.Popen(
@@ -125,6 +141,8 @@ class LocalTestbed:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        if self.made_keys is not None:  # the secrets live as long as the testbed
+            shutil.rmtree(self.made_keys, ignore_errors=True)
 
     def __enter__(self) -> LocalTestbed:
         self.start()

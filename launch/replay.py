@@ -276,6 +276,7 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
         extra,
         failures=failures,
         liveness=liveness,
+        keys=spec.keys,
     )
 
 
@@ -449,7 +450,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
     a signal recorded by ``stop`` ends it early."""
     cluster = setup.cluster
     route = get_policy(cluster.policy).route(cluster)
-    bed = None if setup.connect else LocalTestbed(cluster, setup.out / "testbed")
+    bed = None if setup.connect else LocalTestbed(cluster, setup.out / "testbed", keys=setup.keys)
     started = time.monotonic()
     try:
         if bed is not None:

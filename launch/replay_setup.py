@@ -54,6 +54,8 @@ class ReplaySetup:
     """A real replay's prediction on the simulator (:func:`predict`)."""
     failures: list[Failure] = field(default_factory=list)
     """Processes killed on purpose at replay times (``--fail``)."""
+    keys: bool = True
+    """A testbed this replay starts gets CurveZMQ keys of its own (:class:`LocalTestbed`)."""
     latest: bool = False
     """``out`` is the run's own default folder: ``results/latest`` is pointed at it once written."""
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES)

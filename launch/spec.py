@@ -75,6 +75,8 @@ class ReplaySpec:
     nodes: int = 10
     nodes_per_process: int = 1
     """Real processes: node monitors hosted by one OS process, each its own endpoint (issue 27)."""
+    keys: bool = True
+    """Real processes: CurveZMQ keys made for the testbed (``--no-keys``: none; issue 26)."""
     slots: int = 1
     schedulers: int = 2
     executor: Executor = "timer"

@@ -143,13 +143,14 @@ def run_up(
     names: list[str] | None = None,
     source: str | None = None,
     lifeline: bool = False,
+    keys: bool = True,
 ) -> int:
     """Run the cluster's processes (or those in ``names``: ``aviary host``, reading the cluster file
     ``source``) until Ctrl-C or SIGTERM, or with ``lifeline`` the end of standard input."""
     console = Console()
     check_ports(cluster, names, source)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="aviary-up-"))
-    bed = LocalTestbed(cluster, workdir, names)
+    bed = LocalTestbed(cluster, workdir, names, keys=keys and names is None)  # a host: its file decides
     clean = False
     try:
         bed.start()

@@ -117,7 +117,7 @@ def rss(bed: LocalTestbed, name: str) -> int:
 def test_a_100_mb_frame_is_refused_before_it_is_read_and_the_process_keeps_running(tmp_path):
     cluster = small_cluster(tmp_path)
     targets = ["node-0", "sched-0"]
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         counters(cluster, bed)  # every process is up
         before = {name: rss(bed, name) for name in targets}
         huge = b"\x00" * HUGE
@@ -153,7 +153,7 @@ def test_a_frame_above_the_limit_is_not_sent(tmp_path):
 def test_without_keys_a_shutdown_from_a_stranger_is_counted_and_ignored(tmp_path, caplog):
     cluster = small_cluster(tmp_path)
     node = cluster.get("node-0")
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         counters(cluster, bed)
         claims = [None, f"node-1@{cluster.get('node-1').address}#1".encode()]  # anonymous; a peer's name
         socks = [stranger(node.address, claim) for claim in claims]
@@ -173,7 +173,7 @@ def test_without_keys_a_shutdown_from_a_stranger_is_counted_and_ignored(tmp_path
 def test_without_keys_jobs_and_failure_news_count_only_from_the_frontend(tmp_path):
     cluster = small_cluster(tmp_path)
     sched, node = cluster.schedulers[0], cluster.get("node-0")
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         counters(cluster, bed)
         to_sched, to_node = stranger(sched.address), stranger(node.address)
         for i in range(50):  # a flood of made-up jobs would grow the scheduler's memory and fill nodes
@@ -194,7 +194,7 @@ def test_without_keys_jobs_and_failure_news_count_only_from_the_frontend(tmp_pat
 def test_without_keys_a_forged_job_done_does_not_count(tmp_path, caplog):
     cluster = small_cluster(tmp_path)
     work = jobs(12)
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         clean = results(replay(cluster, bed, work, shutdown=False))
         sock = stranger(cluster.frontend.address)
         for job in work:  # queued until the replay's frontend listens: it reads them at its start
@@ -217,7 +217,7 @@ def test_a_stranger_s_work_orders_completions_and_counters_change_nothing(tmp_pa
     handshake. Every job finishes once, honestly, and no forged counter reaches the results."""
     cluster = small_cluster(tmp_path, keys=keys)
     sched, work = cluster.schedulers[0], jobs()
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         clean = results(replay(cluster, bed, work, shutdown=False))
         socks = {p.name: stranger(p.address) for p in cluster.processes}
         for node in cluster.nodes:
@@ -312,7 +312,7 @@ def test_reused_routing_ids_neither_steal_a_link_nor_kill_a_process(tmp_path):
     cluster = small_cluster(tmp_path)
     sched, node = cluster.get("sched-0"), cluster.get("node-0")
     claims = [b"node-0", f"node-0@{node.address}".encode()] * 10
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         socks = [stranger(sched.address, claim) for claim in claims]
         for sock in socks:
             sock.send(b"hello")
@@ -392,7 +392,7 @@ def test_with_keys_strangers_are_refused_at_the_handshake_and_the_replay_is_unch
     cluster = small_cluster(tmp_path, keys=True)
     work = jobs(12)
     targets = [p.address for p in cluster.processes]  # the frontend's too
-    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+    with LocalTestbed(cluster, tmp_path / "bed", keys=False) as bed:
         clean = results(replay(cluster, bed, work, shutdown=False))
 
         # Strangers without keys: Shutdown, forged JobDone, garbage, a 100 MB frame, a peer's name.
@@ -497,3 +497,26 @@ def test_a_get_task_that_cannot_be_sent_frees_its_slot_at_once():
         assert node.free == 1 and not node.queue
     finally:
         runtime.transport.close(0)
+
+
+def test_a_local_testbed_makes_keys_of_its_own_by_default_and_removes_them_at_its_end(tmp_path):
+    """Secure by default, loopback included: public keys in the description, secrets 0600 in a 0700
+    folder while the testbed runs, a keyless stranger refused at the handshake, the secrets gone after."""
+    cluster = small_cluster(tmp_path)
+    assert cluster.keys is None
+    with LocalTestbed(cluster, tmp_path / "bed") as bed:
+        folder = keys_folder(bed.cluster_file)
+        assert load_cluster(bed.cluster_file).keys == folder.resolve()
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        secrets = sorted(folder.iterdir())
+        assert len(secrets) == len(cluster.processes) + 1  # and control's
+        assert all(stat.S_IMODE(s.stat().st_mode) == 0o600 for s in secrets)
+        counters(cluster, bed)  # every process is up
+        sock = stranger(cluster.get("node-0").address)
+        throw(sock, encode(Shutdown()))
+        time.sleep(0.3)
+        sock.close()
+        found = counters(cluster, bed, shutdown=True)
+        assert found["dropped.no-key"] >= 1 and "dropped.shutdown-from-stranger" not in found
+        assert bed.wait(10)
+    assert not folder.exists()
