@@ -51,7 +51,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from .dag_jobs import DagTraceJob, DagTraceStage
-from .workload import WorkloadError
+from .trace import MAX_TASKS
+from .workload import WorkloadError, check_counts
 
 __all__ = [
     "INPUT_WORK_TABLE1",
@@ -287,12 +288,18 @@ def tpcds_like_jobs(rng: random.Random, count: int) -> list[DagTraceJob]:
     disjoint paths ±2, barriers and critical path ±1; ``tests/test_dag_shapes.py``), and their
     :func:`input_work` its 11 % / 88 % within ±0.03 / ±0.05. Jobs are named ``tpcds-K`` with
     ``line`` = K (1-based); ``submit`` is ``None``. Raises
-    :class:`~aviary.common.workload.WorkloadError` unless ``count >= 0``.
+    :class:`~aviary.common.workload.WorkloadError` unless ``count >= 0``, or once the jobs drawn pass
+    a limit of :func:`~aviary.common.workload.check_counts` (before drawing more).
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise WorkloadError(f"count must be an integer >= 0, got {count!r}")
+    check_counts(count, 0)
     jobs = []
+    tasks = 0
     for k in range(1, count + 1):
         shape = _shape(rng)
         jobs.append(DagTraceJob(name=f"tpcds-{k}", stages=_stages(rng, shape), line=k))
+        tasks += jobs[-1].tasks
+        if tasks > MAX_TASKS:  # stop drawing at once: the whole count would be larger still
+            check_counts(count, tasks, at_least=True)
     return jobs

@@ -103,6 +103,7 @@ import json
 import math
 import os
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -113,8 +114,8 @@ from .dag_jobs import DagTraceJob, DagTraceStage
 from .dag_shapes import tpcds_like_jobs
 from .model import GOOGLE_CUTOFF, JobSpec, Stage, stage_offsets
 from .resources import DEFAULT_MACHINE, RESOURCES, ZERO, Resources, vector_sum
-from .trace import TraceJob, read_trace
-from .workload import WorkloadError, _sample, merge_tasks, task_count
+from .trace import MAX_DURATION, MAX_JOB_TASKS, MAX_JOBS, MAX_TIME, TraceJob, read_trace
+from .workload import WorkloadError, _sample, check_counts, check_scaled, merge_tasks, task_count
 
 __all__ = [
     "ALIBABA_CSV",
@@ -176,6 +177,8 @@ DEMAND_MAX = Resources(cores=6.0, mem=17.0, disk=1.0, net=1.0)
 """Spec §6.2 (the Tetris poster's ranges): per-task demands are drawn log-uniform in [min, max]."""
 MIN_TASK_SECONDS = 1e-3
 """A zero mean task duration in a DAG trace is read as this (trace seconds)."""
+PLAN_LIMIT = 1e6
+"""Largest Alibaba ``plan_cpu`` / ``plan_mem`` read (the file's largest: 500 and 2.35): 10,000 cores."""
 
 DagKind = Literal["alibaba", "tpch", "tpcds", "google"]
 DemandMode = Literal["synth", "alibaba-plan"]
@@ -191,7 +194,15 @@ class DagTraceError(ValueError):
 # --- reading ------------------------------------------------------------------------------------------
 
 
-def _number(where: str, field: str, token: Any, *, minimum: float | None = 0.0) -> float:
+def _number(
+    where: str,
+    field: str,
+    token: Any,
+    *,
+    minimum: float | None = 0.0,
+    limit: float = MAX_DURATION,
+    unit: str = "s",
+) -> float:
     if isinstance(token, bool):
         raise DagTraceError(f"{where}: field '{field}': not a number: {token!r}")
     try:
@@ -202,16 +213,31 @@ def _number(where: str, field: str, token: Any, *, minimum: float | None = 0.0) 
         raise DagTraceError(f"{where}: field '{field}': not a finite number: {token!r}")
     if minimum is not None and value < minimum:
         raise DagTraceError(f"{where}: field '{field}': must be at least {minimum:g}, got {token}")
+    if abs(value) > limit:
+        raise DagTraceError(f"{where}: field '{field}': {token} is above the limit of {limit:g} {unit}")
     return value
 
 
 def _count(where: str, field: str, token: Any) -> int:
-    value = _number(where, field, token)
+    value = _number(where, field, token, limit=math.inf)
     if not value.is_integer():
         raise DagTraceError(f"{where}: field '{field}': not an integer: {token!r}")
     if value < 1:
         raise DagTraceError(f"{where}: field '{field}': must be at least 1, got {token}")
+    if value > MAX_JOB_TASKS:
+        raise DagTraceError(
+            f"{where}: field '{field}': {token} is above the limit of {MAX_JOB_TASKS:,} tasks a job"
+        )
     return int(value)
+
+
+def _job_tasks(where: str, field: str, stages: Sequence[DagTraceStage]) -> None:
+    """Raise :class:`DagTraceError` if the stages of one job have more tasks than the limit in all."""
+    tasks = sum(s.tasks for s in stages)
+    if tasks > MAX_JOB_TASKS:
+        raise DagTraceError(
+            f"{where}: field '{field}': the job has {tasks:,} tasks, above the limit of {MAX_JOB_TASKS:,}"
+        )
 
 
 def _topological(parents: Sequence[Sequence[int]]) -> tuple[list[int], list[int]]:
@@ -297,6 +323,10 @@ def read_alibaba(path: str | os.PathLike[str] = ALIBABA_CSV) -> list[DagTraceJob
                     if not any(x.strip() for x in fields):
                         continue
                     jobs_row = _alibaba_row(name, reader.line_num, fields, at)
+                    if jobs_row[0] not in jobs and len(jobs) == MAX_JOBS:
+                        raise DagTraceError(
+                            f"{name}:{reader.line_num}: field 'job': more than the limit of {MAX_JOBS:,} jobs"
+                        )
                     jobs.setdefault(jobs_row[0], []).append(jobs_row[1])
             except csv.Error as exc:
                 raise DagTraceError(f"{name}:{reader.line_num}: field 'job': bad CSV: {exc}") from None
@@ -320,11 +350,13 @@ def _alibaba_row(name: str, line: int, fields: list[str], at: list[int]) -> tupl
     stage = DagTraceStage(
         tasks=_count(where, "instances", instances),
         mean=max(_number(where, "duration_s", duration), MIN_TASK_SECONDS),
-        cores=_number(where, "plan_cpu", cpu) / 100.0,
-        mem_share=_number(where, "plan_mem", mem) / 100.0,
+        cores=_number(where, "plan_cpu", cpu, limit=PLAN_LIMIT, unit="") / 100.0,
+        mem_share=_number(where, "plan_mem", mem, limit=PLAN_LIMIT, unit="") / 100.0,
         name=label,
     )
-    return job, _Row(line, label, parents.split(), stage, _number(where, "start_s", start, minimum=None))
+    return job, _Row(
+        line, label, parents.split(), stage, _number(where, "start_s", start, minimum=None, limit=MAX_TIME)
+    )
 
 
 def _alibaba_job(name: str, job: str, rows: list[_Row]) -> DagTraceJob:
@@ -344,6 +376,7 @@ def _alibaba_job(name: str, job: str, rows: list[_Row]) -> DagTraceJob:
                     f"{name}:{row.line}: field 'parents': parent {p!r} is not a stage of job {job!r}"
                 )
         parents.append([index[p] for p in row.parents])
+    _job_tasks(f"{name}:{rows[0].line}", "instances", [r.stage for r in rows])
     order, cycle = _topological(parents)
     if cycle:
         labels = " -> ".join(repr(rows[i].label) for i in [*cycle, cycle[0]])
@@ -359,10 +392,12 @@ def _alibaba_job(name: str, job: str, rows: list[_Row]) -> DagTraceJob:
     )
 
 
-def _load_json(name: str) -> dict[str, Any]:
+def _load_json(name: str, lines: dict[str, int] | None = None) -> dict[str, Any]:
+    """The JSON object of the file ``name``; ``lines``, when given, gets the line of each of its keys."""
     try:
         with open(name, encoding="utf-8") as f:
-            data = json.load(f)
+            text = f.read()
+        data = json.loads(text)
     except OSError as exc:
         raise DagTraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -371,7 +406,33 @@ def _load_json(name: str) -> dict[str, Any]:
         raise DagTraceError(
             f"{name}: field 'queries': expected an object of queries, got {type(data).__name__}"
         )
+    if lines is not None:
+        lines.update(_key_lines(text))
     return data
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line (from 1) of each key of the JSON object ``text`` (valid JSON, already parsed)."""
+    decoder = json.JSONDecoder()
+    out: dict[str, int] = {}
+    blank = re.compile(r"[ \t\n\r]*")
+
+    def skip(i: int) -> int:
+        match = blank.match(text, i)
+        return match.end() if match else i
+
+    i, line, counted = skip(0) + 1, 1, 0  # past the "{"
+    while True:
+        i = skip(i)
+        if i >= len(text) or text[i] != '"':
+            return out
+        line += text.count("\n", counted, i)
+        counted = i
+        key, i = decoder.raw_decode(text, i)
+        out.setdefault(key, line)
+        i = skip(skip(i) + 1)  # past the ":"
+        _, i = decoder.raw_decode(text, i)
+        i = skip(i) + 1  # past the "," (or the closing "}")
 
 
 def _query_part(where: str, query: Any, key: str, kind: type) -> Any:
@@ -405,64 +466,77 @@ def read_tpch(
     """
     name = os.fspath(path)
     out: dict[str, DagTraceJob] = {}
-    for position, (key, query) in enumerate(_load_json(name).items(), 1):
-        where = f"{name}: {key}"
-        ids = _query_part(where, query, "stages", list)
-        edges = _query_part(where, query, "edges", list)
-        profiles = _query_part(where, query, "profiles", dict)
-        index: dict[int, int] = {}
-        for k, s in enumerate(ids):
-            sid = _stage_id(f"{where} stage #{k}", "stages", s)
-            if sid in index:
-                raise DagTraceError(f"{where} stage {sid}: field 'stages': listed twice")
-            index[sid] = k
-        if profile not in profiles:
-            known = ", ".join(profiles) or "none"
-            raise DagTraceError(f"{where}: field 'profiles': unknown profile {profile!r} (known: {known})")
-        rows = profiles[profile]
-        if not isinstance(rows, list):
-            raise DagTraceError(f"{where}: field 'profiles.{profile}': not a list")
-        found: dict[int, DagTraceStage] = {}
-        for k, row in enumerate(rows):
-            if not (isinstance(row, list) and len(row) == 3):
-                raise DagTraceError(
-                    f"{where} row #{k}: field 'profiles.{profile}': expected [stage, tasks, mean_ms], "
-                    f"got {row!r}"
-                )
-            sid = _stage_id(f"{where} row #{k}", f"profiles.{profile}", row[0])
-            at = f"{where} stage {sid}"
-            if sid not in index:
-                raise DagTraceError(f"{at}: field 'profiles.{profile}': not a stage of the query")
-            if sid in found:
-                raise DagTraceError(f"{at}: field 'profiles.{profile}': profiled twice")
-            mean_ms = _number(at, f"profiles.{profile}.mean_task_runtime_ms", row[2])
-            found[sid] = DagTraceStage(
-                tasks=_count(at, f"profiles.{profile}.tasks", row[1]),
-                mean=max(mean_ms / 1000.0, MIN_TASK_SECONDS),
-                name=str(sid),
-            )
-        for sid in index:
-            if sid not in found:
-                raise DagTraceError(f"{where} stage {sid}: field 'profiles.{profile}': no profile row")
-        parents: list[list[int]] = [[] for _ in ids]
-        for edge in edges:
-            if not (isinstance(edge, list) and len(edge) == 2):
-                raise DagTraceError(f"{where}: field 'edges': expected [parent, child], got {edge!r}")
-            p, c = (_stage_id(f"{where}", "edges", x) for x in edge)
-            if c not in index:
-                raise DagTraceError(f"{where}: field 'edges': edge {edge}: child {c} is not a stage")
-            if p not in index:
-                raise DagTraceError(f"{where} stage {c}: field 'edges': parent {p} does not exist")
-            parents[index[c]].append(index[p])
-        order, cycle = _topological(parents)
-        if cycle:
-            labels = " -> ".join(str(ids[i]) for i in [*cycle, cycle[0]])
-            raise DagTraceError(
-                f"{where} stage {ids[cycle[0]]}: field 'edges': a cycle (stage -> parent): {labels}"
-            )
-        stages = [found[sid] for sid in index]  # in the order of "stages"
-        out[key] = DagTraceJob(name=key, stages=_renumbered(stages, parents, order), line=position)
+    lines: dict[str, int] = {}
+    for position, (key, query) in enumerate(_load_json(name, lines).items(), 1):
+        try:
+            out[key] = _tpch_query(f"{name}: {key}", key, query, profile, position)
+        except DagTraceError as exc:  # the query's line, before the field: "path: Q7 stage 0 (line 9): ..."
+            head, sep, tail = str(exc).partition(": field '")
+            raise DagTraceError(f"{head} (line {lines.get(key, 1)}){sep}{tail}") from None
     return out
+
+
+def _tpch_query(where: str, key: str, query: Any, profile: str, position: int) -> DagTraceJob:
+    """One query of the TPC-H JSON at ``profile`` (:func:`read_tpch`)."""
+    ids = _query_part(where, query, "stages", list)
+    edges = _query_part(where, query, "edges", list)
+    profiles = _query_part(where, query, "profiles", dict)
+    if not ids:
+        raise DagTraceError(f"{where}: field 'stages': empty (a query needs at least one stage)")
+    index: dict[int, int] = {}
+    for k, s in enumerate(ids):
+        sid = _stage_id(f"{where} stage #{k}", "stages", s)
+        if sid in index:
+            raise DagTraceError(f"{where} stage {sid}: field 'stages': listed twice")
+        index[sid] = k
+    if profile not in profiles:
+        known = ", ".join(profiles) or "none"
+        raise DagTraceError(f"{where}: field 'profiles': unknown profile {profile!r} (known: {known})")
+    rows = profiles[profile]
+    if not isinstance(rows, list):
+        raise DagTraceError(f"{where}: field 'profiles.{profile}': not a list")
+    found: dict[int, DagTraceStage] = {}
+    for k, row in enumerate(rows):
+        if not (isinstance(row, list) and len(row) == 3):
+            raise DagTraceError(
+                f"{where} row #{k}: field 'profiles.{profile}': expected [stage, tasks, mean_ms], got {row!r}"
+            )
+        sid = _stage_id(f"{where} row #{k}", f"profiles.{profile}", row[0])
+        at = f"{where} stage {sid}"
+        if sid not in index:
+            raise DagTraceError(f"{at}: field 'profiles.{profile}': not a stage of the query")
+        if sid in found:
+            raise DagTraceError(f"{at}: field 'profiles.{profile}': profiled twice")
+        mean_ms = _number(
+            at, f"profiles.{profile}.mean_task_runtime_ms", row[2], limit=MAX_DURATION * 1000.0, unit="ms"
+        )
+        found[sid] = DagTraceStage(
+            tasks=_count(at, f"profiles.{profile}.tasks", row[1]),
+            mean=max(mean_ms / 1000.0, MIN_TASK_SECONDS),
+            name=str(sid),
+        )
+    for sid in index:
+        if sid not in found:
+            raise DagTraceError(f"{where} stage {sid}: field 'profiles.{profile}': no profile row")
+    _job_tasks(where, f"profiles.{profile}", list(found.values()))
+    parents: list[list[int]] = [[] for _ in ids]
+    for edge in edges:
+        if not (isinstance(edge, list) and len(edge) == 2):
+            raise DagTraceError(f"{where}: field 'edges': expected [parent, child], got {edge!r}")
+        p, c = (_stage_id(f"{where}", "edges", x) for x in edge)
+        if c not in index:
+            raise DagTraceError(f"{where}: field 'edges': edge {edge}: child {c} is not a stage")
+        if p not in index:
+            raise DagTraceError(f"{where} stage {c}: field 'edges': parent {p} does not exist")
+        parents[index[c]].append(index[p])
+    order, cycle = _topological(parents)
+    if cycle:
+        labels = " -> ".join(str(ids[i]) for i in [*cycle, cycle[0]])
+        raise DagTraceError(
+            f"{where} stage {ids[cycle[0]]}: field 'edges': a cycle (stage -> parent): {labels}"
+        )
+    stages = [found[sid] for sid in index]  # in the order of "stages"
+    return DagTraceJob(name=key, stages=_renumbered(stages, parents, order), line=position)
 
 
 def tpch_mix(mix: str | Mapping[str, float], profiles: Sequence[str]) -> dict[str, float]:
@@ -535,10 +609,12 @@ def _tpch_jobs(
     jobs: int,
     query_rng: random.Random,
     profile_rng: random.Random,
+    task_scale: float = 1.0,
 ) -> list[DagTraceJob]:
     """``jobs`` TPC-H jobs: each a uniformly random query (``query_rng``, one ``choice`` per job, as
     before the mixes) at a profile drawn from ``mix`` (``profile_rng``: one ``choices`` call for all jobs,
-    nothing drawn for a mix of one profile), named ``Q@PROFILE``, its line per :data:`TPCH_LINE_STRIDE`."""
+    nothing drawn for a mix of one profile), named ``Q@PROFILE``, its line per :data:`TPCH_LINE_STRIDE`.
+    Their tasks, merged at ``task_scale``, are checked against the limits before they are drawn."""
     profiles = tpch_profiles(path)
     weights = tpch_mix(mix, profiles)
     read = {p: read_tpch(path, p) for p in weights}
@@ -551,10 +627,17 @@ def _tpch_jobs(
             f"(at most {TPCH_LINE_STRIDE - 1}); use the first profile alone"
         )
     names = list(weights)
+    sizes = {
+        (q, p): sum(task_count(s.tasks, task_scale) for s in read[p][q].stages)
+        for p in names
+        for q in queries
+    }
+    check_counts(jobs, jobs * min(sizes.values()), at_least=True)  # before drawing anything
     picks = [query_rng.choice(queries) for _ in range(jobs)]
     drawn = (
         profile_rng.choices(names, weights=list(weights.values()), k=jobs) if len(names) > 1 else names * jobs
     )
+    check_counts(jobs, sum(sizes[q, p] for q, p in zip(picks, drawn, strict=True)))
     out = []
     for query, profile in zip(picks, drawn, strict=True):
         tj = read[profile][query]
@@ -759,6 +842,7 @@ def build_dag_workload(
         what = "a random query" if kind == "tpch" else "a generated DAG"
         if jobs is None or jobs < 1:
             raise WorkloadError(f"kind {kind!r} needs jobs >= 1 (each job is {what}), got {jobs}")
+        check_counts(jobs, 0)
         if start is not None or sample != "consecutive":
             raise WorkloadError(f"sample and start do not apply to kind {kind!r} (each job is {what})")
     if kind == "tpcds":
@@ -767,9 +851,8 @@ def build_dag_workload(
         chosen = tpcds_like_jobs(sample_rng, cast(int, jobs))
     elif kind == "tpch" and from_file:
         path = TPCH_JSON if trace is None else cast(str, trace)
-        chosen = _tpch_jobs(
-            path, TPCH_MIX if tpch_mix is None else tpch_mix, cast(int, jobs), sample_rng, profile_rng
-        )
+        mix = TPCH_MIX if tpch_mix is None else tpch_mix
+        chosen = _tpch_jobs(path, mix, cast(int, jobs), sample_rng, profile_rng, task_scale)
     elif kind == "tpch":
         pool = _pool(kind, trace)
         if not pool:
@@ -779,6 +862,10 @@ def build_dag_workload(
         pool = _pool(kind, trace)
         # _sample only indexes and slices its sequence, so it samples DagTraceJob lists as well.
         chosen = cast(list[DagTraceJob], _sample(cast(list[TraceJob], pool), jobs, sample, start, sample_rng))
+    for tj in chosen:
+        if not tj.stages:
+            raise WorkloadError(f"job {tj.name} (line {tj.line}): no stages (a job needs at least one)")
+    check_counts(len(chosen), sum(task_count(s.tasks, task_scale) for tj in chosen for s in tj.stages))
     if keep_arrivals:
         if any(j.submit is None for j in chosen):
             raise WorkloadError(f"keep_arrivals needs submit times, and kind {kind!r} has none")
@@ -823,6 +910,7 @@ def build_dag_workload(
         for spec in specs[1:]:
             t += arrival_rng.expovariate(1.0 / gap) if gap > 0 else 0.0
             spec.submit = t
+    check_scaled(specs)
     check_dag_workload(specs, machine)
     return specs
 

@@ -39,11 +39,13 @@ from collections.abc import Sequence
 from typing import Literal
 
 from .model import GOOGLE_CUTOFF, JobSpec
-from .trace import TraceJob
+from .trace import MAX_JOBS, MAX_TASKS, MAX_TIME, TraceJob
 
 __all__ = [
     "WorkloadError",
     "build_workload",
+    "check_counts",
+    "check_scaled",
     "merge_tasks",
     "poisson_single_task_jobs",
     "task_count",
@@ -57,6 +59,34 @@ class WorkloadError(ValueError):
 def task_count(n: int, factor: float) -> int:
     """Tasks a job of ``n`` tasks keeps at task-scale ``factor``: ``min(n, max(1, round(n*factor)))``."""
     return min(n, max(1, round(n * factor)))
+
+
+def check_counts(jobs: int, tasks: int, *, at_least: bool = False) -> None:
+    """Raise :class:`WorkloadError` (one line, naming the limit) if a workload of ``jobs`` jobs and
+    ``tasks`` tasks in all (``at_least``: a lower bound of them) is above
+    :data:`~aviary.common.trace.MAX_JOBS` or :data:`~aviary.common.trace.MAX_TASKS`: called before the
+    jobs are built."""
+    if jobs > MAX_JOBS:
+        raise WorkloadError(f"jobs: {jobs:,} is above the limit of {MAX_JOBS:,} jobs a workload")
+    if tasks > MAX_TASKS:
+        raise WorkloadError(
+            f"jobs: {jobs:,} jobs would have {'at least ' if at_least else ''}{tasks:,} tasks, above the "
+            f"limit of {MAX_TASKS:,} tasks a workload (fewer jobs, or a smaller task scale)"
+        )
+
+
+def check_scaled(specs: Sequence[JobSpec]) -> None:
+    """Raise :class:`WorkloadError` (one line, naming the job, its trace line and the limit) if a submit
+    time or a task duration of the built replay, scaled and merged, is above
+    :data:`~aviary.common.trace.MAX_TIME` (a tiny time scale or load)."""
+    for spec in specs:
+        longest = max(spec.durations, default=0.0)
+        for what, value in (("submit time", spec.submit), ("task duration", longest)):
+            if not value <= MAX_TIME:
+                raise WorkloadError(
+                    f"job {spec.job_id} (line {spec.line}): a {what} of {value:g} s once scaled is above "
+                    f"the limit of {MAX_TIME:g} s (a larger time scale, load or task scale)"
+                )
 
 
 def merge_tasks(durations: Sequence[float], m: int) -> list[float]:
@@ -159,6 +189,7 @@ def build_workload(
     else:
         factor = 1.0
 
+    check_counts(len(chosen), sum(task_count(tj.tasks, factor) for tj in chosen))
     durations_per_job: list[list[float]] = []
     for tj in chosen:
         merged = merge_tasks(tj.durations, task_count(tj.tasks, factor))
@@ -191,6 +222,7 @@ def build_workload(
                 line=tj.line,
             )
         )
+    check_scaled(specs)
     return specs
 
 
@@ -204,6 +236,7 @@ def poisson_single_task_jobs(
     """
     if n < 1:
         raise WorkloadError(f"n must be at least 1, got {n}")
+    check_counts(n, n)
     if not (load > 0 and math.isfinite(load)):
         raise WorkloadError(f"load must be a positive number, got {load}")
     if not (mean_duration > 0 and math.isfinite(mean_duration)):
@@ -219,4 +252,5 @@ def poisson_single_task_jobs(
             t += rng.expovariate(rate)
         d = rng.expovariate(1.0 / mean_duration)
         specs.append(JobSpec(job_id=job_id, submit=t, durations=[d], estimate=d, long=False))
+    check_scaled(specs)
     return specs

@@ -19,10 +19,18 @@ from ..common.dags import GOOGLE_TRACE
 from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ..common.params import Param
 from ..common.resources import DEFAULT_MACHINE, Resources
+from ..common.trace import MAX_JOBS
 from .registry import POLICIES
 from .spec import CHOICES, DEFAULT_MAX_WALL, UsageError
 
 BUNDLED_TRACE = GOOGLE_TRACE
+MAX_NODES = 100_000
+"""Most node monitors of a testbed (``--nodes``): ten times the 10,000 the papers simulate (Sparrow,
+Hawk, Eagle); the simulator holds every node in one process's memory."""
+MAX_SLOTS = 1_000
+"""Most task slots of one node (``--slots``); a node of the bundled clusters has 1 to 64."""
+MAX_SCHEDULERS = 10_000
+"""Most distributed schedulers of a testbed (``--schedulers``); the papers run 1 to 100."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -71,6 +79,20 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _count_to(limit: int, what: str) -> Callable[[str], int]:
+    """A count from 1 to ``limit`` (``what``: the limit's name in the complaint), checked as argparse
+    reads it, so nothing is ever sized by a larger one."""
+
+    def count(text: str) -> int:
+        value = _positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:,} ({what}), got {value:,}")
+        return value
+
+    count.__name__ = "count"  # argparse's "invalid count value: 'x'"
+    return count
 
 
 def _positive_float(text: str) -> float:
@@ -249,7 +271,17 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         help="scheduling policy, one of " + ", ".join(sorted(POLICIES)) + " (default %(default)s)",
     )
     p.add_argument(
-        "--nodes", type=_positive_int, default=nodes, help="node monitors, a count (default %(default)s)"
+        "--nodes",
+        type=_count_to(MAX_NODES, "the limit of nodes"),
+        default=nodes,
+        help=f"node monitors, a count up to {MAX_NODES:,} (default %(default)s)",
+    )
+    p.add_argument(
+        "--keys",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="real processes: CurveZMQ keys made for the testbed, loopback included, so that only its own "
+        "processes can drive it (default: keys; --no-keys runs without: anyone who reaches a port can)",
     )
     p.add_argument(
         "--nodes-per-process",
@@ -261,14 +293,14 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     )
     p.add_argument(
         "--slots",
-        type=_positive_int,
+        type=_count_to(MAX_SLOTS, "the limit of slots a node"),
         default=1,
         help="task slots per node, a count (default %(default)s; the multi-resource policies: one per core "
         "of --capacity)",
     )
     p.add_argument(
         "--schedulers",
-        type=_positive_int,
+        type=_count_to(MAX_SCHEDULERS, "the limit of schedulers"),
         default=schedulers,
         help="distributed schedulers, a count, for the policies that have them (default %(default)s)",
     )
@@ -377,13 +409,6 @@ def build_parser() -> Parser:
         help="the interface every process listens on (default: its host address; 0.0.0.0 behind NAT)",
     )
     cl.add_argument(
-        "--keys",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="make CurveZMQ keys for the cluster (as 'aviary keys'; default: yes when a process listens "
-        "on a non-loopback address, so that only holders of the keys can drive the testbed)",
-    )
-    cl.add_argument(
         "--out",
         type=_out_file,
         required=True,
@@ -456,10 +481,10 @@ def build_parser() -> Parser:
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=_count_to(MAX_JOBS, "the limit of jobs a workload"),
         default=None,
-        help="jobs to sample, a count (default: all of the trace, 300 on real processes; 200 for tpch, "
-        "tpcds and gshet)",
+        help=f"jobs to sample, a count up to {MAX_JOBS:,} (default: all of the trace, 300 on real "
+        "processes; 200 for tpch, tpcds and gshet)",
     )
     rp.add_argument(
         "--sample",
