@@ -270,8 +270,11 @@ def run_sweep(
             report.skipped.append(cell.name)
         else:
             todo.append(cell)
+    try:
+        sweep.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # load_sweep found it writable; it no longer is
+        raise UsageError(f"{sweep.out}: cannot make the sweep's folder: {exc.strerror or exc}") from None
     client = connect(cluster) if cluster is not None and todo else None
-    sweep.out.mkdir(parents=True, exist_ok=True)
     progress = _progress(len(todo), len(report.skipped), f"sweep {sweep.name}", not quiet)
     task = progress.add_task(f"sweep {sweep.name}", total=len(todo))
 
@@ -506,6 +509,7 @@ def main_sweep(
 ) -> int:
     """``aviary sweep``: returns the exit status (0 all cells done, 1 some failed, 130/143 interrupted)."""
     sweep = load_sweep(spec, out)
+    sweep.check_files()
     if dry_run:
         for cell in sweep.cells:
             state = "done" if cell_done(sweep.out / cell.name, cell) else "to run"
@@ -515,6 +519,8 @@ def main_sweep(
         report = run_sweep(sweep, workers=workers, cluster=cluster, force=force, quiet=quiet)
     except ResultsError as exc:  # a figure or table that cannot be written
         raise UsageError(str(exc)) from None
+    except OSError as exc:  # a cell's results that cannot be written (a full disk, a folder gone)
+        raise UsageError(f"{exc.filename or sweep.out}: cannot write: {exc.strerror or exc}") from None
     err = sys.stderr
     print(
         f"sweep {sweep.name}: {len(report.ran)} cells run, {len(report.skipped)} already done, "

@@ -20,7 +20,9 @@ import argparse
 import contextlib
 import io
 import itertools
+import os
 import re
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +77,22 @@ class Sweep:
     baseline: str | None = None
     figure: str = DEFAULT_FIGURE
     lines: dict[str, int] = field(default_factory=dict)
+    traces: dict[str, str] = field(default_factory=dict)
+    """Each trace file a cell reads -> where the spec names it (``s.toml: line 3: field 'replay.trace'``)."""
+    out_named: str = ""
+    """Where ``out`` comes from, to name in an error (the flag, the spec's line, or the default)."""
+
+    def check_files(self) -> None:
+        """Raise a one-line :class:`UsageError` unless every trace the cells read is a readable file and
+        ``out`` can be written (:func:`unwritable`); ``aviary sweep`` checks this before it lists or
+        runs a cell (a spec may name a trace a script makes first, so :func:`load_sweep` does not)."""
+        for trace, where in self.traces.items():
+            if not (Path(trace).is_file() and os.access(trace, os.R_OK)):
+                missing = "no such file" if not Path(trace).exists() else "not a readable file"
+                raise UsageError(f"{where}: {trace}: {missing}")
+        problem = unwritable(self.out)
+        if problem is not None:
+            raise UsageError(f"{self.out_named or self.out}: {problem}")
 
     def describe(self) -> str:
         """The shared flags, one line (``workload tpch, jobs 60, nodes 20``)."""
@@ -197,11 +215,23 @@ def _number(text: str) -> Any:
 
 def load_sweep(path: Path, out: Path | None = None) -> Sweep:
     """Read and check the spec at ``path``; ``out`` overrides its folder. A bad spec raises a one-line
-    :class:`UsageError` naming the file, the line (where it can) and the field."""
+    :class:`UsageError` naming the file, the line (where it can) and the field. Whether its files exist
+    and its folder can be written is :meth:`Sweep.check_files`."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the sweep spec: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        key = re.match(
+            r"""\s*["']?([\w-]+)["']?\s*=""", raw.splitlines()[line - 1].decode("utf-8", "replace")
+        )
+        field = f": field '{key.group(1)}'" if key else ""
+        raise UsageError(
+            f"{path}: line {line}{field}: not UTF-8 text (byte 0x{raw[exc.start]:02x}; TOML is UTF-8)"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -225,6 +255,7 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
     grid: dict[str, Any] = data.get("grid", {})
     folder = path.parent
     conv = _Flags()
+    traces: dict[str, str] = {}
     flags: dict[str, dict[str, list[str]]] = {}
     """key -> shown value -> its flags."""
     for table, values in (("replay", base), ("grid", grid)):
@@ -242,6 +273,8 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
                     flags.setdefault(key, {})[shown(v)] = conv.flags(key, v, folder)
                 except ValueError as exc:
                     raise UsageError(f"{where(table, key)}: {exc}") from None
+                if key.replace("-", "_") == "trace":
+                    traces.setdefault(flags[key][shown(v)][-1], where(table, key))
             if table == "grid" and len(set(map(shown, listed))) != len(listed):
                 raise UsageError(f"{where(table, key)}: a value is listed twice")
     figure = data.get("figure", DEFAULT_FIGURE)
@@ -289,6 +322,28 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
         cells.append(cell)
     where_out = Path(data["out"]) if "out" in data else None
     name = data.get("name", path.stem)
-    if out is None:
-        out = folder / where_out if where_out is not None else Path("results") / "sweeps" / name
-    return Sweep(path, name, out, base, dict(grid), cells, baseline, figure)
+    if out is not None:
+        named = f"argument --out: {out}"
+    elif where_out is not None:
+        out = folder / where_out
+        named = f"{where(None, 'out')}: {out}"
+    else:
+        out = Path("results") / "sweeps" / name
+        named = f"{path}: field 'out' (default {out})"
+    return Sweep(path, name, out, base, dict(grid), cells, baseline, figure, traces=traces, out_named=named)
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why the folder ``folder`` could not be made or written into (None: it can), found without making
+    it: its nearest existing ancestor must be a folder that takes a new entry (tried with a scratch
+    folder, removed at once), or ``folder`` itself one, as root too."""
+    probe = folder
+    while not probe.exists() and not probe.is_symlink() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".aviary-probe-", dir=probe))
+    except OSError as exc:
+        return f"cannot write into {probe}: {exc.strerror or exc}"
+    return None
