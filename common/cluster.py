@@ -309,6 +309,12 @@ TABLES = {"cluster": "[cluster]", "process": "[[process]]"}
 EXECUTORS = ("timer", "process", "docker")
 """What a task may be (``worker.executors.EXECUTORS``, which the cluster description must not import)."""
 
+NAME = re.compile(r"[^\s\x00-\x1f\x7f@>#]+")
+"""A process name: no blank or control character, and none of ``@``, ``>`` and ``#``, which the
+transport's routing ids put between a name and the rest (``name@address#nonce``, ``name>secret``)."""
+NAME_BYTES = 64
+"""Longest process name, in UTF-8 bytes: a routing id (at most 255 bytes) holds it with an address."""
+
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY = re.compile(r"""^\s*((?:[\w-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[\w-]+|"[^"]*"|'[^']*'))*)\s*=""")
 
@@ -483,8 +489,14 @@ def load_cluster(path: Path | str) -> Cluster:
             raise where.error("role", f"{p.role!r} is not one of {', '.join(ROLES)}")
         if not 0 < p.port < 65536:
             raise where.error("port", f"{p.port} is not a TCP port (1-65535)")
-        if "@" in p.name or p.name in seen:
-            raise where.error("name", f"{p.name!r} is {'repeated' if p.name in seen else 'invalid'}")
+        if p.name in seen:
+            raise where.error("name", f"{p.name!r} is repeated")
+        if not NAME.fullmatch(p.name) or len(p.name.encode()) > NAME_BYTES:
+            raise where.error(
+                "name",
+                f"{p.name!r} is not a process name (1 to {NAME_BYTES} bytes; no blank, control character, "
+                "'@', '>' or '#')",
+            )
         if p.name.startswith(PACK):
             raise where.error("name", f"{p.name!r}: names starting with {PACK!r} are for packs of nodes")
         if p.role == "node" and p.slots < 1:
