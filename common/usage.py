@@ -7,9 +7,10 @@ first), so identical logs give identical numbers.
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from .resources import RESOURCES, ZERO, Resources
@@ -90,12 +91,58 @@ def jain_index(xs: Iterable[float]) -> float:
     return min(1.0, max(1.0 / n, s * s / (n * sq)))
 
 
-def _edges(t0: float, t_end: float, window: float) -> list[float]:
-    """Window boundaries from ``t0``: ``t0, t0+w, ..., t_end`` (the last window may be shorter)."""
-    q = (t_end - t0) / window
-    n = round(q) if abs(q - round(q)) < 1e-9 else math.ceil(q)
-    n = max(n, 1)
-    return [t0 + k * window for k in range(n)] + [t_end]
+class _Edges:
+    """Window boundaries from ``t0``: ``t0, t0+w, ..., t_end`` (the last window may be shorter), found
+    without a list of them: a run of 1e9 s has 1.7e7 windows of 60 s, one of 1e308 s more than an index
+    holds. ``edges[k]`` is boundary ``k``; :meth:`right` and :meth:`left` are ``bisect_right`` and
+    ``bisect_left`` over them."""
+
+    __slots__ = ("n", "t0", "t_end", "w")
+
+    def __init__(self, t0: float, t_end: float, window: float) -> None:
+        q = (t_end - t0) / window
+        n = round(q) if abs(q - round(q)) < 1e-9 else math.ceil(q)
+        self.n = max(n, 1)
+        """The number of windows."""
+        self.t0, self.t_end, self.w = t0, t_end, window
+
+    def __getitem__(self, k: int) -> float:
+        return self.t0 + k * self.w if k < self.n else self.t_end
+
+    def right(self, t: float) -> int:
+        """How many boundaries are ``<= t`` (``bisect_right``)."""
+        return self._count(t, lambda x: x <= t)
+
+    def left(self, t: float) -> int:
+        """How many boundaries are ``< t`` (``bisect_left``)."""
+        return self._count(t, lambda x: x < t)
+
+    def _count(self, t: float, below: Callable[[float], bool]) -> int:
+        """The first ``k`` in ``0..n+1`` whose boundary is not ``below`` (they are in order): from the
+        arithmetic guess, galloping then halving, so a guess off by float rounding costs a step or two,
+        and boundaries too close for floats to tell apart (a span of 1e308 s) no more than a search."""
+        top = self.n + 1
+        k = min(max(int((t - self.t0) / self.w), 0), top) if t > self.t0 else 0
+        step = 1
+        if k < top and below(self[k]):
+            lo, probe = k + 1, k + 1
+            while probe < top and below(self[probe]):
+                lo, step = probe + 1, step * 2
+                probe = k + step
+            hi = min(probe, top)
+        else:
+            hi, probe = k, k - 1
+            while probe >= 0 and not below(self[probe]):
+                hi, step = probe, step * 2
+                probe = k - step
+            lo = max(probe + 1, 0)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if below(self[mid]):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
 
 def fairness_over_windows(
@@ -126,8 +173,11 @@ def fairness_over_windows(
     waiting job (active, nothing running) counts with x_j = 0. An active job overlapping a window only in
     part is still averaged over the whole window length.
 
-    Cost: O((tasks + windows * jobs) log): one sweep over the start/end events, each job's share
-    integrated lazily between its own events.
+    Cost: O((tasks + windows * jobs) log) at most, with ``windows`` counting only the windows where
+    something changes (a run of windows where nothing does is scored once, for all of them): one sweep
+    over the start/end events, each job's share integrated lazily between its own events. Memory and
+    time do not grow with the run's span: a task of 1e8 s in 60-second windows costs as little as one
+    of 60 s.
     """
     if not window > 0:
         raise ValueError(f"window must be > 0, got {window}")
@@ -148,23 +198,40 @@ def fairness_over_windows(
     t_end = max(max(t.end for t in log), max(f for _, f in intervals.values()))
     if not t_end > t0:
         return empty
-    edges = _edges(t0, t_end, window)
-    nwin = len(edges) - 1
-    lengths = [edges[k + 1] - edges[k] for k in range(nwin)]
+    edges = _Edges(t0, t_end, window)
+    nwin = edges.n
 
     def win(t: float) -> int:
-        return min(max(bisect_right(edges, t) - 1, 0), nwin - 1)
+        return min(max(edges.right(t) - 1, 0), nwin - 1)
 
-    # integral[k][job]: integral of the job's dominant share over window k.
-    integral: list[dict[int, float]] = [{} for _ in range(nwin)]
+    # A window is special when a time where anything changes (a task starts or ends, a job arrives or
+    # finishes) lies in it, edges included; between two special windows every job's share and whether it
+    # is active stay the same, so such a run of plain windows is scored once and counted for each.
+    special: set[int] = set()
+    for b in {*(t.start for t in log), *(t.end for t in log), *(x for ab in intervals.values() for x in ab)}:
+        k = win(b)
+        special.add(k)
+        if k > 0 and b <= edges[k]:
+            special.add(k - 1)
+    specials = sorted(special)
+    runs = [(p + 1, q - 1) for p, q in itertools.pairwise(specials) if q > p + 1]
+    starts = [k1 for k1, _ in runs]
+    # integral[k][job]: integral of the job's dominant share over special window k; run_share[r][job]:
+    # the job's share through run r.
+    integral: dict[int, dict[int, float]] = {k: {} for k in specials}
+    run_share: list[dict[int, float]] = [{} for _ in runs]
 
     def accumulate(job: int, share: float, s: float, e: float) -> None:
         if share <= 0 or e <= s:
             return
-        for k in range(win(s), win(e) + 1):
+        ks, ke = win(s), win(e)
+        for i in range(bisect_left(specials, ks), bisect_right(specials, ke)):
+            k = specials[i]
             dt = min(e, edges[k + 1]) - max(s, edges[k])
             if dt > 0:
                 integral[k][job] = integral[k].get(job, 0.0) + share * dt
+        for r in range(bisect_right(starts, ks), bisect_left(starts, ke)):  # runs strictly inside
+            run_share[r][job] = share
 
     # Starts before ends at equal times, so a job's running count never goes below zero.
     events = sorted(
@@ -186,22 +253,30 @@ def fairness_over_windows(
             demand[job] = demand[job].minus(dem) if running[job] else ZERO
         share[job] = demand[job].dominant_share(capacity_total)
 
-    members: list[list[int]] = [[] for _ in range(nwin)]
+    members: dict[int, list[int]] = {k: [] for k in specials}
+    run_members: list[list[int]] = [[] for _ in runs]
     for job, (a, f) in sorted(intervals.items()):
-        lo = max(bisect_right(edges, a) - 1, 0)
-        hi = min(bisect_left(edges, f) - 1, nwin - 1)
-        for k in range(lo, hi + 1):
-            members[k].append(job)
-    scores = [
-        jain_index(integral[k].get(j, 0.0) / lengths[k] for j in members[k])
-        for k in range(nwin)
-        if len(members[k]) >= 2 and lengths[k] > 0
-    ]
+        lo = max(edges.right(a) - 1, 0)
+        hi = min(edges.left(f) - 1, nwin - 1)
+        for i in range(bisect_left(specials, lo), bisect_right(specials, hi)):
+            members[specials[i]].append(job)
+        for r in range(bisect_left(starts, lo), bisect_right(starts, hi)):
+            run_members[r].append(job)
+    scored: list[tuple[float, int]] = []  # (score, windows it stands for)
+    for k in specials:
+        length = edges[k + 1] - edges[k]
+        if len(members[k]) >= 2 and length > 0:
+            scored.append((jain_index(integral[k].get(j, 0.0) / length for j in members[k]), 1))
+    for (k1, k2), shares, jobs in zip(runs, run_share, run_members, strict=True):
+        if len(jobs) >= 2:
+            scored.append((jain_index(shares.get(j, 0.0) for j in jobs), k2 - k1 + 1))
+    scores = [x for x, _ in scored]
     if not scores:
         return empty
+    windows = sum(n for _, n in scored)
     return {
-        "windows": len(scores),
-        "mean": math.fsum(scores) / len(scores),
+        "windows": windows,
+        "mean": math.fsum(x * n for x, n in scored) / windows,
         "min": min(scores),
         "max": max(scores),
     }
