@@ -54,7 +54,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import CancelTimer, Effect, Kill, Launch, Send, SetTimer, TaskId
-from ..common.messages import KillTask, PlaceTask, TaskFinished
+from ..common.messages import KillTask, PeerDown, PeerUp, PlaceTask, TaskFinished
 from ..common.resources import EPS, ONE_CORE, Resources
 
 CONTENTION = ("fluid", "off")
@@ -106,6 +106,11 @@ class ResourceNodeCore(Core):
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is KillTask:
             return self._kill(now, sender, msg)
+        if type(msg) is PeerDown or type(msg) is PeerUp:
+            # Liveness news of a peer (a scheduler, another node): nothing changes here, the tasks run on
+            # (a central that comes back finds them); counted, as the other node cores do, not unexpected.
+            self.counters["peer_down" if type(msg) is PeerDown else "peer_up"] += 1
+            return []
         if type(msg) is not PlaceTask:
             return self.unexpected(msg)
         try:
