@@ -16,7 +16,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import PeerDown, PeerUp, PlaceTask, SubmitJob, TaskFinished
-from .state import CentralState, JobState, slot_nodes
+from .state import CentralState, Held, JobState, slot_nodes
 
 
 class CentralFifoCore(Core):
@@ -61,6 +61,20 @@ class CentralFifoCore(Core):
                 self.free.extend([msg.name] * self.node_slots[msg.name])
             return self._dispatch(now)
         return self.unexpected(msg)
+
+    def restore_job(
+        self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
+    ) -> list[Effect]:
+        """A job of the dead incarnation (:mod:`aviary.central.recovery`): its placed tasks hold slots."""
+        job, out = self.state.restore(now, sender, msg, age, held)
+        if job is not None:
+            for (job_id, _), (node, _, _) in self.state.placed.items():
+                if job_id == job.job_id:
+                    self.free.remove(node.name)
+        return out
+
+    def restored(self, now: float) -> list[Effect]:
+        return self._dispatch(now)
 
     def _dispatch(self, now: float) -> list[Effect]:
         effects: list[Effect] = []

@@ -35,7 +35,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import Heartbeat, PeerDown, PeerUp, PlaceTask, SubmitJob, TaskFinished
-from .state import CentralState, JobState, slot_nodes
+from .state import CentralState, Held, JobState, slot_nodes
 
 TIEBREAKS = ("var", "random", "sum")
 DEFAULT_Q = 2
@@ -173,6 +173,24 @@ class KairosCentralCore(Core):
         done = self.state.finish(now, sender, msg)
         return self._dispatch(now) + done
 
+    # --- a restart's recovery (:mod:`aviary.central.recovery`) ------------------------------------------
+    def restore_job(
+        self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
+    ) -> list[Effect]:
+        """A job of the dead incarnation: its placed tasks count on their nodes again."""
+        job, out = self.state.restore(now, sender, msg, age, held)
+        if job is not None:
+            for (job_id, _), (placed_on, _, _) in self.state.placed.items():
+                if job_id == job.job_id:
+                    node = self.by_name[placed_on.name]
+                    self._leave(node)
+                    node.count += 1
+                    self._enter(node)
+        return out
+
+    def restored(self, now: float) -> list[Effect]:
+        return self._dispatch(now)
+
     # --- Alg. 3 main loop, event-driven -----------------------------------------------------------------
     def _dispatch(self, now: float) -> list[Effect]:
         effects: list[Effect] = []
@@ -181,7 +199,9 @@ class KairosCentralCore(Core):
             for stage in job.runnable:
                 if (job.job_id, stage.index) not in self.enqueued:
                     self.enqueued.add((job.job_id, stage.index))
-                    queue.extend((job.job_id, stage.offset + i) for i in range(stage.tasks))
+                    # a stage rebuilt after a restart has only some tasks left (in ``retry``, in order)
+                    pending = list(stage.retry) or range(stage.offset, stage.offset + stage.tasks)
+                    queue.extend((job.job_id, i) for i in pending)
         state.fresh.clear()
         while queue:
             node = self._pick()

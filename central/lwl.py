@@ -38,7 +38,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import LongTask, PeerDown, PeerUp, SubmitJob, TaskFinished, TaskStarted
-from .state import CentralState, JobState, StageState, slot_nodes
+from .state import CentralState, Held, JobState, StageState, slot_nodes
 
 __all__ = ["CentralLwlCore", "LwlIndex"]
 
@@ -267,6 +267,38 @@ class CentralLwlCore(Core):
         return [
             Send(targets[k], LongTask(msg.job_id, i, msg.durations[i], est, bv, stamp)) for i, k in placed
         ]
+
+    # --- a restart's recovery (:mod:`aviary.central.recovery`) ------------------------------------------
+    def restore_job(
+        self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
+    ) -> list[Effect]:
+        """A job of the dead incarnation: its tasks queued or running on a node are that node's long work
+        again (a running one expected to end its estimate after it started)."""
+        job, out = self.state.restore(now, sender, msg, age, held)
+        if job is None:
+            return out
+        for index, (status, name, ago) in held.items():
+            k = self.index.get(name)
+            if status == "finished" or k is None or (job.job_id, index) not in self.state.placed:
+                continue
+            self.lwl.add(k, job.estimate, now)
+            if status == "running":
+                self.lwl.start(k, job.estimate, now - ago)
+                self.ends[job.job_id, index] = now - ago + job.estimate
+            if self.longs[k] == 0:
+                self.bits |= 1 << self.bit[k]
+            self.longs[k] += 1
+        return out
+
+    def restored(self, now: float) -> list[Effect]:
+        """Place every task not held by a node, as a submission would."""
+        state = self.state
+        state.fresh.clear()
+        effects: list[Effect] = []
+        for job in list(state.active.values()):
+            while job.runnable and (placed := self._place(now, job, job.runnable[0])):
+                effects += placed
+        return effects
 
     def _started(self, now: float, node: str, msg: TaskStarted) -> list[Effect]:
         job = self.state.jobs.get(msg.job_id)

@@ -31,7 +31,7 @@ from ..common.core import Core
 from ..common.effects import Effect, SetTimer
 from ..common.messages import PeerDown, PeerUp, SubmitJob, TaskFinished
 from ..common.resources import EPS, Resources
-from .state import CentralState, JobState, NodeSpec, NodeState, StageState
+from .state import CentralState, Held, JobState, NodeSpec, NodeState, StageState
 
 CYCLE = "cycle"
 
@@ -323,6 +323,25 @@ class PackingCore(Core):
             self.policy.on_nodes_changed()
             return self._match(now, [] if node is None else [node])
         return self.unexpected(msg)
+
+    # --- a restart's recovery (:mod:`aviary.central.recovery`) ------------------------------------------
+    def restore_job(
+        self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
+    ) -> list[Effect]:
+        """Admit a job of the dead incarnation with its tasks as the nodes hold them."""
+        self.policy.now = now
+        job, out = self.state.restore(now, sender, msg, age, held)
+        if job is not None:
+            for index, (status, _, _) in held.items():
+                entry = self.state.placed.get((job.job_id, index))
+                if status != "finished" and entry is not None:
+                    self.policy.on_placed(job, entry[1])
+        return out
+
+    def restored(self, now: float) -> list[Effect]:
+        """Every job rebuilt: schedule (a periodic policy at its next cycle)."""
+        self.policy.now = now
+        return self._match(now, self.state.nodes)
 
     def on_timer(self, now: float, key: Any) -> list[Effect]:
         if key != CYCLE or self.policy.cycle is None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
-from ..common.messages import KillTask, PlaceTask, SubmitJob, TaskFinished
+from ..common.messages import JobDone, KillTask, PlaceTask, SubmitJob, TaskFinished
 from ..common.model import JobSpec, Stage, placement_slowdown, stage_offsets
 from ..common.resources import ZERO, Resources, vector_sum
 
@@ -99,6 +99,10 @@ class NodeState:
 
 NodeSpec = tuple[str, Resources, dict[str, Any]]
 """A node as the central layer sees it: name, capacity, attributes."""
+
+Held = tuple[str, str, float]
+"""A task of a job being recovered as a node reports it: ``queued``, ``running`` or ``finished``, the
+node, seconds since it started (:meth:`CentralState.restore`)."""
 
 
 ALL_RESOURCES = (True, True, True, True)
@@ -404,6 +408,64 @@ class CentralState:
         node.free = self.limits[node.index]
         return node
 
+    # --- a restart's recovery (issue 26) ------------------------------------------------------------
+    def restore(
+        self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
+    ) -> tuple[JobState | None, list[Effect]]:
+        """Admit a job a dead incarnation of this scheduler had (submitted ``age`` seconds ago), as the
+        nodes report its tasks: ``held`` maps a task index to ``(state, node, seconds since it
+        started)``, state ``"queued"``, ``"running"`` or ``"finished"``. Placed tasks hold their room on
+        their node again; finished ones count (their stages' barriers released); the others are
+        runnable. Returns the job (None when it was refused or is already done) and what the submission
+        answered (``JobDone`` when every task had finished). A task on a node not in the cluster, or one
+        the job does not have, is ignored (``recovered_unknown_task``)."""
+        refused = self.submit(now - age, sender, msg, counter="jobs_recovered")
+        job = self.jobs.get(msg.job_id)
+        if refused is not None or job is None:
+            return None, refused or []
+        counters = self.core.counters
+        started = []
+        placed: dict[int, int] = {}  # stage -> its tasks placed or finished
+        for stage in job.stages:
+            for index in range(stage.offset, stage.offset + stage.tasks):
+                entry = held.get(index)
+                node = None if entry is None else self.by_name.get(entry[1])
+                if entry is None or node is None or node.dead:
+                    counters["recovered_unknown_task"] += entry is not None
+                    stage.retry.append(index)
+                    continue
+                status, _, ago = entry
+                placed[stage.index] = placed.get(stage.index, 0) + 1
+                if status != "queued":
+                    started.append(now - ago)
+                if status == "finished":
+                    stage.finished += 1
+                    job.finished += 1
+                    counters["recovered_tasks_finished"] += 1
+                    continue
+                node.free = node.free.minus(stage.demand)
+                node.running += 1
+                job.usage = job.usage.plus(stage.demand)
+                job.running += 1
+                self.placed[job.job_id, index] = (node, stage, now - ago)
+                counters["recovered_tasks_placed"] += 1
+        if started:
+            job.first_start = min(started)
+        for stage in job.stages:
+            stage.placed = placed.get(stage.index, 0)
+            stage.waiting = sum(job.stages[p].finished < job.stages[p].tasks for p in set(stage.parents))
+        job.runnable = [s for s in job.stages if s.waiting == 0 and s.placed < s.tasks]
+        self.active.pop(job.job_id, None)
+        self.fresh.pop(job.job_id, None)
+        if job.runnable:
+            self.active[job.job_id] = job
+            self.fresh[job.job_id] = job
+        if job.finished == job.tasks:  # every task ended while the scheduler was away
+            del self.jobs[job.job_id]
+            first = job.arrival if job.first_start is None else job.first_start
+            return None, [Send(job.frontend, JobDone(job.job_id, first - job.arrival))]
+        return job, []
+
     def dominant_share(self, job: JobState) -> float:
         return job.usage.dominant_share(self.capacity_total)
 
@@ -411,6 +473,7 @@ class CentralState:
 __all__ = [
     "BadJob",
     "CentralState",
+    "Held",
     "JobState",
     "NodeSpec",
     "NodeState",

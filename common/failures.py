@@ -22,6 +22,10 @@ DETECT_SECONDS = LIVENESS_PERIOD * LIVENESS_MISSES
 """How long a silent process goes before it is declared dead (3 s): a 20 s stall is declared, its work
 re-run elsewhere, and the process rejoins when it answers again."""
 
+RESTART_SECONDS = 0.5
+"""From a dead central scheduler's restart to its new process registering (a Python process's start and
+imports, measured on a local testbed: ``docs/failures.md``); the simulator's restart takes as long."""
+
 EXIT_DETECT_SECONDS = 0.1
 """How soon a replay notices that a child of its own testbed exited (its poll period)."""
 

@@ -20,8 +20,15 @@ that has not answered for ``misses`` periods; a driver may also declare a proces
 delay). A death goes to every live process as ``PeerDown`` (they stop sending it work and re-run what it
 held); the jobs of a dead scheduler are submitted again to a live one of the same role (a later
 ``JobDone`` from the dead one is a late result, counted and ignored). Where no process of that role is
-left (the central scheduler, say) the replay has :attr:`failed`, with one line naming the process. A
-dead process that answers again rejoins (``PeerUp``).
+left the replay has :attr:`failed`, with one line naming the process. A dead process that answers again
+rejoins (``PeerUp``).
+
+A central scheduler comes back (issue 26, :mod:`aviary.central.recovery`). With ``restarts`` (the
+launcher restarts a central scheduler that dies; the simulator too) its death is not news: nobody hears
+``PeerDown``, the nodes keep its work, the jobs routed to it stay there (their ``SubmitJob``s queue for
+it). When it registers again as a restarted process (``Register.recovering``), the frontend sends it
+``Recover`` (its unfinished jobs, from this frontend's record, and the live nodes) and each of those
+jobs' ``SubmitJob`` again (:meth:`central_back`); a stalled one that answers again simply carries on.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from .messages import (
     JobDone,
     PeerDown,
     PeerUp,
+    Recover,
     Register,
     Shutdown,
     Stats,
@@ -119,6 +127,7 @@ class FrontendCore(Core):
         roles: dict[str, str] | None = None,
         liveness: tuple[float, int] | None = None,
         epoch: int = 0,
+        restarts: bool = False,
     ) -> None:
         super().__init__(name)
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
@@ -153,6 +162,10 @@ class FrontendCore(Core):
         self.closed = False
         """The replay ended early (failed, interrupted, stalled): later completions are only counted, so
         the results are what was done when it ended."""
+        self.restarts = restarts
+        """A central scheduler that dies is restarted (by the launcher, or the simulator): wait for it."""
+        self.down_since: dict[str, float] = {}  # a central scheduler away -> replay clock of its death
+        self.told: set[str] = set()  # restarted central schedulers sent Recover, not rebuilt yet
         self.counters.update(dict.fromkeys(FAILURE_COUNTERS, 0))
 
     # --- phases ------------------------------------------------------------------------------------
@@ -210,7 +223,7 @@ class FrontendCore(Core):
             job = jobs[self.next]
             self.times[job.job_id].submit = clock
             to = self.route(job, self.next)
-            if to in self.dead:  # the replay goes on only while one of its role lives
+            if to in self.dead and to not in self.down_since:  # goes on while one of its role lives
                 to = self._stand_in(to, self.next)
             self.routed[job.job_id] = to
             effects.append(Send(to, submit_message(job)))
@@ -226,6 +239,11 @@ class FrontendCore(Core):
         if kind is Register:
             self.registered[sender] = msg
             self.last_heard[sender] = now
+            if not msg.recovering:
+                self.told.discard(sender)
+            elif sender not in self.told and self.t0 is not None and self.roles.get(sender) == "central":
+                self.told.add(sender)  # once per restart: it answers every Hello until it is rebuilt
+                return self.central_back(now, sender)
             if sender in self.dead:
                 if sender in self.exited:  # an answer it sent before it died, still on its way
                     self.counters["late_answers_of_the_dead"] += 1
@@ -304,7 +322,8 @@ class FrontendCore(Core):
         exited (not just silent), so it never rejoins: a ``Register`` from it afterwards answered a
         ``Hello`` before it died."""
         role = self.roles.get(name)
-        if exited and role is not None:
+        central = role == "central" and self.restarts
+        if exited and role is not None and not central:
             self.exited.add(name)
         if role is None or name in self.dead or self.t0 is None:
             return []
@@ -312,6 +331,9 @@ class FrontendCore(Core):
         self.dead[name] = clock
         self.counters["processes_declared_dead"] += 1
         log.warning("%s: %s declared dead at %.1f s%s", self.name, name, clock, f" ({why})" if why else "")
+        if central:  # it comes back: its work stays where it is (module docstring)
+            self.down_since[name] = clock
+            return []
         down = PeerDown(name)
         effects: list[Effect] = [Send(p, down) for p in self.roles if p not in self.dead]
         if not any(r == role and p not in self.dead for p, r in self.roles.items()):
@@ -326,6 +348,24 @@ class FrontendCore(Core):
                 effects.append(Send(stand_in, submit_message(self.by_id[job_id])))
         return effects
 
+    def central_back(self, now: float, name: str) -> list[Effect]:
+        """A restarted central scheduler registered: ``Recover`` with its unfinished jobs and the live
+        nodes, then those jobs' ``SubmitJob``s again."""
+        assert self.t0 is not None
+        self.dead.pop(name, None)
+        down = self.down_since.pop(name, None)
+        self.counters["central_restarts"] += 1
+        if down is not None:
+            self.counters["central_away_ms"] += round((now - self.t0 - down) * 1000)
+        log.warning("%s: %s is back after a restart: it rebuilds its state", self.name, name)
+        jobs = [j for j, to in self.routed.items() if to == name and self.times[j].finish is None]
+        clock = now - self.t0
+        ages = [clock - (self.times[j].submit or clock) for j in jobs]
+        nodes = sorted(p for p, r in self.roles.items() if r == "node" and p not in self.dead)
+        effects: list[Effect] = [Send(name, Recover(jobs, ages, nodes))]
+        effects += [Send(name, submit_message(self.by_id[j])) for j in jobs]
+        return effects
+
     def _stand_in(self, dead: str, n: int) -> str:
         """A live process of ``dead``'s role for the n-th job (round robin); the caller checked there is
         one."""
@@ -335,6 +375,7 @@ class FrontendCore(Core):
 
     def _rejoin(self, name: str) -> list[Effect]:
         del self.dead[name]
+        self.down_since.pop(name, None)  # a stalled central scheduler, back with its state
         self.counters["processes_rejoined"] += 1
         log.warning("%s: %s answers again: it rejoins", self.name, name)
         up = PeerUp(name)

@@ -203,10 +203,12 @@ class Hello(Message, tag=20):
 
 
 class Register(Message, tag=21):
-    """Any process -> frontend: this process is up."""
+    """Any process -> frontend: this process is up. ``recovering``: a central scheduler restarted after
+    a death, waiting for :class:`Recover` (issue 26)."""
 
     role: str
     slots: int = 0
+    recovering: bool = False
 
 
 class Shutdown(Message, tag=22):
@@ -346,6 +348,32 @@ class Heartbeat(Message, tag=50):
     variance: float
     attained_sum: float = 0.0
     free: int = 0
+
+
+# --- a central scheduler's recovery (issue 26; tags 60-69) --------------------------------------------
+
+
+class Recover(Message, tag=60):
+    """Frontend -> a restarted central scheduler: the jobs it had that are not finished (``jobs``, each
+    ``ages`` seconds after its submission; their ``SubmitJob``s follow) and the live nodes whose
+    :class:`Holding` it must hear before it schedules again."""
+
+    jobs: list[int]
+    ages: list[float]
+    nodes: list[str]
+
+
+class GetHolding(Message, tag=61):
+    """Restarted central scheduler -> node: what do you hold of mine?"""
+
+
+class Holding(Message, tag=62):
+    """Node -> the central scheduler that asked: the tasks it placed here, each ``[job_id, task_index]``
+    queued, ``[job_id, task_index, seconds since it started]`` running or finished."""
+
+    queued: list[tuple[int, int]]
+    running: list[tuple[int, int, float]]
+    finished: list[tuple[int, int, float]]
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = tuple(Message.__subclasses__())

@@ -186,7 +186,9 @@ class Runtime:
         if isinstance(msg, Hello):
             if msg.epoch and msg.epoch != self.epoch and sender in self.transport.controllers:
                 self._new_epoch(msg.epoch)
-            self._send(sender, Register(self.core.role, getattr(self.core, "slots", 0)))
+            core = self.core
+            recovering = getattr(core, "recovering", False)  # a restarted central scheduler, not rebuilt yet
+            self._send(sender, Register(core.role, getattr(core, "slots", 0), recovering))
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())
         elif isinstance(msg, GetCounters):

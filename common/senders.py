@@ -14,10 +14,12 @@ from .messages import (
     CancelProbes,
     Counters,
     GetCounters,
+    GetHolding,
     GetStats,
     GetTask,
     Heartbeat,
     Hello,
+    Holding,
     JobDone,
     KillTask,
     LongTask,
@@ -29,6 +31,7 @@ from .messages import (
     ProbeRejected,
     QueueReport,
     QueueTask,
+    Recover,
     Register,
     RemainingUpdate,
     Shutdown,
@@ -47,27 +50,17 @@ NODES = frozenset({"node"})
 PROCESSES = frozenset({"frontend", "scheduler", "central", "node"})
 """Every process of the description (not ``control``, which runs none)."""
 
+Kinds = tuple[type, ...]
+FROM_CONTROLLERS: Kinds = (SubmitJob, PeerDown, PeerUp, Hello, GetStats, GetCounters, Shutdown, Recover)
+FROM_SCHEDULERS: Kinds = (JobDone, Probe, AssignTask, NoTask, CancelProbes, PlaceTask, KillTask, LongTask)
+FROM_SCHEDULERS += (RemainingUpdate, QueueTask, GetHolding)
+FROM_NODES: Kinds = (GetTask, TaskFinished, ProbeRejected, StealRequest, StealReply, TaskStarted, QueueReport)
+FROM_NODES += (Heartbeat, Holding)
+
 MAY_SEND: dict[type, frozenset[str]] = {
-    **dict.fromkeys((SubmitJob, PeerDown, PeerUp, Hello, GetStats, GetCounters, Shutdown), CONTROLLERS),
-    **dict.fromkeys(
-        (
-            JobDone,
-            Probe,
-            AssignTask,
-            NoTask,
-            CancelProbes,
-            PlaceTask,
-            KillTask,
-            LongTask,
-            RemainingUpdate,
-            QueueTask,
-        ),
-        SCHEDULERS,
-    ),
-    **dict.fromkeys(
-        (GetTask, TaskFinished, ProbeRejected, StealRequest, StealReply, TaskStarted, QueueReport, Heartbeat),
-        NODES,
-    ),
+    **dict.fromkeys(FROM_CONTROLLERS, CONTROLLERS),
+    **dict.fromkeys(FROM_SCHEDULERS, SCHEDULERS),
+    **dict.fromkeys(FROM_NODES, NODES),
     **dict.fromkeys((Register, Stats, Counters), PROCESSES),
 }
 """Each message kind's senders, by role."""

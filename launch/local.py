@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from ..common.cluster import Cluster, ProcessSpec, write_cluster
-from .process import KILL
+from .process import KILL, RECOVER
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1
@@ -61,6 +61,7 @@ class LocalTestbed:
         """The child of each unit, by the unit's name (a lone process's own name)."""
         self.killed: dict[str, int] = {}
         """Members of a pack killed alone: their 'exit code' (-SIGKILL)."""
+        self.restarts = 0
 
     @property
     def members(self) -> list[ProcessSpec]:
@@ -74,16 +75,30 @@ class LocalTestbed:
             self.made_keys = make_keys(self.cluster, self.cluster_file)  # writes the description too
         else:
             write_cluster(self.cluster, self.cluster_file)
-        for unit, members in self.units.items():
-            with open(self.logs / f"{unit}.log", "wb") as log:
-                self.children[unit] = subprocess.Popen(
-                    [sys.executable, "-m", "aviary.launch.process", str(self.cluster_file), unit],
-                    stdin=subprocess.PIPE if len(members) > 1 else subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=_die_with_parent,
-                    process_group=0,  # the terminal's SIGINT is the launcher's to handle
-                )
+        for unit in self.units:
+            self._spawn(unit)
+
+    def _spawn(self, unit: str, *flags: str) -> None:
+        with open(self.logs / f"{unit}.log", "ab" if flags else "wb") as log:
+            self.children[unit] = subprocess.Popen(
+                [sys.executable, "-m", "aviary.launch.process", str(self.cluster_file), unit, *flags],
+                stdin=subprocess.PIPE if len(self.units[unit]) > 1 else subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                process_group=0,  # the terminal's SIGINT is the launcher's to handle
+            )
+
+    def restart(self, name: str) -> bool:
+        """Start again the central scheduler ``name`` that exited (issue 26: it rebuilds its state,
+        :mod:`aviary.central.recovery`); False if it is no central scheduler of this testbed or still
+        runs."""
+        child = self.children.get(name)
+        if child is None or child.poll() is None or self.units[name][0].role != "central":
+            return False
+        self._spawn(name, RECOVER)
+        self.restarts += 1
+        return True
 
     def dead(self) -> dict[str, int]:
         """Processes that have exited (every member of an exited pack), with their exit codes."""

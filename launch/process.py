@@ -1,4 +1,7 @@
-"""Entry point of one testbed OS process: ``python -m aviary.launch.process CLUSTER.toml UNIT``.
+"""Entry point of one testbed OS process: ``python -m aviary.launch.process CLUSTER.toml UNIT [--recover]``.
+
+``--recover``: a central scheduler restarted after a death, which rebuilds its state before it schedules
+(:mod:`aviary.central.recovery`).
 
 ``UNIT`` names a process of the cluster description, or a pack of node monitors (``pack-0``: the
 description's ``nodes_per_process``, :meth:`Cluster.units`). Each member gets its own core, ZeroMQ
@@ -35,7 +38,10 @@ KILL = "kill"
 """The standard-input command that fails one member of the process (``kill NAME``)."""
 
 
-async def serve(cluster_path: str, unit: str) -> None:
+RECOVER = "--recover"
+
+
+async def serve(cluster_path: str, unit: str, recover: bool = False) -> None:
     cluster = load_cluster(cluster_path)
     units = cluster.units()
     if unit not in units:
@@ -45,7 +51,7 @@ async def serve(cluster_path: str, unit: str) -> None:
         for spec in units[unit]:
             transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
             executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
-            core = build_core(spec, cluster)
+            core = build_core(spec, cluster, recover=recover)
             rebuild = partial(build_core, spec, cluster)
             runtimes[spec.name] = Runtime(core, transport, executor, rebuild=rebuild)
         loop = asyncio.get_running_loop()
@@ -96,14 +102,16 @@ def _command(runtimes: dict[str, Runtime]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    recover = RECOVER in args
+    args = [a for a in args if a != RECOVER]
     if len(args) != 2:
-        print("usage: python -m aviary.launch.process CLUSTER.toml NAME", file=sys.stderr)
+        print(f"usage: python -m aviary.launch.process CLUSTER.toml NAME [{RECOVER}]", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args[1]} %(levelname)s %(message)s")
     try:
         import uvloop
 
-        uvloop.run(serve(*args))
+        uvloop.run(serve(args[0], args[1], recover))
     except (ClusterError, AddressInUse) as exc:
         print(f"aviary: {args[1]}: {exc}", file=sys.stderr)
         return 2

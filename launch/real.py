@@ -25,6 +25,7 @@ from typing import Any
 from ..common.cluster import Cluster, ProcessSpec
 from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ..common.frontend import FrontendCore, Router, round_robin
+from ..common.messages import Counters
 from ..common.model import JobSpec
 from ..common.runtime import Runtime
 from ..common.transport import AddressInUse, Transport
@@ -76,6 +77,7 @@ class FrontendSession:
         dead: Callable[[], dict[str, int]] = dict,
         kill: Callable[[str], None] | None = None,
         liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
+        restart: Callable[[str], bool] | None = None,
     ) -> None:
         spec = frontend or cluster.frontend
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
@@ -89,6 +91,7 @@ class FrontendSession:
             roles=roles,
             liveness=liveness,
             epoch=random.getrandbits(62) | 1,  # this replay's: the processes drop an earlier one's work
+            restarts=restart is not None,
         )
         try:
             self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
@@ -97,6 +100,9 @@ class FrontendSession:
         self.runtime = Runtime(self.core, self.transport)
         self.dead = dead
         self.kill = kill
+        self.restart = restart
+        self.restarted: dict[str, Counters | None] = {}
+        """Processes restarted during the replay: the last report of their dead incarnation."""
         self.problems: list[str] = []
         self.lost: set[str] = set()
         self._task: asyncio.Task[None] | None = None
@@ -116,7 +122,14 @@ class FrontendSession:
         if self._task.done():
             self._task.result()
         for name, code in sorted(self.dead().items()):
-            if name not in self.lost:
+            replaying = self.core.t0 is not None
+            if name not in self.lost and replaying and self.restart is not None and self.restart(name):
+                self.problems.append(
+                    f"process {name} exited with code {code}: restarted, it rebuilds its state"
+                )
+                self.restarted.setdefault(name, self.core.reported.get(name))
+                self.runtime.inject(self.core.declare_dead, name, f"exited with code {code}", True)
+            elif name not in self.lost:
                 self.lost.add(name)
                 self.problems.append(f"process {name} exited with code {code}")
                 if self.core.t0 is not None:  # replaying: its work goes elsewhere now
@@ -232,13 +245,17 @@ async def run_real(
     failures: list[Failure] | None = None,
     kill: Callable[[str], None] | None = None,
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
+    restart: Callable[[str], bool] | None = None,
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
     ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far. ``failures``
     are carried out with ``kill`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
-    periods missed before a process is declared dead."""
-    async with FrontendSession(cluster, jobs, route, dead=dead, kill=kill, liveness=liveness) as session:
+    periods missed before a process is declared dead; ``restart``: start a dead central scheduler again
+    (a local testbed's), which then rebuilds its state."""
+    async with FrontendSession(
+        cluster, jobs, route, dead=dead, kill=kill, liveness=liveness, restart=restart
+    ) as session:
         await session.registered(register_timeout, progress, stop)
         registered_at = time.monotonic()
         if stop() is not None:  # before the first submission: nothing ran
@@ -255,11 +272,14 @@ async def run_real(
         messages, counters = await session.collect(shutdown=shutdown)
         messages.subtract(base_sent)
         for name in session.core.stats:  # those that answered: this replay's share
-            if name in base:
+            if name in base and name not in session.restarted:
                 messages.subtract(base[name].messages)
                 counters.subtract(base[name].counters)
-        for name, last in session.core.reported.items():  # the dead: their last report's share
-            if name not in session.core.stats and name in base:
+        # The dead, and a restarted one's dead incarnation: the share of their last report.
+        lasts = [(n, r) for n, r in session.core.reported.items() if n not in session.core.stats]
+        lasts += [(n, r) for n, r in session.restarted.items() if r is not None]
+        for name, last in lasts:
+            if name in base:
                 messages.update(Counter(last.messages) - Counter(base[name].messages))
                 counters.update(Counter(last.counters) - Counter(base[name].counters))
                 counters["processes_counted_from_last_report"] += 1

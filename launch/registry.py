@@ -635,8 +635,13 @@ def get_policy(name: str) -> Policy:
         raise ClusterError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}") from None
 
 
-def build_core(spec: ProcessSpec, cluster: Cluster) -> Core:
-    """The core of one process of the cluster (frontends are built by the replay)."""
+def build_core(spec: ProcessSpec, cluster: Cluster, *, recover: bool = False) -> Core:
+    """The core of one process of the cluster (frontends are built by the replay); ``recover``: a central
+    scheduler restarted after a death, held back until it has rebuilt its state."""
+    if recover and spec.role == "central":
+        from ..central.recovery import Recovering
+
+        return Recovering(build_core(spec, cluster))
     policy = get_policy(cluster.policy)
     if spec.role == "node" and policy.node is None:
         return NodeMonitorCore(spec.name, spec.slots)

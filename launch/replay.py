@@ -468,6 +468,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     stop=lambda: stop.reason,
                     failures=setup.failures,
                     kill=None if bed is None else bed.kill,
+                    restart=None if bed is None else bed.restart,
                     liveness=setup.liveness,
                 )
             )

@@ -63,7 +63,7 @@ from ..common.effects import (
     Suspend,
     TaskId,
 )
-from ..common.failures import EXIT_DETECT_SECONDS, Failure
+from ..common.failures import EXIT_DETECT_SECONDS, RESTART_SECONDS, Failure
 from ..common.frontend import FrontendCore
 from ..common.model import JobSpec
 from ..common.runtime import CONTROL_KINDS
@@ -247,6 +247,7 @@ class Simulator:
         self.errors: Counter[str] = Counter()
         self.channels: dict[str, _Channel] = {}  # by held key (the multicasts of held kinds)
         self.started = False
+        self.retired: list[Core] = []  # the cores of processes that were restarted
 
     # --- results -----------------------------------------------------------------------------------
     @property
@@ -263,8 +264,8 @@ class Simulator:
 
     def counters(self) -> Counter[str]:
         total: Counter[str] = Counter()
-        for p in self.procs.values():
-            total.update(p.core.counters)
+        for core in [*self.retired, *(p.core for p in self.procs.values())]:
+            total.update(core.counters)
         total.update(self.errors)
         return total
 
@@ -786,6 +787,17 @@ class Simulator:
             entry[0] = -1  # its exit event is now stale
         proc.tasks.clear()
 
+    def revive(self, core: Core) -> None:
+        """A process killed earlier starts again as ``core`` (a restart, issue 26): what is sent to it from
+        now on reaches the new core (what was sent meanwhile was lost with the old one), and the old
+        core's counters still count in :meth:`counters`."""
+        old = self.procs[core.name]
+        self.retired.append(old.core)
+        self.procs[core.name] = proc = _Proc(core)
+        if self.observer is not None:
+            _observe(proc, self.observer)
+        self._apply(proc, core.start(self.now), self.now)
+
     def apply(self, name: str, effects: list[Effect]) -> None:
         """Carry out effects of the named core produced outside the event loop (a driver's call)."""
         self._apply(self.procs[name], effects, self.now)
@@ -836,6 +848,10 @@ class Simulator:
             self.errors["error.bad-effect"] += 1
 
 
+KILL, DECLARE, RESTART = 0, 1, 2
+"""The steps of an injected failure, in this order at one instant."""
+
+
 def simulate(
     cluster: Cluster,
     jobs: list[JobSpec],
@@ -866,7 +882,7 @@ def simulate(
     policy = get_policy(cluster.policy)
     fspec = cluster.frontend
     roles = {p.name: p.role for p in cluster.processes if p.role != "frontend"}
-    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles)
+    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles, restarts=True)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
     deadline = t0 + (wall_limit or 0.0)
@@ -882,16 +898,22 @@ def simulate(
     stopped = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
     try:
-        steps = sorted([(f.at, 0, f.name) for f in failures] + [(f.at + detect, 1, f.name) for f in failures])
-        for at, declare, name in steps:
+        steps = [(f.at, KILL, f.name) for f in failures]
+        steps += [(f.at + detect, DECLARE, f.name) for f in failures]
+        restart = detect + RESTART_SECONDS
+        steps += [(f.at + restart, RESTART, f.name) for f in failures if roles.get(f.name) == "central"]
+        for at, step, name in sorted(steps):
             sim.run(frontend=frontend, progress=hook, progress_every=progress_every, until=at)
             if frontend.done:
                 break
             sim.now = max(sim.now, at)
-            if declare:
+            if step == DECLARE:
                 sim.apply(frontend.name, frontend.declare_dead(sim.now, name, "injected failure"))
-            else:
+            elif step == KILL:
                 sim.kill(name)
+            else:  # a central scheduler restarted by its launcher: it rebuilds its state
+                sim.revive(build_core(cluster.get(name), cluster, recover=True))
+                sim.apply(frontend.name, frontend.central_back(sim.now, name))
         if not frontend.done:
             sim.run(frontend=frontend, progress=hook, progress_every=progress_every)
     except _WallLimit:

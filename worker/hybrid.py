@@ -42,7 +42,8 @@ Failures (issue 14): on ``PeerDown`` of a scheduler (distributed or central) the
 entries (``entries_dropped``), frees the slots held for its unanswered ``GetTask``
 (``get_task_abandoned``) and kills its running tasks (``tasks_orphaned``), telling it nothing more until
 ``PeerUp``; of another node, the stealer never asks it again (and asks the next victim if it was waiting
-on that one).
+on that one). A central scheduler that restarts asks what the node holds of its work (``GetHolding``):
+its placed tasks queued, running and finished (:mod:`aviary.worker.holdings`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from ..common.effects import Effect, Kill, Launch, Send, SetTimer, TaskId
 from ..common.messages import (
     AssignTask,
     CancelProbes,
+    GetHolding,
     GetTask,
     LongTask,
     NoTask,
@@ -72,6 +74,7 @@ from ..common.messages import (
     TaskFinished,
     TaskStarted,
 )
+from .holdings import Holdings
 from .queues import Entry, HybridQueue
 from .stealing import Stealer
 
@@ -114,6 +117,7 @@ _K_StealReply: Final[type] = StealReply
 _K_PlaceTask: Final[type] = PlaceTask
 _K_PeerDown: Final[type] = PeerDown
 _K_PeerUp: Final[type] = PeerUp
+_K_GetHolding: Final[type] = GetHolding
 
 _LATEST_WINS: Final = frozenset({RemainingUpdate})
 """One set for all nodes: the simulator reads it at every message it sends to a node."""
@@ -186,6 +190,7 @@ class HybridNodeCore(Core):
         self.stamp = -1.0
         self._dirty = True  # the queue changed since the last heartbeat
         self.dead: set[str] = set()  # peers declared dead (PeerDown)
+        self.holdings = Holdings()  # of the tasks placed here, for a restarted central
         if srpt:  # on_message's RemainingUpdate overwrites the job's entries' count (only SRPT reads it)
             self.latest_wins = _LATEST_WINS
 
@@ -275,6 +280,12 @@ class HybridNodeCore(Core):
             if self.stealer is not None:
                 self.stealer.up(msg.name)
             return []
+        if kind is _K_GetHolding:
+            queued = [(e.job_id, e.task_index) for e in self.queue if e.scheduler == sender and not e.probe]
+            running = [
+                t for t, run in self.running.items() if run.scheduler == sender and run.entry is not None
+            ]
+            return [Send(sender, self.holdings.holding(now, sender, queued, running))]
         return self.unexpected(msg)
 
     def _peer_down(self, now: float, name: str) -> list[Effect]:
@@ -363,6 +374,8 @@ class HybridNodeCore(Core):
                 self._long_busy += now - self._long_since
         if run.scheduler in self.dead:  # an orphan (killed, or ended meanwhile): nobody to tell
             return self._serve(now, idle_check=True)
+        if run.entry is not None and not run.entry.probe:
+            self.holdings.ended(run.scheduler, task_id, now)
         if run.entry is not None and self.sticky and run.entry.probe:
             self._release(run.entry, now)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
@@ -385,6 +398,8 @@ class HybridNodeCore(Core):
         long = entry is not None and entry.long
         estimate = entry.estimate if entry is not None else duration
         self.running[task_id] = _Running(scheduler, entry, long, estimate, now)
+        if entry is not None and not entry.probe:
+            self.holdings.launched(task_id, now)
         if long:
             if not self.running_long:
                 self._long_since = now

@@ -46,7 +46,8 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import CancelTimer, Effect, Launch, Resume, Send, SetTimer, Suspend, TaskId
-from ..common.messages import Heartbeat, PlaceTask, TaskFinished
+from ..common.messages import GetHolding, Heartbeat, PlaceTask, TaskFinished
+from .holdings import Holdings
 
 HEARTBEAT = "heartbeat"
 QUANTUM = "quantum"
@@ -113,6 +114,7 @@ class KairosNodeCore(Core):
         self.running: list[LasTask | None] = [None] * slots  # by slot
         self.idle: dict[TaskId, LasTask] = {}  # suspended, or not started yet
         self.tasks: dict[TaskId, LasTask] = {}  # every task on this node
+        self.holdings = Holdings()  # for a restarted central: what it placed here
         self._said_idle = False
         self.counters["preemptions"] = 0  # always reported, even when nothing was preempted
 
@@ -143,6 +145,11 @@ class KairosNodeCore(Core):
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is PlaceTask:
             return self._arrive(now, sender, msg)
+        if type(msg) is GetHolding:  # a restarted central: every task here is its
+            tasks = [t for t in self.tasks.values() if t.scheduler == sender]
+            queued = [t.task_id for t in tasks if not t.launched]
+            running = [t.task_id for t in tasks if t.launched]
+            return [Send(sender, self.holdings.holding(now, sender, queued, running))]
         return self.unexpected(msg)
 
     def on_timer(self, now: float, key: Any) -> list[Effect]:
@@ -158,6 +165,7 @@ class KairosNodeCore(Core):
             self.counters["unknown_task_exit"] += 1
             return []
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
+        self.holdings.ended(task.scheduler, task_id, now)
         done: list[Effect] = [Send(task.scheduler, TaskFinished(task_id[0], task_id[1], ok))]
         if task.slot is None:  # exited while we thought it suspended (a race with SIGSTOP)
             self.idle.pop(task_id, None)
@@ -245,6 +253,7 @@ class KairosNodeCore(Core):
             first: Effect = Resume(task.task_id)
         else:
             task.launched = True
+            self.holdings.launched(task.task_id, now)
             self.counters["tasks_launched"] += 1
             first = Launch(task.task_id, task.duration)
         return [first, SetTimer((QUANTUM, slot), self.guard if guard else self.quantum)]

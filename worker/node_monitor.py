@@ -13,7 +13,9 @@ The queue discipline is FIFO here; later policies (SRPT, LAS) replace :class:`Fi
 Failures (issue 14): on ``PeerDown`` of a scheduler the node drops what it queued for it, frees the slots
 held for its unanswered ``GetTask`` (``get_task_abandoned``) and kills the tasks it placed
 (``tasks_orphaned``: its jobs run again from the scheduler that took them over); nothing more is sent to
-it until ``PeerUp``.
+it until ``PeerUp``. A central scheduler that restarts asks what the node holds of its work
+(``GetHolding``): the node answers with its placed tasks queued, running and finished
+(:mod:`aviary.worker.holdings`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..common.effects import Effect, Kill, Launch, Send, TaskId
 from ..common.messages import (
     AssignTask,
     CancelProbes,
+    GetHolding,
     GetTask,
     NoTask,
     PeerDown,
@@ -35,6 +38,7 @@ from ..common.messages import (
     Probe,
     TaskFinished,
 )
+from .holdings import Holdings
 
 
 @dataclass(slots=True, init=False)  # an __init__ of its own: native when compiled (common/effects.py)
@@ -105,6 +109,10 @@ class FifoQueue:
             )
         return n
 
+    def entries(self, scheduler: str) -> list[Entry]:
+        """The entries of ``scheduler`` waiting, in order."""
+        return [e for e in self._q if e.scheduler == scheduler]
+
     def drop_scheduler(self, scheduler: str) -> int:
         """Drop every entry (probes and placed tasks) of ``scheduler``; returns how many."""
         before = len(self._q)
@@ -154,8 +162,11 @@ class NodeMonitorCore(Core):
         self.requests: Counter[tuple[str, int]] = Counter()  # GetTask sent, answer pending
         self.running: dict[TaskId, str] = {}  # task -> scheduler to tell when it ends
         self.dead: set[str] = set()  # schedulers declared dead (PeerDown)
+        self.holdings = Holdings()  # of the tasks placed here (PlaceTask), for a restarted central
+        self.clock = 0.0  # the last input's ``now``
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        self.clock = now
         kind = type(msg)
         if kind is Probe:
             self.counters["probes"] += msg.count
@@ -183,6 +194,10 @@ class NodeMonitorCore(Core):
         if kind is PeerUp:
             self.dead.discard(msg.name)
             return []
+        if kind is GetHolding:
+            queued = [(e.job_id, e.task_index) for e in self.queue.entries(sender) if type(e) is TaskEntry]
+            running = [task for task, scheduler in self.running.items() if scheduler == sender]
+            return [Send(sender, self.holdings.holding(now, sender, queued, running))]
         return self.unexpected(msg)
 
     def _scheduler_down(self, name: str) -> list[Effect]:
@@ -199,10 +214,12 @@ class NodeMonitorCore(Core):
         return [*(Kill(task) for task in orphans), *self._serve()]
 
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        self.clock = now
         scheduler = self.running.pop(task_id, None)
         if scheduler is None:
             self.counters["unknown_task_exit"] += 1
             return []
+        self.holdings.ended(scheduler, task_id, now)
         self.free += 1
         if scheduler in self.dead:  # an orphan we killed, or one that ended meanwhile: nobody to tell
             return self._serve()
@@ -246,6 +263,7 @@ class NodeMonitorCore(Core):
             self.free -= 1
             if isinstance(entry, TaskEntry):
                 effects.extend(self._launch(entry.scheduler, entry.job_id, entry.task_index, entry.duration))
+                self.holdings.launched((entry.job_id, entry.task_index), self.clock)
             else:
                 self.requests[(entry.scheduler, entry.job_id)] += 1
                 effects.append(Send(entry.scheduler, GetTask(entry.job_id)))

@@ -54,8 +54,9 @@ from typing import Any
 
 from ..common.core import Core
 from ..common.effects import CancelTimer, Effect, Kill, Launch, Send, SetTimer, TaskId
-from ..common.messages import KillTask, PeerDown, PeerUp, PlaceTask, TaskFinished
+from ..common.messages import GetHolding, KillTask, PeerDown, PeerUp, PlaceTask, TaskFinished
 from ..common.resources import EPS, ONE_CORE, Resources
+from .holdings import Holdings
 
 CONTENTION = ("fluid", "off")
 FLUID = "fluid"
@@ -102,10 +103,17 @@ class ResourceNodeCore(Core):
         self.since = 0.0  # when the fluid progress of the running tasks was last brought up to date
         self.timed = False  # a FLUID timer is set
         self.killing: set[TaskId] = set()  # killed tasks whose executor has not reported the exit yet
+        self.holdings = Holdings()  # for a restarted central: what it placed here
+        self.clock = 0.0  # the last input's ``now``
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        self.clock = now
         if type(msg) is KillTask:
             return self._kill(now, sender, msg)
+        if type(msg) is GetHolding:  # a restarted central
+            queued = [(m.job_id, m.task_index) for s, m, _ in self.waiting if s == sender]
+            running = [t for t, task in self.running.items() if task.scheduler == sender]
+            return [Send(sender, self.holdings.holding(now, sender, queued, running))]
         if type(msg) is PeerDown or type(msg) is PeerUp:
             # Liveness news of a peer (a scheduler, another node): nothing changes here, the tasks run on
             # (a central that comes back finds them); counted, as the other node cores do, not unexpected.
@@ -134,6 +142,7 @@ class ResourceNodeCore(Core):
         return effects + self._retime() if self.fluid else effects
 
     def on_task_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        self.clock = now
         if task_id in self.killing:  # the exit of a run killed by KillTask: already answered
             self.killing.discard(task_id)
             self.counters["killed_exits_ignored"] += 1
@@ -157,6 +166,7 @@ class ResourceNodeCore(Core):
     def on_timer(self, now: float, key: Any) -> list[Effect]:
         if key != FLUID or not self.fluid:
             return []
+        self.clock = now
         self._advance(now)
         effects: list[Effect] = []
         self.timed = False
@@ -184,6 +194,7 @@ class ResourceNodeCore(Core):
             self.counters["duplicate_task"] += 1
             return []
         self.running[task_id] = _Running(sender, demand, msg.duration)
+        self.holdings.launched(task_id, self.clock)
         self.free = self.free.minus(demand)
         self.counters["tasks_launched"] += 1
         return [Launch(task_id, msg.duration)]
@@ -191,6 +202,7 @@ class ResourceNodeCore(Core):
     def _complete(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
         """The task ends: its resources come back, and waiting tasks that now fit start."""
         task = self.running.pop(task_id)
+        self.holdings.ended(task.scheduler, task_id, now)
         self.free = self.free.plus(task.demand)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
         return [Send(task.scheduler, TaskFinished(task_id[0], task_id[1], ok)), *self._admit_waiting()]
@@ -231,6 +243,7 @@ class ResourceNodeCore(Core):
         if self.fluid:
             self._advance(now)
         del self.running[task_id]
+        self.holdings.killed(task_id)
         self.free = self.free.plus(task.demand)
         self.counters["tasks_killed"] += 1
         if not task.exited:
