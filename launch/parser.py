@@ -28,7 +28,7 @@ MAX_NODES = 100_000
 """Most node monitors of a testbed (``--nodes``): ten times the 10,000 the papers simulate (Sparrow,
 Hawk, Eagle); the simulator holds every node in one process's memory."""
 MAX_SLOTS = 1_000
-"""Most task slots of one node (``--slots``); a node of the bundled clusters has 1 to 64."""
+"""Most task slots of one node (``--slots``); the experiments use 1 to 16 (the default machine's cores)."""
 MAX_SCHEDULERS = 10_000
 """Most distributed schedulers of a testbed (``--schedulers``); the papers run 1 to 100."""
 

@@ -225,10 +225,10 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        key = re.match(
+        at_key = re.match(
             r"""\s*["']?([\w-]+)["']?\s*=""", raw.splitlines()[line - 1].decode("utf-8", "replace")
         )
-        field = f": field '{key.group(1)}'" if key else ""
+        field = f": field '{at_key.group(1)}'" if at_key else ""
         raise UsageError(
             f"{path}: line {line}{field}: not UTF-8 text (byte 0x{raw[exc.start]:02x}; TOML is UTF-8)"
         ) from None
