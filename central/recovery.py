@@ -49,7 +49,8 @@ class Recovering(Core):
         self.holdings: dict[str, Holding] = {}
         self.waiting: set[str] = set()
         self.held: list[tuple[str, Any]] = []  # other inputs, in order, for after the rebuild
-        self.began = 0.0
+        self.began = 0.0  # when it started
+        self.told = 0.0  # when Recover came
 
     @property
     def offloop(self) -> frozenset[Any]:  # type: ignore[override]
@@ -77,6 +78,7 @@ class Recovering(Core):
                 self.counters["duplicate_recover"] += 1
                 return []
             self.plan = msg
+            self.told = now
             self.waiting = set(msg.nodes) - self.holdings.keys()
             return [*(Send(n, GetHolding()) for n in msg.nodes), *self._rebuilt(now)]
         if kind is Holding:
@@ -111,7 +113,8 @@ class Recovering(Core):
             effects += core.restore_job(now, sender, msg, age, held.get(job_id, {}))  # type: ignore[attr-defined]
         self.recovering = False
         self.counters["recovered"] += 1
-        self.counters["recovery_wait_ms"] += round((now - self.began) * 1000)
+        self.counters["recovery_wait_ms"] += round((now - self.began) * 1000)  # from its start
+        self.counters["rebuild_ms"] += round((now - self.told) * 1000)  # from Recover: the nodes' answers
         effects += core.start(now)
         effects += core.restored(now)  # type: ignore[attr-defined]
         rebuilt = set(plan.jobs)

@@ -100,7 +100,9 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console, lifeline:
                 await asyncio.wait_for(stop.wait(), 1.0)
             except TimeoutError:
                 for name, code in sorted(bed.dead().items()):
-                    if name not in session.lost:
+                    if bed.restart(name):  # a central scheduler: it rebuilds its state (issue 26)
+                        console.print(f"[yellow]process {name} exited with code {code}: restarted[/yellow]")
+                    elif name not in session.lost:
                         session.lost.add(name)
                         console.print(f"[red]process {name} exited with code {code}[/red]")
         console.print("stopping ...")
