@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.results import JOBS_CSV, SUMMARY_JSON, ResultsError, atomic_write
 from .spec import UsageError
+from .sweep_estimate import SECONDS_PER_TASK, Estimates, cell_tasks, duration, summary_seconds
 from .sweep_spec import Cell, Sweep, load_sweep, shown
 
 if TYPE_CHECKING:
@@ -233,7 +234,6 @@ def _progress(total: int, done: int, name: str, enabled: bool) -> Any:
         Progress,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
 
     progress = Progress(
@@ -241,8 +241,7 @@ def _progress(total: int, done: int, name: str, enabled: bool) -> Any:
         BarColumn(bar_width=30),
         MofNCompleteColumn(),
         TextColumn("cells" + (f" ({done} done before)" if done else "")),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
         TimeElapsedColumn(),
         disable=not enabled,
         console=Console(stderr=True),
@@ -265,21 +264,33 @@ def run_sweep(
 
     report = SweepReport(sweep)
     todo = []
+    estimates = Estimates()  # the ETA: the cells left, each as long as the cells of its kind took
     for cell in sweep.cells:
         if not force and cell_done(sweep.out / cell.name, cell):
             report.skipped.append(cell.name)
+            if (seconds := summary_seconds(read_cell(sweep.out / cell.name))) is not None:
+                estimates.record(cell, seconds)
         else:
             todo.append(cell)
+    left = {cell.name: cell for cell in todo}
+    workers = workers or os.cpu_count() or 1
+
+    def eta() -> str:
+        seconds = estimates.left(left.values(), workers)
+        return "-:--:--" if seconds is None else duration(seconds)
+
     try:
         sweep.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # load_sweep found it writable; it no longer is
         raise UsageError(f"{sweep.out}: cannot make the sweep's folder: {exc.strerror or exc}") from None
     client = connect(cluster) if cluster is not None and todo else None
     progress = _progress(len(todo), len(report.skipped), f"sweep {sweep.name}", not quiet)
-    task = progress.add_task(f"sweep {sweep.name}", total=len(todo))
+    task = progress.add_task(f"sweep {sweep.name}", total=len(todo), eta=eta())
 
     def on_result(cell: Cell, result: CellOutput | BaseException) -> None:
+        left.pop(cell.name, None)
         if isinstance(result, CellOutput):
+            estimates.record(cell, result.seconds)
             write_cell(sweep.out / cell.name, result)
             report.ran.append(cell.name)
             s = json.loads(result.summary_json)
@@ -294,7 +305,7 @@ def run_sweep(
             raise result  # KeyboardInterrupt or SystemExit of a worker: the sweep stops
         if not quiet:
             progress.console.print(line, markup=True, highlight=False, soft_wrap=True)
-        progress.advance(task)
+        progress.update(task, advance=1, eta=eta())
 
     with StopSignals(raise_first=True) as stop, progress:
         try:
@@ -303,7 +314,7 @@ def run_sweep(
             elif client is not None:
                 run_on_cluster(todo, client, on_result)
             else:
-                run_local(todo, workers or os.cpu_count() or 1, on_result)
+                run_local(todo, workers, on_result)
         except (KeyboardInterrupt, SystemExit):
             report.interrupted = stop.reason or "SIGINT"
     report.written = write_tables(sweep)
@@ -497,6 +508,37 @@ def normalized_figure(sweep: Sweep, ratios: Sequence[tuple[Cell, dict[str, Any]]
     return fig
 
 
+def print_plan(sweep: Sweep, workers: int, force: bool = False) -> None:
+    """``--dry-run``: each cell, done or to run, with its wall time (taken, or estimated:
+    :mod:`.sweep_estimate`), then the whole sweep's estimate on ``workers`` workers."""
+    estimates, taken = Estimates(), {}
+    for cell in sweep.cells:
+        folder = sweep.out / cell.name
+        if not force and cell_done(folder, cell):
+            seconds = summary_seconds(read_cell(folder))
+            taken[cell.name] = seconds
+            if seconds is not None:
+                estimates.record(cell, seconds)
+    total, todo = 0.0, 0
+    for cell in sweep.cells:
+        command = f"{sweep.out / cell.name}: aviary replay {' '.join(cell.flags)}"
+        if cell.name in taken:
+            seconds = taken[cell.name]
+            print(f"done    {'' if seconds is None else duration(seconds):>9}  {command}")
+            continue
+        guess = estimates.guess(cell)
+        if guess is None:  # no cell of its kind ran: count its tasks
+            guess = cell_tasks(cell) * SECONDS_PER_TASK
+        total += guess
+        todo += 1
+        print(f"to run ~{duration(guess):>8}  {command}")
+    rate = f"{SECONDS_PER_TASK * 1e6:.0f} µs a task"
+    print(
+        f"{todo} of {len(sweep.cells)} cells to run: about {duration(total / workers)} on {workers} "
+        f"worker{'s' if workers > 1 else ''} (estimated from the cells done, else {rate})"
+    )
+
+
 def main_sweep(
     spec: Path,
     *,
@@ -511,9 +553,7 @@ def main_sweep(
     sweep = load_sweep(spec, out)
     sweep.check_files()
     if dry_run:
-        for cell in sweep.cells:
-            state = "done" if cell_done(sweep.out / cell.name, cell) else "to run"
-            print(f"{state:7} {sweep.out / cell.name}: aviary replay {' '.join(cell.flags)}")
+        print_plan(sweep, workers or os.cpu_count() or 1, force)
         return 0
     try:
         report = run_sweep(sweep, workers=workers, cluster=cluster, force=force, quiet=quiet)

@@ -17,7 +17,7 @@ import pytest
 
 from aviary.experiments.tables import num, spread
 from aviary.launch.cli import main
-from aviary.launch.sweep import cell_done, dask_distributed
+from aviary.launch.sweep import cell_done, dask_distributed, run_cell, write_cell
 from aviary.launch.sweep_spec import load_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -318,9 +318,44 @@ def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[s
     spec.write_text(TINY)
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4 and all(line.startswith("to run") for line in lines)
+    assert len(lines) == 5 and all(line.startswith("to run ~") for line in lines[:4])
     assert "--policy tetris" in lines[1] and "--batch" in lines[2]
+    assert lines[4].startswith("4 of 4 cells to run: about ")
     assert not (tmp_path / "o").exists()
+
+
+def test_estimates_come_from_the_cells_of_the_same_setting_then_of_the_policy() -> None:
+    from aviary.launch.sweep_estimate import Estimates
+    from aviary.launch.sweep_spec import Cell
+
+    def cell(policy: str, load: float, seed: int) -> Cell:
+        return Cell(f"{policy},{load},{seed}", {"policy": policy, "load": load, "seed": seed}, [])
+
+    est = Estimates()
+    assert est.guess(cell("drf", 0.8, 0)) is None and est.left([cell("drf", 0.8, 0)], 2) is None
+    est.record(cell("drf", 0.8, 0), 10.0)
+    est.record(cell("drf", 0.8, 1), 20.0)
+    est.record(cell("drf", 1.0, 0), 40.0)
+    est.record(cell("tetris", 0.8, 0), 2.0)
+    assert est.guess(cell("drf", 0.8, 2)) == 15.0  # the other seeds of its setting
+    assert est.guess(cell("drf", 0.9, 0)) == pytest.approx(70 / 3)  # the policy's cells
+    assert est.guess(cell("sjf", 0.8, 0)) == 18.0  # any cell
+    assert est.left([cell("drf", 0.8, 2), cell("tetris", 0.8, 1)], 2) == pytest.approx(8.5)
+
+
+def test_a_dry_run_shows_the_time_done_cells_took_and_estimates_the_rest_from_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    sweep = load_sweep(spec, tmp_path / "o")
+    first = sweep.cells[0]
+    write_cell(sweep.out / first.name, run_cell(first))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run", "--workers", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    took = json.loads((sweep.out / first.name / "summary.json").read_text())["wall_seconds"]
+    assert lines[0].startswith(f"done    {took:>7.0f} s")
+    assert lines[4].startswith("3 of 4 cells to run: about ") and "on 1 worker " in lines[4]
 
 
 def test_the_spec_folder_names_the_results(tmp_path: Path) -> None:
