@@ -334,13 +334,14 @@ def run_replay(
         print_prediction(setup, console)
     end = None if setup.prediction is None else setup.prediction.wall
     arrivals = max(j.submit for j in jobs)
+    span = max(arrivals, work_bound(cluster, jobs)) if setup.runtime == "sim" else arrivals
     bar = ProgressBar(
         len(jobs),
         label,
         not quiet,
         end=end,
         virtual=setup.runtime == "sim",
-        last_arrival=arrivals,
+        last_arrival=arrivals or None,  # a batch: no arrivals to show the clock against
         every=progress_every,
         console=console,
     )
@@ -353,7 +354,7 @@ def run_replay(
                 # handler could land in a gc callback, where Python only prints it.
                 nonlocal estimated
                 bar.update(fe, now)
-                if not estimated and (line := wall_estimate(time.monotonic() - started, fe, now, arrivals)):
+                if not estimated and (line := wall_estimate(time.monotonic() - started, fe, now, span)):
                     estimated = True
                     bar.console.print(line)
                 if stop.reason is not None:
@@ -495,13 +496,31 @@ LONG_SIMULATION = 180.0
 """A simulated replay estimated to take longer than this (s) is flagged."""
 
 
-def wall_estimate(elapsed: float, frontend: FrontendCore, now: float, last_arrival: float) -> str | None:
+def work_bound(cluster: Cluster, jobs: list[JobSpec]) -> float:
+    """The least virtual time the jobs' work takes on the cluster: the busiest resource's work (each
+    task's duration times its demand, summed) over the cluster's capacity of it. A batch's makespan is
+    at least this; with contention, DAG barriers and fragmentation it is more (1.0-1.5x in the packing
+    experiments)."""
+    capacity = vector_sum(p.resources for p in cluster.nodes)
+    work = [0.0, 0.0, 0.0, 0.0]
+    for job in jobs:
+        offset = 0
+        for stage in job.dag():
+            seconds = sum(job.durations[offset : offset + stage.tasks])
+            offset += stage.tasks
+            for r, d in enumerate(stage.demand):
+                work[r] += seconds * d
+    return max((w / c for w, c in zip(work, capacity, strict=True) if c > 0), default=0.0)
+
+
+def wall_estimate(elapsed: float, frontend: FrontendCore, now: float, span: float) -> str | None:
     """After :data:`CALIBRATION` seconds of a simulated replay, one line estimating its whole wall time
-    from the share done so far (of the jobs finished, or of the virtual span of the arrivals, whichever is
-    further), with a warning when it looks long; None before then or with nothing done yet."""
+    from the share done so far (of the jobs finished, or of the virtual ``span`` the run takes at the least:
+    the last arrival, or the work's bound for a batch, whichever is further), with a warning when it looks
+    long; None before then or with nothing done yet."""
     if elapsed < CALIBRATION:
         return None
-    by_time = now / last_arrival if last_arrival > 0 else 0.0
+    by_time = now / span if span > 0 else 0.0
     done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
     if done <= 0:
         return None

@@ -178,6 +178,21 @@ def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_on
     assert longest_quiet(jobs, [None, None, None]) == 0.0
 
 
+def test_a_batch_s_span_is_the_busiest_resource_s_work_over_its_capacity():
+    from aviary.common.model import JobSpec, Stage
+    from aviary.common.resources import Resources
+    from aviary.launch.registry import policy_cluster
+    from aviary.launch.replay import work_bound
+
+    cluster = policy_cluster("drf", nodes=2, capacity=Resources(4, 16, 1, 1), bind_ports=False)
+    # 2 tasks of 10 s using 1 core and 1 disk each, then 1 of 4 s on 4 cores: disk 20/2, cores 36/8
+    job = JobSpec(0, 0.0, [10.0, 10.0, 4.0], 8.0, False)
+    job.stages = [Stage(2, 10.0, Resources(1, 1, 1, 0)), Stage(1, 4.0, Resources(4, 1, 0, 0), (0,))]
+    assert work_bound(cluster, [job]) == 10.0
+    flat = policy_cluster("sparrow", nodes=3, slots=2, bind_ports=False)  # 6 one-core slots
+    assert work_bound(flat, [JobSpec(1, 0.0, [3.0] * 4, 3.0, False)]) == 2.0
+
+
 def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_flags_a_long_one():
     from aviary.launch.replay import wall_estimate
 
