@@ -37,7 +37,13 @@ from rich.table import Table
 from rich.text import Text
 
 from .resources import RESOURCES, Resources
-from .usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord, fairness_over_windows, utilization_by_resource
+from .usage import (
+    DEFAULT_FAIRNESS_WINDOW,
+    TaskRecord,
+    fairness_over_windows,
+    utilization_by_resource,
+    utilization_over_time,
+)
 
 __all__ = [
     "CLASSES",
@@ -220,7 +226,9 @@ def write_results(
     summary also has ``resource_utilization`` (``cores``/``mem``/``disk``/``net``: demand x full-speed
     task seconds over capacity x ``makespan``, what each resource delivered; None for a resource the
     cluster lacks, or without a makespan), ``resource_allocation`` (the same with the seconds each task
-    held its demand: above 1 where nodes over-allocate and tasks run stretched), and
+    held its demand: above 1 where nodes over-allocate and tasks run stretched),
+    ``utilization_over_time`` (``t``, the end of each of 100 windows of the makespan, and each resource's
+    utilization in each: :func:`~aviary.common.usage.utilization_over_time`), and
     ``utilization`` is the busiest resource's (as ``--load`` is the dominant resource's offered load), and
     ``fairness`` (``window``, ``windows``, ``mean``, ``min``, ``max``: Jain's index of the jobs' dominant
     shares per ``fairness_window`` seconds, default 60, see
@@ -358,9 +366,15 @@ def _usage_summary(
 ) -> dict[str, Any]:
     util: dict[str, float] = {}
     held: dict[str, float] = {}
+    series: dict[str, list[float]] | None = None
     if makespan is not None and makespan > 0:
         util = utilization_by_resource(task_log, capacity, makespan)
         held = utilization_by_resource(task_log, capacity, makespan, held=True)
+        if task_log:
+            series = {
+                k: [round(x, 4) for x in v]
+                for k, v in utilization_over_time(task_log, capacity, makespan).items()
+            }
     ends = [t.end for t in task_log] + [r.finish for r in recs if r.finish is not None]
     run_end = max(ends, default=0.0)
     active = {
@@ -371,6 +385,7 @@ def _usage_summary(
     return {
         "resource_utilization": {name: _r(util.get(name)) for name in RESOURCES},
         "resource_allocation": {name: _r(held.get(name)) for name in RESOURCES},
+        "utilization_over_time": series,
         "fairness": {
             "window": w,
             "windows": fair["windows"],

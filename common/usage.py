@@ -73,6 +73,49 @@ def utilization_by_resource(
     return out
 
 
+SERIES_WINDOWS = 100
+"""Windows of a run's utilization over time (``summary.json``'s ``utilization_over_time``)."""
+
+
+def utilization_over_time(
+    tasks: Iterable[TaskRecord], capacity_total: Resources, span: float, windows: int = SERIES_WINDOWS
+) -> dict[str, list[float]]:
+    """Each resource's utilization in each of ``windows`` equal windows of ``[0, span]``: what the tasks
+    delivered in the window over what the cluster could (a task delivers ``demand_r * work`` spread
+    evenly over the time it held its demand, so the windows average to :func:`utilization_by_resource`
+    when every task lies within the span). ``t``: each window's end. Keys as there, plus ``t``. O(tasks +
+    windows): full windows by a difference array, the two partial ones at each end directly."""
+    if not span > 0 or windows < 1:
+        raise ValueError(f"span must be > 0 and windows >= 1, got {span} and {windows}")
+    log = _checked(tasks)
+    width = span / windows
+    names = [(i, name) for i, name in enumerate(RESOURCES) if capacity_total[i] > 0]
+    out: dict[str, list[float]] = {"t": [width * (k + 1) for k in range(windows)]}
+    for i, name in names:
+        partial = [0.0] * windows
+        full = [0.0] * (windows + 1)  # difference array: rate per window
+        for t in log:
+            held = t.end - t.start
+            if held <= 0 or t.demand[i] == 0 or t.start >= span or t.end <= 0:
+                continue
+            rate = t.demand[i] * ((t.work if t.work is not None else held) / held)
+            start, end = max(t.start, 0.0), min(t.end, span)
+            a, b = int(start // width), min(windows - 1, int(end // width))
+            if a == b:
+                partial[a] += rate * (end - start)
+                continue
+            partial[a] += rate * ((a + 1) * width - start)
+            partial[b] += rate * (end - b * width)
+            full[a + 1] += rate
+            full[b] -= rate
+        running, series = 0.0, []
+        for k in range(windows):
+            running += full[k]
+            series.append((partial[k] + running * width) / (capacity_total[i] * width))
+        out[name] = series
+    return out
+
+
 def jain_index(xs: Iterable[float]) -> float:
     """Jain's fairness index ``(sum x)^2 / (n * sum x^2)``, in ``[1/n, 1]``; 1.0 when all are equal.
 

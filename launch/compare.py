@@ -169,6 +169,8 @@ class Comparison:
     """Every run's family figures (:func:`~aviary.common.results.family_metrics`), baseline first."""
     jcts: list[list[float]] = field(default_factory=list)
     """Every run's finished jobs' JCTs (s), sorted (empty without ``jobs.csv``), baseline first."""
+    usage: list[dict[str, list[float]] | None] = field(default_factory=list)
+    """Every run's ``utilization_over_time`` (runs that log their tasks' demands), baseline first."""
 
     @property
     def base(self) -> Values:
@@ -277,6 +279,7 @@ def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
         time_scale=time_scale_of(summaries[0]),
         classes=classes,
         metrics=[family_metrics(s) for s in summaries],
+        usage=[u if isinstance(u := s.get("utilization_over_time"), dict) else None for s in summaries],
     )
     for label, values in zip(labels[1:], raw[1:], strict=True):
         comp.ratios[label] = {
@@ -513,8 +516,9 @@ def comparison_figure(comp: Comparison) -> Figure:
     with_jcts = all(comp.jcts)
     slo = [[m for m in metrics if m.group == "SLO attainment"] for metrics in comp.metrics]
     with_slo = bool(slo) and all(slo)
+    with_usage = all(comp.usage)
     bars_width = max(6.0, 1.5 + len(groups) * (0.55 + 0.35 * len(others)))  # room for each tick's label
-    widths = [bars_width] + [6.0] * (with_jcts + with_cdf) + [4.5] * with_slo
+    widths = [bars_width] + [6.0] * (with_jcts + with_cdf + with_usage) + [4.5] * with_slo
     fig = Figure(figsize=(sum(widths), 4.6), layout="constrained")
     FigureCanvasAgg(fig)
     panels = list(fig.subplots(1, len(widths), width_ratios=widths, squeeze=False)[0])
@@ -542,6 +546,8 @@ def comparison_figure(comp: Comparison) -> Figure:
         cdf.set_xlabel(f"factor of improvement ({comp.name(0)} JCT / run JCT, log scale)")
         cdf.set_ylabel("fraction of jobs")
         cdf.legend()
+    if with_usage:
+        usage_lines(panels.pop(0), comp)
     if with_slo:
         slo_bars(panels.pop(0), comp, slo)
     title = f"Job completion time of each run / {comp.name(0)}'s (below 1 is better)\n{comp.workload()}"
@@ -568,6 +574,28 @@ def jct_cdf(ax: Any, comp: Comparison) -> None:
     ax.set_xlabel("job completion time (replay s, log scale)")
     ax.set_ylabel("fraction of jobs")
     ax.legend()
+
+
+STYLES = {"cores": "-", "mem": ":", "disk": "--", "net": "-."}
+"""A resource's line style in the utilization panel (a run's is its colour)."""
+
+
+def usage_lines(ax: Any, comp: Comparison) -> None:
+    """Each run's utilization of each resource it uses over its run (per cent of the cluster's capacity,
+    100 windows; a resource no run uses above 1 % is left out)."""
+    for i, series in enumerate(comp.usage):
+        assert series is not None
+        for name, style in STYLES.items():
+            if any(max(s.get(name) or [0.0]) > 0.01 for s in comp.usage if s):
+                ax.plot(series["t"], [100 * x for x in series.get(name, [])], style, color=run_color(i))
+    for i in range(len(comp.usage)):
+        ax.plot([], [], color=run_color(i), label=comp.name(i))
+    for name, style in STYLES.items():
+        ax.plot([], [], style, color="grey", label=name)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("replay time (s)")
+    ax.set_ylabel("utilization (% of capacity)")
+    ax.legend(fontsize="small", ncol=2)
 
 
 def slo_bars(ax: Any, comp: Comparison, slo: list[list[Metric]]) -> None:

@@ -308,6 +308,16 @@ def test_a_dag_workload_is_compared_by_its_family_figures_without_a_short_long_s
         tetris["mean_jct"] / drf["mean_jct"]
     )
     assert data["baseline"] == "drf" and data["factors_of_improvement"]["tetris"]["count"] == 12
+    # Utilization over time: 100 windows of the makespan that average to each resource's utilization.
+    series = drf["utilization_over_time"]
+    assert len(series["t"]) == len(series["disk"]) == 100 and series["t"][-1] == pytest.approx(
+        drf["makespan"]
+    )
+    assert sum(series["disk"]) / 100 == pytest.approx(drf["resource_utilization"]["disk"], rel=0.02)
+    usage = comparison_figure(comp).axes[3]
+    assert usage.get_ylabel() == "utilization (% of capacity)"
+    labelled = [line.get_label() for line in usage.get_lines() if not line.get_label().startswith("_")]
+    assert labelled[:2] == ["drf", "tetris"] and "disk" in labelled
 
 
 def test_slo_runs_are_compared_by_attainment_and_the_figure_has_each_run_s_jct_cdf(tmp_path):
@@ -321,13 +331,12 @@ def test_slo_runs_are_compared_by_attainment_and_the_figure_has_each_run_s_jct_c
     fig = comparison_figure(comp)
     labels = [ax.get_xlabel() for ax in fig.axes]
     assert labels[1] == "job completion time (replay s, log scale)" and fig.axes[1].get_xscale() == "log"
-    assert labels[2].startswith("factor of improvement") and fig.axes[3].get_ylabel().startswith(
-        "SLO attainment"
-    )
+    assert labels[2].startswith("factor of improvement") and labels[3] == "replay time (s)"
+    assert fig.axes[4].get_ylabel().startswith("SLO attainment")
     jct_lines = fig.axes[1].get_lines()
     assert [line.get_label() for line in jct_lines] == ["ts (tetrisched)", "ng (tetrisched-ng)"]
     assert len(jct_lines[0].get_xdata()) == 13  # 12 jobs and the start of the step
-    heights = [round(p.get_height(), 3) for p in fig.axes[3].patches]
+    heights = [round(p.get_height(), 3) for p in fig.axes[4].patches]
     ts = json.loads((tmp_path / "ts" / "summary.json").read_text())["slo_attainment"]
     assert heights[:3] == [round(100 * ts[k], 3) for k in ("all", "accepted", "no_reservation")]
     png = tmp_path / "slo.png"
@@ -336,5 +345,5 @@ def test_slo_runs_are_compared_by_attainment_and_the_figure_has_each_run_s_jct_c
 
     pixels = imread(png)
     height, width = pixels.shape[:2]
-    assert width > 4 * height  # four panels side by side
+    assert width > 5 * height  # five panels side by side
     assert (pixels[..., :3] < 0.9).any(axis=-1).mean() > 0.02  # not blank: ink on more than 2 % of it

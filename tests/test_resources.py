@@ -220,3 +220,22 @@ def test_the_named_vectors():
     assert tuple(ZERO) == (0, 0, 0, 0)
     assert tuple(ONE_CORE) == (1, 0, 0, 0)
     assert tuple(DEFAULT_MACHINE) == (16, 64, 1, 1)
+
+
+def test_utilization_over_time_spreads_each_task_s_delivered_work_over_the_windows_it_held_its_demand():
+    from aviary.common.usage import TaskRecord, utilization_by_resource, utilization_over_time
+
+    cap = Resources(cores=2.0, mem=8.0)
+    tasks = [
+        TaskRecord(0, 1.0, 5.0, Resources(cores=1.0)),  # 1 core from 1 s to 5 s
+        TaskRecord(1, 6.0, 10.0, Resources(cores=2.0, mem=4.0), work=2.0),  # stretched: half speed
+    ]
+    series = utilization_over_time(tasks, cap, 10.0, windows=5)  # windows of 2 s
+    assert series["t"] == [2.0, 4.0, 6.0, 8.0, 10.0]
+    assert series["cores"] == pytest.approx([0.25, 0.5, 0.25, 0.5, 0.5])
+    assert series["mem"] == pytest.approx([0.0, 0.0, 0.0, 0.25, 0.25])
+    assert "disk" not in series  # the cluster has none
+    whole = utilization_by_resource(tasks, cap, 10.0)
+    assert sum(series["cores"]) / 5 == pytest.approx(whole["cores"])
+    with pytest.raises(ValueError):
+        utilization_over_time(tasks, cap, 0.0)
