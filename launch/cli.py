@@ -4,6 +4,7 @@ command (:mod:`.commands`), turning a usage error into one line and exit status 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 from ..common.cluster import ClusterError
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("replay", "up"):
             args.given = given_flags(argv)  # a replay --connect refuses testbed flags given
+            args.command_line = "aviary " + shlex.join(argv)  # what summary.json records
         for warning in check_flags(args):
             print(f"aviary {args.command}: warning: {warning}", file=sys.stderr)
         return commands.COMMANDS[args.command](args)

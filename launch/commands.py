@@ -86,6 +86,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(problem)
     setup = setup_replay(ReplaySpec.from_args(args))
+    if command := getattr(args, "command_line", None):
+        setup.extra["command"] = command
     if args.cluster is not None:
         from .remote import RemoteTestbed
 
@@ -95,6 +97,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         summary = run_replay(setup, quiet=args.quiet, progress_every=args.progress_every)
     print_summary(summary, setup.out)
     return 0 if summary["finished"] == summary["jobs"] else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    print(f"written: {write_report(args.dirs, args.html)}")
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -175,6 +184,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "cluster": cmd_cluster,
     "host": cmd_host,
     "keys": cmd_keys,
+    "report": cmd_report,
     "replay": cmd_replay,
     "compare": cmd_compare,
     "demo": cmd_demo,

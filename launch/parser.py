@@ -665,6 +665,18 @@ def build_parser() -> Parser:
         help="print the table as JSON instead (rows, ratios, factors of improvement; default: off)",
     )
 
+    rp_ = sub.add_parser("report", help="finished runs (or a sweep) as one self-contained HTML page")
+    rp_.add_argument(
+        "dirs", nargs="+", type=Path, help="result folders (the first is the baseline), or one sweep's folder"
+    )
+    rp_.add_argument(
+        "--html",
+        type=_out_file,
+        required=True,
+        metavar="FILE",
+        help="the page to write (required; it opens with no server and no network)",
+    )
+
     dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
     dm.add_argument(
         "--out", type=_out_dir, default=Path("results/demo"), help="results folder (default %(default)s)"
