@@ -210,6 +210,11 @@ class KairosCentralCore(Core):
             job_id, index = queue.popleft()
             job = state.jobs[job_id]
             stage = next(s for s in job.runnable if s.offset <= index < s.offset + s.tasks)
+            if stage.retry and stage.retry[0] != index and index in stage.retry:
+                # tasks lost to a later node death go to the queue's front, behind none of the stage's
+                # earlier lost ones in ``retry``: the queue's order is the one kept
+                stage.retry.remove(index)
+                stage.retry.insert(0, index)
             booked = state.assign(now, job, stage, state.by_name[node.name])
             assert booked == index, "a stage's tasks leave the queue in order"
             if stage.unplaced == 0:

@@ -77,6 +77,9 @@ class Recovering(Core):
             if self.plan is not None:
                 self.counters["duplicate_recover"] += 1
                 return []
+            if len(msg.ages) != len(msg.jobs):  # not what a frontend sends (central_back): dropped
+                self.counters["bad_recover"] += 1
+                return []
             self.plan = msg
             self.told = now
             self.waiting = set(msg.nodes) - self.holdings.keys()

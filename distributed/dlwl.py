@@ -217,7 +217,8 @@ class DlwlSchedulerCore(Core):
         if job is None:
             self.counters["unknown_task_finished"] += 1
             return []
-        if job.placed.get(msg.task_index, ("",))[0] != sender:  # from a node declared dead
+        placed = job.placed.get(msg.task_index)
+        if placed is None or placed[0] != sender:  # not placed, or from a node declared dead
             self.counters["late_results_ignored"] += 1
             return []
         del job.placed[msg.task_index]

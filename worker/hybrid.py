@@ -477,7 +477,10 @@ class HybridNodeCore(Core):
 
     def _stolen(self, now: float, msg: StealReply) -> list[Effect]:
         stealer = self.stealer
-        if not msg.probes:
+        probes = [p for p in msg.probes if _stolen_probe(p)]
+        if len(probes) < len(msg.probes):  # not what a victim's _give makes: counted and dropped
+            self.counters["bad_stolen_probes"] += len(msg.probes) - len(probes)
+        if not probes:
             if stealer is None:
                 return []
             sent = stealer.failed(self._idle())
@@ -487,7 +490,8 @@ class HybridNodeCore(Core):
             stealer.succeeded()
         self.counters["steal_successes"] += 1
         long_work = self.holds_long_work
-        for scheduler, job_id, estimate, remaining, count in msg.probes:
+        for scheduler, job_id, estimate, remaining, count in probes:
+            count = max(1, count)  # as a Probe's
             self.counters["steals"] += count
             if long_work:
                 self.counters["probes_behind_long"] += count
@@ -504,3 +508,18 @@ class HybridNodeCore(Core):
         self._dirty = False
         wait = self.estimated_wait(now)
         return [Send(s, QueueReport(wait)) for s in self.heartbeat_to]
+
+
+def _stolen_probe(p: Any) -> bool:
+    """Whether ``p``, an item of a ``StealReply``, is a probe as a victim sends it: ``[scheduler, job_id,
+    estimate, remaining, count]``, a name, an int, a number and two ints (a StealReply's items are untyped
+    on the wire)."""
+    if not isinstance(p, (list, tuple)) or len(p) != 5:
+        return False
+    scheduler, job_id, estimate, remaining, count = p
+    return (
+        isinstance(scheduler, str)
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in (job_id, remaining, count))
+        and isinstance(estimate, (int, float))
+        and not isinstance(estimate, bool)
+    )
