@@ -307,6 +307,10 @@ class EagleSchedulerCore(Core):
 
     # --- late binding, SBP ---------------------------------------------------------------------------
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
+        i = self.position.get(node)
+        if i is not None and self.dead_bits >> i & 1:  # sent before its death, arrived after it was declared
+            self.counters["get_task_from_dead"] += 1
+            return []
         job = self.jobs.get(job_id)
         if job is None or not job.unassigned:
             if job is not None:

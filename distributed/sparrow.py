@@ -19,8 +19,10 @@ out), ``probes_leftover_cancelled`` (of those, the ones a ``CancelProbes`` went 
 Failures (issue 14): on ``PeerDown`` of a node the scheduler stops probing it, puts the tasks it had
 handed to it back (``tasks_rerun``; ``rerun_lost_ms``: milliseconds of their run time lost) and sends
 new probes for them and for the reservations the node held (``probes_lost``); a later ``TaskFinished``
-from a node other than the one now running the task is a late result (``late_results_ignored``).
-``PeerUp`` makes the node a probe target again.
+from a node other than the one now running the task is a late result (``late_results_ignored``). A
+``GetTask`` the node sent before its death that arrives after ``PeerDown`` gets no task
+(``get_task_from_dead``): handed to a dead node, a task would never finish (it stalled a job on a
+packed testbed, 1 run in 3). ``PeerUp`` makes the node a probe target again.
 
 Probes for the same node are batched into one message (``Probe.count``); this happens only when
 d*t exceeds the number of nodes, where probes must repeat nodes.
@@ -202,6 +204,7 @@ class SparrowCore(Core):
             raise ValueError(f"scheduler {name}: probe ratio must be at least 1, got {probe_ratio}")
         self.nodes = list(nodes)
         self.known_nodes = frozenset(nodes)
+        self.down: set[str] = set()  # nodes declared dead (PeerDown), until they rejoin
         self.probe_ratio = probe_ratio
         self.cancel = cancel
         self.rng = random.Random(f"{seed}/{name}")
@@ -239,6 +242,9 @@ class SparrowCore(Core):
         return probe_sends(picks, lambda n: Probe(job_id, job.estimate, remaining, n))
 
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
+        if node in self.down:  # sent before its death, arrived after it was declared: no task for it
+            self.counters["get_task_from_dead"] += 1
+            return []
         job = self.jobs.get(job_id)
         if job is not None and job.probed[node] > 0:
             job.probed[node] -= 1
@@ -265,6 +271,7 @@ class SparrowCore(Core):
         if node not in self.nodes:
             return []
         self.nodes.remove(node)
+        self.down.add(node)
         effects: list[Effect] = []
         for job_id, job in self.jobs.items():
             k = reissue(self.counters, job, node, now, self.probe_ratio)
@@ -279,4 +286,5 @@ class SparrowCore(Core):
     def node_up(self, node: str) -> list[Effect]:
         if node in self.known_nodes and node not in self.nodes:
             self.nodes.append(node)
+            self.down.discard(node)
         return []

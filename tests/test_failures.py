@@ -393,3 +393,18 @@ def test_a_failed_replay_submits_nothing_more() -> None:
     fe.declare_dead(1.0, "s0")
     fe.declare_dead(1.5, "s1")
     assert fe.failed and fe.on_timer(5.0, "submit") == [] and fe.submitted == 1
+
+
+@pytest.mark.parametrize("policy", ["sparrow", "eagle"])
+def test_a_get_task_a_dead_node_sent_before_it_died_gets_no_task(policy: str) -> None:
+    """The node's GetTask was on its way when it died; it arrives after PeerDown: a task handed out then
+    would run nowhere and its job never finish (a packed testbed, 1 replay in 3)."""
+    from aviary.launch.registry import build_core
+
+    cluster = policy_cluster(policy, nodes=4, slots=1, schedulers=1, bind_ports=False)
+    core = build_core(cluster.get("sched-0"), cluster)
+    core.on_message(0.0, "frontend", SubmitJob(1, [1.0, 1.0], 1.0))
+    core.on_message(0.1, "frontend", PeerDown("node-1"))
+    assert core.on_message(0.2, "node-1", GetTask(1)) == [] and core.counters["get_task_from_dead"] == 1
+    out = core.on_message(0.3, "node-2", GetTask(1))
+    assert [type(e.msg) for e in out if isinstance(e, Send)][:1] == [AssignTask]
