@@ -54,12 +54,12 @@ def test_a_dead_process_s_counters_are_kept_from_its_last_report(tmp_path, no_le
 def test_a_killed_central_scheduler_is_restarted_and_rebuilds_its_state(
     tmp_path, no_leftover_children, policy
 ):
-    """Issue 26: kill -9 of the central scheduler (FIFO's, and Eagle's LWL for long jobs) 4 s into an 8 s
+    """Issue 26: kill -9 of the central scheduler (FIFO's, and Eagle's LWL for long jobs) 3 s into a 6 s
     replay: the testbed starts it again, it rebuilds its jobs from the frontend and its tasks from the
     nodes, and every job finishes with every task run once (tests/test_central_recovery.py: every
     family, simulated)."""
     out = tmp_path / "run"
-    flags = [*FLAGS, "--duration", "8s", "--load", "0.9", "--policy", policy, "--fail", "central@4s"]
+    flags = [*FLAGS, "--load", "0.9", "--policy", policy, "--fail", "central@3s"]
     assert main(["replay", *flags, "--out", str(out)]) == 0
     s = summary(out)
     c = s["counters"]
