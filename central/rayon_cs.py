@@ -297,8 +297,12 @@ class RayonCS(PlacementPolicy):
         def take(node: NodeState) -> None:
             r = room[node.name]
             while self.slots(r, node) and demand.fits_in(r):
-                r = r.minus(demand)
+                after = r.minus(demand)
                 slots.append(node)
+                if after == r:  # a demand that takes no room (none, or below rounding): room for the gang
+                    slots.extend([node] * (k - 1))
+                    break
+                r = after
             room[node.name] = r
 
         for node in nodes:

@@ -593,3 +593,13 @@ def test_dlwl_ignores_a_task_finished_from_an_empty_name() -> None:
     core.on_message(0.0, "frontend", SubmitJob(1, [1.0, 1.0, 1.0], 1.0))
     assert core.on_message(0.1, "", TaskFinished(1, 7)) == []
     assert core.counters["late_results_ignored"] == 1
+
+
+def test_rayon_places_a_gang_that_demands_nothing() -> None:
+    """A stage whose demand takes no room (all zeros) made Rayon/CS's slot count loop for ever
+    (central/rayon_cs.py: ``gather``)."""
+    cluster = cluster_of("rayon-cs")
+    core = build_core(cluster.central, cluster)
+    core.start(0.0)
+    core.on_message(0.0, "frontend", SubmitJob(1, [1.0, 1.0], 1.0, [[2, 1.0, [0.0, 0.0, 0.0, 0.0], []]]))
+    assert len(sent(core.on_timer(1.0, "cycle"), PlaceTask)) == 2
