@@ -333,6 +333,7 @@ class FrontendCore(Core):
         log.warning("%s: %s declared dead at %.1f s%s", self.name, name, clock, f" ({why})" if why else "")
         if central:  # it comes back: its work stays where it is (module docstring)
             self.down_since[name] = clock
+            self.told.discard(name)  # its next incarnation is told again
             return []
         down = PeerDown(name)
         effects: list[Effect] = [Send(p, down) for p in self.roles if p not in self.dead]

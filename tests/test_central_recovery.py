@@ -153,6 +153,9 @@ def test_the_frontend_waits_for_a_restarted_central_and_sends_it_its_unfinished_
     assert [m.job_id for _, m in sent(out, SubmitJob)] == [1, 2]
     assert fe.on_message(4.5, "central", Register("central", 0, recovering=True)) == []  # once
     assert fe.counters["central_restarts"] == 1 and fe.counters["central_away_ms"] == 1000
+    fe.declare_dead(5.0, "central", "exited", True)  # it dies again: its next incarnation is told again
+    again = fe.on_message(5.5, "central", Register("central", 0, recovering=True))
+    assert sent(again, Recover) == [("central", Recover([1, 2], [4.5, 3.5], ["n0"]))]
 
 
 # --- whole runs in the simulator, every family with a central scheduler -----------------------------------

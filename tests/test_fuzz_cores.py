@@ -82,7 +82,11 @@ from aviary.launch.registry import POLICIES, build_core, policy_cluster
 from aviary.launch.sim import simulate
 from aviary.worker.hybrid import HybridNodeCore
 
-FUZZ = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(
+    max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True
+)
+"""The same examples every run (CI must not depend on luck); ``--hypothesis-seed`` or a changed example
+count explores others."""
 
 STRANGERS = ("stranger", "", "node-9", "sched-7")
 CONTROL = (Hello, GetStats, GetCounters, Shutdown)  # answered by the runtime, never handed to a core

@@ -22,7 +22,9 @@ from aviary.common.trace import MAX_DURATION, MAX_JOB_TASKS, MAX_TIME, TraceErro
 from aviary.launch.spec import UsageError
 from aviary.launch.sweep_spec import load_sweep
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
 
 numbers = st.one_of(
     st.integers(-5, 10**13).map(str),
@@ -180,7 +182,7 @@ def sweep_files(draw: st.DrawFn) -> bytes:
 
 
 @given(sweep_files())
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 def test_the_sweep_spec_reader_parses_or_says_one_line(data: bytes) -> None:
     sweep = _outcome(lambda p: load_sweep(p, p.parent / "out"), data, ".toml", (UsageError,))
     if sweep is not None:
