@@ -159,6 +159,8 @@ class FrontendCore(Core):
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
         self.failed: str | None = None
         """Why the replay cannot go on (a process no other can replace died), or None."""
+        self.stopping = False
+        """``Shutdown`` went out: processes exit as they answer, so silence no longer means death."""
         self.closed = False
         """The replay ended early (failed, interrupted, stalled): later completions are only counted, so
         the results are what was done when it ended."""
@@ -302,6 +304,8 @@ class FrontendCore(Core):
         """Say Hello to every process (the dead too: one that answers rejoins); declare dead the live
         ones silent for ``misses`` periods."""
         assert self.liveness is not None
+        if self.stopping:  # the processes that answered Shutdown have exited; no more rounds
+            return []
         period, misses = self.liveness
         self.pings += 1
         hello = Hello(self.epoch)
@@ -386,6 +390,7 @@ class FrontendCore(Core):
     def collect(self, processes: list[str], *, shutdown: bool) -> list[Effect]:
         """Ask every process for its Stats (and to exit, with ``shutdown``)."""
         msg = Shutdown() if shutdown else GetStats()
+        self.stopping = self.stopping or shutdown
         self.asked.update(processes)
         return [Send(p, msg) for p in processes]
 
