@@ -296,8 +296,8 @@ class Model:
                 return None
             if not lv.leaf.linear and total != lv.leaf.k:
                 return None
-            for part, n in grants.items():
-                for t in range(lv.leaf.start, lv.leaf.end):
+            for part, n in grants.items():  # past the supply's end no quantum binds (plan's horizon)
+                for t in range(lv.leaf.start, min(lv.leaf.end, len(self.supply.avail[part]))):
                     extra[part, t] += n
         for (part, t), n in extra.items():
             if load.get((part, t), 0) + n > self.supply.at(part, t):

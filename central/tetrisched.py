@@ -222,7 +222,7 @@ class TetriSched(PlacementPolicy):
         exprs = {key: e for key, e in built.items() if e is not None}
         sets = self.used_sets(exprs.values())
         parts, members = self.partition(sets)
-        avail = self.availability(now, members, self.horizon(exprs.values()))
+        avail = self.availability(now, members, min(self.horizon(exprs.values()), self.starts))
         by_key = {g.key: g for g in gangs}
         chosen: list[Choice] = []
         supply = Supply(parts, avail)
@@ -349,6 +349,10 @@ class TetriSched(PlacementPolicy):
         return slot_count(free, node.capacity, self.slot)
 
     def horizon(self, exprs: Iterable[Max]) -> int:
+        """The quanta the leaves cover. Availability is computed for the first ``starts`` of them only:
+        it never falls (running tasks only release), and the leaves running at a later quantum all run
+        at the last start quantum too, so no later quantum can bind (a 1e300 s estimate once asked for a
+        list of 1e300 quanta)."""
         return max((leaf.end for e in exprs for leaf in e.children if isinstance(leaf, NCk)), default=1)
 
     def availability(

@@ -238,14 +238,17 @@ class EagleSchedulerCore(Core):
         job = self.jobs.get(msg.job_id)
         if job is None:
             return []
-        left = job.probed[node] - msg.count
-        if left > 0:
-            job.probed[node] = left
+        held = job.probed.get(node, 0)
+        if held == 0:  # a node that holds none of the job's probes (a bad frame): nothing to re-send
+            self.counters["rejections_unheld"] += 1
+            return []
+        count = max(1, min(msg.count, held))  # never more probes than the node held
+        if held > count:
+            job.probed[node] = held - count
         else:
             job.probed.pop(node, None)
         if job.unassigned == 0:  # nothing left to place
             return []
-        count = max(1, msg.count)
         if msg.attempt == 0:
             picks = self._free_by_bitvector(count)
             attempt = 1

@@ -157,6 +157,18 @@ def test_stale_bitvector_leads_to_a_second_rejection_then_the_short_partition():
     assert sent(short_node.on_message(23, "s", probe), GetTask) == [("s", GetTask(1))]
 
 
+def test_a_rejection_re_sends_no_more_reservations_than_the_node_held():
+    """A bad frame once claimed 10^12 rejected probes: the scheduler drew 10^12 targets and ran out of
+    memory. A node re-sends at most what it held; one that held none re-sends nothing."""
+    nodes = [f"n{i}" for i in range(8)]
+    s = EagleSchedulerCore("s", nodes, short=["n6", "n7"], min_probes=1, probe_ratio=1, seed=9)
+    ((first, _),) = sent(s.on_message(0, "fe", SubmitJob(1, [5.0], 5.0)), Probe)
+    other = next(n for n in nodes if n != first)
+    assert s.on_message(1, other, ProbeRejected(1, 1, 0)) == [] and s.counters["rejections_unheld"] == 1
+    out = s.on_message(1, first, ProbeRejected(1, 10**12, 0))
+    assert sum(p.count for _, p in sent(out, Probe)) == 1 and s.counters["probes_rescheduled"] == 1
+
+
 def test_a_second_rejection_of_several_reservations_sends_them_all_to_the_short_partition():
     """§3.3.3, the last round: a rejected probe that stood for 3 reservations and was already re-placed
     once goes to short-partition nodes (drawn with replacement: here the only one) as one probe of 3,
@@ -165,6 +177,7 @@ def test_a_second_rejection_of_several_reservations_sends_them_all_to_the_short_
     s = EagleSchedulerCore("s", nodes, short=["n5"], min_probes=1, probe_ratio=1, seed=2)
     for job in (1, 2):
         ((first, _),) = sent(s.on_message(job, "fe", SubmitJob(job, [5.0] * 3, 5.0)), Probe)[:1]
+        s.jobs[job].probed[first] = 3  # as after a re-placement that drew it three times
         out = s.on_message(job, first, ProbeRejected(job, 3, 1, bits(0, 1, 2, 3, 4, n=6), float(job)))
         assert [(to, p.count, p.attempt) for to, p in sent(out, Probe)] == [("n5", 3, LAST_ATTEMPT)]
         assert s.counters["probes_to_short"] == 3 * job

@@ -198,6 +198,18 @@ def test_a_running_job_blocks_its_nodes_until_its_estimated_end():
     assert policy.availability(16.0, members, 3)[(ALL,)] == [1, 3, 3]
 
 
+def test_an_enormous_estimate_plans_over_the_start_quanta_only():
+    """No quantum past the last start can bind (availability never falls), so a 1e300 s estimate (a bad
+    frame once asked for a list of 1e300 quanta) plans like any long job: it starts now, and a second
+    gang that cannot fit beside it is not launched."""
+    policy = TetriSched(cycle=4.0)
+    core = core_with(policy, cluster(racks=1, per_rack=2, gpu_racks=0))
+    core.on_message(0.0, "fe", job(1, 1, 1e300))
+    assert len(cycle(core, 0.0)) == 1
+    core.on_message(1.0, "fe", job(2, 2, 1e300))
+    assert cycle(core, 4.0) == []
+
+
 def test_the_plan_never_exceeds_free_slots_and_gangs_fit_whole():
     rng = random.Random(5)
     policy = TetriSched()
