@@ -66,11 +66,9 @@ class CentralFifoCore(Core):
         self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
     ) -> list[Effect]:
         """A job of the dead incarnation (:mod:`aviary.central.recovery`): its placed tasks hold slots."""
-        job, out = self.state.restore(now, sender, msg, age, held)
-        if job is not None:
-            for (job_id, _), (node, _, _) in self.state.placed.items():
-                if job_id == job.job_id:
-                    self.free.remove(node.name)
+        _, booked, out = self.state.restore(now, sender, msg, age, held)
+        for _, node, _ in booked:
+            self.free.remove(node.name)
         return out
 
     def restored(self, now: float) -> list[Effect]:

@@ -178,14 +178,12 @@ class KairosCentralCore(Core):
         self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
     ) -> list[Effect]:
         """A job of the dead incarnation: its placed tasks count on their nodes again."""
-        job, out = self.state.restore(now, sender, msg, age, held)
-        if job is not None:
-            for (job_id, _), (placed_on, _, _) in self.state.placed.items():
-                if job_id == job.job_id:
-                    node = self.by_name[placed_on.name]
-                    self._leave(node)
-                    node.count += 1
-                    self._enter(node)
+        _, booked, out = self.state.restore(now, sender, msg, age, held)
+        for _, placed_on, _ in booked:
+            node = self.by_name[placed_on.name]
+            self._leave(node)
+            node.count += 1
+            self._enter(node)
         return out
 
     def restored(self, now: float) -> list[Effect]:

@@ -274,13 +274,11 @@ class CentralLwlCore(Core):
     ) -> list[Effect]:
         """A job of the dead incarnation: its tasks queued or running on a node are that node's long work
         again (a running one expected to end its estimate after it started)."""
-        job, out = self.state.restore(now, sender, msg, age, held)
-        if job is None:
-            return out
-        for index, (status, name, ago) in held.items():
-            k = self.index.get(name)
-            if status == "finished" or k is None or (job.job_id, index) not in self.state.placed:
-                continue
+        job, booked, out = self.state.restore(now, sender, msg, age, held)
+        for index, node, _ in booked:
+            assert job is not None  # a job with booked tasks is admitted
+            k = node.index  # the state's nodes are the targets, in order
+            status, _, ago = held[index]
             self.lwl.add(k, job.estimate, now)
             if status == "running":
                 self.lwl.start(k, job.estimate, now - ago)

@@ -330,12 +330,10 @@ class PackingCore(Core):
     ) -> list[Effect]:
         """Admit a job of the dead incarnation with its tasks as the nodes hold them."""
         self.policy.now = now
-        job, out = self.state.restore(now, sender, msg, age, held)
-        if job is not None:
-            for index, (status, _, _) in held.items():
-                entry = self.state.placed.get((job.job_id, index))
-                if status != "finished" and entry is not None:
-                    self.policy.on_placed(job, entry[1])
+        job, booked, out = self.state.restore(now, sender, msg, age, held)
+        for _, _, stage in booked:
+            assert job is not None  # a job with booked tasks is admitted
+            self.policy.on_placed(job, stage)
         return out
 
     def restored(self, now: float) -> list[Effect]:

@@ -411,19 +411,21 @@ class CentralState:
     # --- a restart's recovery (issue 26) ------------------------------------------------------------
     def restore(
         self, now: float, sender: str, msg: SubmitJob, age: float, held: dict[int, Held]
-    ) -> tuple[JobState | None, list[Effect]]:
+    ) -> tuple[JobState | None, list[tuple[int, NodeState, StageState]], list[Effect]]:
         """Admit a job a dead incarnation of this scheduler had (submitted ``age`` seconds ago), as the
         nodes report its tasks: ``held`` maps a task index to ``(state, node, seconds since it
         started)``, state ``"queued"``, ``"running"`` or ``"finished"``. Placed tasks hold their room on
         their node again; finished ones count (their stages' barriers released); the others are
-        runnable. Returns the job (None when it was refused or is already done) and what the submission
+        runnable. Returns the job (None when it was refused or is already done), the tasks it booked on
+        nodes again (index, node, stage: what each core's own bookkeeping adds) and what the submission
         answered (``JobDone`` when every task had finished). A task on a node not in the cluster, or one
         the job does not have, is ignored (``recovered_unknown_task``)."""
         refused = self.submit(now - age, sender, msg, counter="jobs_recovered")
         job = self.jobs.get(msg.job_id)
         if refused is not None or job is None:
-            return None, refused or []
+            return None, [], refused or []
         counters = self.core.counters
+        booked: list[tuple[int, NodeState, StageState]] = []
         started = []
         placed: dict[int, int] = {}  # stage -> its tasks placed or finished
         for stage in job.stages:
@@ -448,6 +450,7 @@ class CentralState:
                 job.usage = job.usage.plus(stage.demand)
                 job.running += 1
                 self.placed[job.job_id, index] = (node, stage, now - ago)
+                booked.append((index, node, stage))
                 counters["recovered_tasks_placed"] += 1
         if started:
             job.first_start = min(started)
@@ -463,8 +466,8 @@ class CentralState:
         if job.finished == job.tasks:  # every task ended while the scheduler was away
             del self.jobs[job.job_id]
             first = job.arrival if job.first_start is None else job.first_start
-            return None, [Send(job.frontend, JobDone(job.job_id, first - job.arrival))]
-        return job, []
+            return None, [], [Send(job.frontend, JobDone(job.job_id, first - job.arrival))]
+        return job, booked, []
 
     def dominant_share(self, job: JobState) -> float:
         return job.usage.dominant_share(self.capacity_total)
