@@ -124,7 +124,11 @@ def test_processes_that_exit_on_shutdown_are_not_declared_dead_while_others_answ
     again = FrontendCore("fe", [job(0, 0.0, 1.0)], round_robin(["s0"]), roles=dict(ROLES), liveness=(0.5, 4))
     again.start(0.0)
     again.collect(sorted(ROLES), shutdown=False)  # a GetStats alone: the liveness rounds go on
-    assert sorted(again.dead) == [] and sent(again.on_timer(10.0, PING), Hello) and sorted(again.dead) == sorted(ROLES)
+    assert (
+        sorted(again.dead) == []
+        and sent(again.on_timer(10.0, PING), Hello)
+        and sorted(again.dead) == sorted(ROLES)
+    )
 
 
 def test_a_process_that_exited_never_rejoins_on_an_answer_still_on_its_way() -> None:
