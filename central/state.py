@@ -419,7 +419,9 @@ class CentralState:
         runnable. Returns the job (None when it was refused or is already done), the tasks it booked on
         nodes again (index, node, stage: what each core's own bookkeeping adds) and what the submission
         answered (``JobDone`` when every task had finished). A task on a node not in the cluster, or one
-        the job does not have, is ignored (``recovered_unknown_task``)."""
+        the job does not have, is ignored (``recovered_unknown_task``). A task no node reports, in a stage
+        that a reported task's stage depends on, finished before that one was placed (on a node that died
+        since): it counts as finished (``recovered_tasks_inferred_finished``), not run again."""
         refused = self.submit(now - age, sender, msg, counter="jobs_recovered")
         job = self.jobs.get(msg.job_id)
         if refused is not None or job is None:
@@ -428,13 +430,27 @@ class CentralState:
         booked: list[tuple[int, NodeState, StageState]] = []
         started = []
         placed: dict[int, int] = {}  # stage -> its tasks placed or finished
+        # A stage with a task on some node was released: its ancestors had all finished, those on a node
+        # that died since included (no node reports them: they are not run again).
+        done: set[int] = set()
+        for stage in reversed(job.stages):  # children before their parents
+            if stage.index in done or any(
+                held.get(i) for i in range(stage.offset, stage.offset + stage.tasks)
+            ):
+                done.update(stage.parents)
         for stage in job.stages:
             for index in range(stage.offset, stage.offset + stage.tasks):
                 entry = held.get(index)
                 node = None if entry is None else self.by_name.get(entry[1])
                 if entry is None or node is None or node.dead:
                     counters["recovered_unknown_task"] += entry is not None
-                    stage.retry.append(index)
+                    if stage.index in done:
+                        placed[stage.index] = placed.get(stage.index, 0) + 1
+                        stage.finished += 1
+                        job.finished += 1
+                        counters["recovered_tasks_inferred_finished"] += 1
+                    else:
+                        stage.retry.append(index)
                     continue
                 status, _, ago = entry
                 placed[stage.index] = placed.get(stage.index, 0) + 1

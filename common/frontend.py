@@ -369,6 +369,10 @@ class FrontendCore(Core):
         nodes = sorted(p for p, r in self.roles.items() if r == "node" and p not in self.dead)
         effects: list[Effect] = [Send(name, Recover(jobs, ages, nodes))]
         effects += [Send(name, submit_message(self.by_id[j])) for j in jobs]
+        # Its fresh core knows every node of the cluster: the dead ones too, until told (handled after
+        # the rebuild, in order).
+        gone = sorted(p for p in self.dead if self.roles.get(p) == "node")
+        effects += [Send(name, PeerDown(p)) for p in gone]
         return effects
 
     def _stand_in(self, dead: str, n: int) -> str:

@@ -68,6 +68,17 @@ def test_a_rebuilt_job_s_pending_tasks_are_those_no_node_holds_in_index_order():
     assert indices(core.restored(0.0)) == [0, 3]
 
 
+def test_a_stage_whose_child_was_placed_finished_even_where_no_node_reports_it():
+    """Stage 1 runs on a: stage 0 had finished, on a node that died since (no node reports its two
+    tasks). They are not run again: only stage 1's other task is placed."""
+    core = PackingCore("c", NODES, Drf())
+    core.restore_job(10.0, "fe", submit(4, TWO_STAGES), 12.0, {2: ("running", "a", 1.0)})
+    assert core.counters["recovered_tasks_inferred_finished"] == 2
+    assert indices(core.restored(10.0)) == [3]
+    done = core.on_message(11.0, "a", TaskFinished(4, 2))
+    assert indices(done) == [] and core.state.jobs[4].finished == 3
+
+
 def test_a_job_whose_every_task_finished_meanwhile_is_done_at_once():
     core = PackingCore("c", NODES, Drf())
     held = {i: ("finished", "a", 3.0 - i) for i in range(4)}
@@ -151,6 +162,7 @@ def test_the_frontend_waits_for_a_restarted_central_and_sends_it_its_unfinished_
     out = fe.on_message(4.0, "central", Register("central", 0, recovering=True))
     assert sent(out, Recover) == [("central", Recover([1, 2], [3.0, 2.0], ["n0"]))]
     assert [m.job_id for _, m in sent(out, SubmitJob)] == [1, 2]
+    assert sent(out, PeerDown) == [("central", PeerDown("n1"))]  # its fresh core knew n1 as alive
     assert fe.on_message(4.5, "central", Register("central", 0, recovering=True)) == []  # once
     assert fe.counters["central_restarts"] == 1 and fe.counters["central_away_ms"] == 1000
     fe.declare_dead(5.0, "central", "exited", True)  # it dies again: its next incarnation is told again
@@ -197,6 +209,18 @@ def test_a_central_scheduler_killed_mid_replay_comes_back_and_every_task_runs_on
     assert out.messages["JobDone"] == len(jobs)  # every job completed once
     assert c["central_away_ms"] == round(RESTART_SECONDS * 1000)
     assert out.virtual_seconds > at + EXIT_DETECT_SECONDS + RESTART_SECONDS
+
+
+@pytest.mark.parametrize("policy", sorted(CASES))
+def test_a_central_scheduler_restarted_after_a_node_died_never_places_on_that_node(policy: str) -> None:
+    """The restarted process's fresh core starts with every node of the cluster: it must hear of the ones
+    that died before (a Kairos replay once waited for ever on tasks placed on a dead node)."""
+    make, at = CASES[policy]
+    jobs = make()
+    cluster = policy_cluster(policy, nodes=4, slots=2, schedulers=1, bind_ports=False)
+    out = simulate(cluster, jobs, failures=[Failure("node-3", at / 2), Failure("central", at)])
+    assert out.frontend.unfinished() == [] and out.counters["central_restarts"] == 1
+    assert out.messages["JobDone"] == len(jobs)
 
 
 def test_tetrisched_comes_back_with_its_gangs(tmp_path) -> None:

@@ -152,6 +152,7 @@ def test_eagle_re_sends_rejected_probes_to_the_few_nodes_free_of_long_work_in_a_
     ((first, _),) = sent(s.on_message(0, "fe", SubmitJob(1, [4.0], 4.0)), Probe)
     targets = []
     for k in range(60):
+        s.jobs[1].probed[first] = 2  # it holds the two reservations it rejects (as after a re-send)
         out = s.on_message(1 + k, first, ProbeRejected(1, 2, 0, busy, 10.0))
         probes = sent(out, Probe)
         assert all(p == Probe(1, 4.0, 1, p.count, attempt=1) for _, p in probes)
@@ -165,6 +166,7 @@ def test_eagle_re_sends_rejected_probes_to_the_few_nodes_free_of_long_work_in_a_
     s = EagleSchedulerCore("s", nodes, probe_ratio=1, min_probes=0, seed=3)
     ((first, _),) = sent(s.on_message(0, "fe", SubmitJob(1, [4.0], 4.0)), Probe)
     for k in range(10):
+        s.jobs[1].probed[first] = 1
         out = s.on_message(1 + k, first, ProbeRejected(1, 1, 0, busy, 10.0))
         assert sent(out, Probe) == [("g150", Probe(1, 4.0, 1, 1, attempt=1))]
 
@@ -212,6 +214,7 @@ def test_eagle_never_re_sends_to_dead_nodes_and_re_probes_a_short_job_s_lost_res
     s.on_message(1, "fe", PeerDown("g2"))
     busy = bitvector({0}, 4)  # only g0 holds long work: g1 and g2 would be free, but they are dead
     for k in range(20):
+        s.jobs[1].probed["g0"] = 1  # g0 holds the reservation it rejects
         out = s.on_message(2 + k, "g0", ProbeRejected(1, 1, 0, busy, 5.0))
         assert [to for to, _ in sent(out, Probe)] == ["s0"]
 
