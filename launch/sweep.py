@@ -182,11 +182,15 @@ def run_local(cells: Sequence[Cell], workers: int, on_result: OnResult, scratch:
         shutil.rmtree(root, ignore_errors=True)
 
 
+CONNECT_TIMEOUT = "10s"
+"""How long :func:`connect` tries to reach a Dask scheduler."""
+
+
 def connect(address: str) -> Any:
     """A Dask distributed client of the scheduler at ``address`` (one line if there is none)."""
     distributed = dask_distributed()
     try:
-        return distributed.Client(address, timeout="10s")
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler there: {exc}") from None
 

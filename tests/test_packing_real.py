@@ -25,7 +25,10 @@ def sim_band(runs: list[dict], key: str) -> tuple[float, float]:
     return min(values), max(values)
 
 
-@pytest.mark.parametrize("policy", ["tetris", "carbyne", "graphene"])
+@pytest.mark.parametrize(
+    "policy",  # the default suite runs one; -m slow the others (README, Tests)
+    ["tetris", pytest.param("carbyne", marks=pytest.mark.slow), pytest.param("graphene", marks=pytest.mark.slow)],
+)
 def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     policy, tmp_path, no_leftover_children
 ):

@@ -158,14 +158,14 @@ def test_off_a_terminal_a_plain_line_every_n_seconds_and_one_at_the_end(monkeypa
 @pytest.mark.integration
 def test_a_real_replay_given_a_duration_ends_within_a_quarter_of_it(tmp_path, no_leftover_children, capsys):
     out = tmp_path / "run"
-    flags = ["--jobs", "100", "--nodes", "4", "--slots", "2", "--duration", "15s", "--quiet"]
+    flags = ["--jobs", "100", "--nodes", "4", "--slots", "2", "--duration", "10s", "--quiet"]
     assert main(["replay", *flags, "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "predicted on the simulator in" in err and "15.0 s of replay for 100 jobs" in err
+    assert "predicted on the simulator in" in err and "10.0 s of replay for 100 jobs" in err
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["finished"] == 100 and summary["extra"]["duration"] == 15.0
-    assert 0.75 * 15 <= summary["wall_seconds"] <= 1.25 * 15, summary["wall_seconds"]
-    assert summary["extra"]["predicted"]["wall_seconds"] == pytest.approx(15, rel=0.03)
+    assert summary["finished"] == 100 and summary["extra"]["duration"] == 10.0
+    assert 0.75 * 10 <= summary["wall_seconds"] <= 1.25 * 10, summary["wall_seconds"]
+    assert summary["extra"]["predicted"]["wall_seconds"] == pytest.approx(10, rel=0.03)
 
 
 def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_one_finishing():

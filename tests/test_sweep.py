@@ -232,7 +232,12 @@ def test_sweep_on_a_dask_cluster_gives_the_local_results(
     assert (out / "normalized.csv").read_text() == (local_sweep / "normalized.csv").read_text()
 
 
-def test_an_unreachable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_cluster_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aviary.launch import sweep
+
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", "1s")  # nothing listens there: no need to wait 10 s
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY)
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--cluster", "tcp://127.0.0.1:9"]) == 2
