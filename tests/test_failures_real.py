@@ -72,7 +72,12 @@ def test_a_killed_central_scheduler_is_restarted_and_rebuilds_its_state(
 
 @pytest.mark.parametrize(
     ("victim", "misses", "declared"),
-    [("node-3", 6, 1), pytest.param("sched-0", 6, 1, marks=pytest.mark.slow), ("node-3", 40, 0), ("central", 6, 1)],
+    [
+        ("node-3", 6, 1),
+        pytest.param("sched-0", 6, 1, marks=pytest.mark.slow),
+        ("node-3", 40, 0),
+        ("central", 6, 1),
+    ],
 )
 def test_a_process_stopped_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
     tmp_path, no_leftover_children, monkeypatch, victim, misses, declared

@@ -27,7 +27,11 @@ def sim_band(runs: list[dict], key: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize(
     "policy",  # the default suite runs one; -m slow the others (README, Tests)
-    ["tetris", pytest.param("carbyne", marks=pytest.mark.slow), pytest.param("graphene", marks=pytest.mark.slow)],
+    [
+        "tetris",
+        pytest.param("carbyne", marks=pytest.mark.slow),
+        pytest.param("graphene", marks=pytest.mark.slow),
+    ],
 )
 def test_a_dag_policy_on_tpch_finishes_every_job_and_agrees_with_the_simulator(
     policy, tmp_path, no_leftover_children
