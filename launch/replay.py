@@ -58,7 +58,7 @@ from .registry import check_params, get_policy, policy_cluster
 from .replay_jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs
 from .replay_setup import ReplaySetup
 from .run_folder import check_folder, default_folder, point_latest
-from .sim import simulate
+from .sim import STALLED, quiet_limit, simulate
 from .spec import ReplaySpec, UsageError
 
 DEFAULT_LOAD = 0.8
@@ -377,6 +377,13 @@ def run_replay(
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
             interrupted = None if outcome.stopped is None else stop.reason or outcome.stopped
+            if interrupted == STALLED:  # gave up, as a real replay does when no job finishes
+                interrupted = None
+                problems.append(
+                    f"gave up at virtual time {outcome.virtual_seconds:,.1f} s: no job finished for "
+                    f"{quiet_limit(jobs):,.0f} s (ten times all the jobs' work); "
+                    f"{len(frontend.unfinished())} of {len(jobs)} jobs did not finish"
+                )
             if interrupted is not None:
                 left = len(frontend.unfinished())
                 problems.append(

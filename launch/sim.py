@@ -157,6 +157,22 @@ class _WallLimit(Exception):
     """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
 
+class _Stalled(Exception):
+    """Raised from the progress hook when no job finished for :func:`quiet_limit` of virtual time."""
+
+
+STALLED = "stall"
+"""``SimOutcome.stopped`` when the replay gave up: no job finished for :func:`quiet_limit`."""
+
+
+def quiet_limit(jobs: Sequence[JobSpec]) -> float:
+    """Virtual seconds without a job finishing, every job submitted, after which a replay gives up: ten
+    times all the jobs' work (slowed down as much as a job can be) plus an hour. A cluster that works
+    on anything finishes a job sooner; one that cannot (a bug) would otherwise run on its heartbeats for
+    ever."""
+    return 10 * math.fsum(math.fsum(j.durations) * max(1.0, j.slowdown) for j in jobs) + 3600.0
+
+
 class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
@@ -886,14 +902,15 @@ def simulate(
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
     deadline = t0 + (wall_limit or 0.0)
+    quiet = quiet_limit(jobs)
 
-    def bounded(fe: FrontendCore, now: float) -> None:
+    def hook(fe: FrontendCore, now: float) -> None:
         if progress is not None:
             progress(fe, now)
-        if time.perf_counter() > deadline and not fe.done and sim.pending:
+        if wall_limit is not None and time.perf_counter() > deadline and not fe.done and sim.pending:
             raise _WallLimit
-
-    hook = progress if wall_limit is None else bounded
+        if fe.submitted == len(fe.jobs) and now - fe.last_progress > quiet and not fe.done:
+            raise _Stalled
 
     stopped = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
@@ -918,6 +935,8 @@ def simulate(
             sim.run(frontend=frontend, progress=hook, progress_every=progress_every)
     except _WallLimit:
         stopped = "wall limit"
+    except _Stalled:
+        stopped = STALLED
     except KeyboardInterrupt:
         if not interruptible:
             raise

@@ -425,3 +425,33 @@ def test_a_get_task_a_dead_node_sent_before_it_died_gets_no_task(policy: str) ->
     assert core.on_message(0.2, "node-1", GetTask(1)) == [] and core.counters["get_task_from_dead"] == 1
     out = core.on_message(0.3, "node-2", GetTask(1))
     assert [type(e.msg) for e in out if isinstance(e, Send)][:1] == [AssignTask]
+
+
+def test_a_simulated_replay_in_which_no_job_can_finish_gives_up_instead_of_running_for_ever(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """A lost task (here: node exits of job 1 swallowed) once kept a Kairos replay running on its
+    heartbeats for ever. With every job submitted and none finished for ten times all the jobs' work,
+    the simulator gives up, and the replay says so."""
+    import json
+
+    from aviary.launch.cli import main
+    from aviary.launch.sim import STALLED, quiet_limit
+    from aviary.worker.las import KairosNodeCore
+
+    exit_ = KairosNodeCore.on_task_exit
+    monkeypatch.setattr(
+        KairosNodeCore,
+        "on_task_exit",
+        lambda self, now, tid, ok: [] if tid[0] == 1 else exit_(self, now, tid, ok),
+    )
+    jobs = [JobSpec(i, float(i), [2.0, 3.0], 2.5, False) for i in range(3)]
+    out = simulate(policy_cluster("kairos", nodes=2, slots=1, bind_ports=False), jobs)
+    assert out.stopped == STALLED and out.frontend.unfinished() == [1]
+    assert quiet_limit(jobs) == 10 * 15.0 + 3600 < out.virtual_seconds and out.events <= 20_000  # 1st check
+    flags = ["--runtime", "sim", "--policy", "kairos", "--nodes", "2", "--jobs", "5", "--quiet"]
+    assert main(["replay", *flags, "--out", str(tmp_path)]) == 1
+    problems = json.loads((tmp_path / "summary.json").read_text())["extra"]["problems"]
+    assert any(
+        p.startswith("gave up at virtual time") and "1 of 5 jobs did not finish" in p for p in problems
+    )
