@@ -156,6 +156,7 @@ class FrontendCore(Core):
         self.exited: set[str] = set()  # dead for sure (its process exited): no answer brings it back
         self.reported: dict[str, Counters] = {}  # each process's last Counters (kept when it dies)
         self.pings = 0
+        self.counters_every = COUNTERS_EVERY  # liveness pings per request of every process's Counters
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
         self.failed: str | None = None
         """Why the replay cannot go on (a process no other can replace died), or None."""
@@ -310,7 +311,7 @@ class FrontendCore(Core):
         self.pings += 1
         hello = Hello(self.epoch)
         effects: list[Effect] = [Send(p, hello) for p in self.roles]
-        if self.pings % COUNTERS_EVERY == 0:  # what is kept of a process that dies later
+        if self.pings % self.counters_every == 0:  # what is kept of a process that dies later
             ask = GetCounters()
             effects += [Send(p, ask) for p in self.roles if p not in self.dead]
         for name in sorted(self.roles):

@@ -20,6 +20,7 @@ from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ..common.params import Param
 from ..common.resources import DEFAULT_MACHINE, Resources
 from ..common.trace import MAX_JOBS
+from .dashboard import DEFAULT_PORT
 from .registry import POLICIES
 from .spec import CHOICES, DEFAULT_MAX_WALL, UsageError
 
@@ -154,6 +155,13 @@ def _host_list(text: str) -> list[str]:
     if not all(hosts):
         raise argparse.ArgumentTypeError(f"expected addresses separated by commas, got {text!r}")
     return hosts
+
+
+def _dashboard_port(text: str) -> int:
+    """A port for ``--dashboard``: 0 (any free one) or a TCP port."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a port number (0: any free one), got {text!r}")
+    return 0 if int(text) == 0 else _port(text)
 
 
 def _port(text: str) -> int:
@@ -596,6 +604,16 @@ def build_parser() -> Parser:
         help="real processes: the wall-clock budget of the replay (from the first submission to the last "
         "finish; starting the testbed adds a few seconds), e.g. 90s, 2m: picks --time-scale on the "
         "simulator's prediction (default without --time-scale: 1m)",
+    )
+    rp.add_argument(
+        "--dashboard",
+        type=_dashboard_port,
+        nargs="?",
+        const=DEFAULT_PORT,
+        default=None,
+        metavar="PORT",
+        help="real processes: serve a live dashboard of the replay on loopback, at PORT (default "
+        f"{DEFAULT_PORT}; 0: any free port); its URL, printed, carries the key the server checks",
     )
     rp.add_argument(
         "--max-wall",

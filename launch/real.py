@@ -246,49 +246,67 @@ async def run_real(
     kill: Callable[[str], None] | None = None,
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
     restart: Callable[[str], bool] | None = None,
+    watch: Callable[[FrontendSession], Any] | None = None,
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
     ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far. ``failures``
     are carried out with ``kill`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
     periods missed before a process is declared dead; ``restart``: start a dead central scheduler again
-    (a local testbed's), which then rebuilds its state."""
+    (a local testbed's), which then rebuilds its state; ``watch(session)``: called once the session is
+    up, returns what watches it (the dashboard), stopped at the end."""
     async with FrontendSession(
         cluster, jobs, route, dead=dead, kill=kill, liveness=liveness, restart=restart
     ) as session:
-        await session.registered(register_timeout, progress, stop)
-        registered_at = time.monotonic()
-        if stop() is not None:  # before the first submission: nothing ran
-            session.problems.append(f"interrupted by {stop()} before the replay started")
-            await session.collect(shutdown=shutdown, timeout=2.0)
-            return RealOutcome(session.core, 0.0, Counter(), Counter(), session.problems, interrupted=stop())
-        # Processes of a running testbed count from their start: report this replay's share only.
-        await session.collect(shutdown=False)
-        base, base_sent = dict(session.core.stats), Counter(session.runtime.sent)
-        base_log, base_cycles = session.task_log(), session.cycle_log()
-        wall = await session.replay(
-            stall_timeout=stall_timeout, progress=progress, stop=stop, failures=failures
-        )
-        messages, counters = await session.collect(shutdown=shutdown)
-        messages.subtract(base_sent)
-        for name in session.core.stats:  # those that answered: this replay's share
-            if name in base and name not in session.restarted:
-                messages.subtract(base[name].messages)
-                counters.subtract(base[name].counters)
-        # The dead, and a restarted one's dead incarnation: the share of their last report.
-        lasts = [(n, r) for n, r in session.core.reported.items() if n not in session.core.stats]
-        lasts += [(n, r) for n, r in session.restarted.items() if r is not None]
-        for name, last in lasts:
-            if name in base:
-                messages.update(Counter(last.messages) - Counter(base[name].messages))
-                counters.update(Counter(last.counters) - Counter(base[name].counters))
-                counters["processes_counted_from_last_report"] += 1
-        counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
-        counters.update({f"dropped.{k}": v for k, v in session.runtime.transport.counts().items()})
-        log = session.task_log()[len(base_log) :]
-        cycles = session.cycle_log()[len(base_cycles) :]
-        outcome = RealOutcome(
-            session.core, wall, +messages, counters, session.problems, log, cycles
-        )  # zero counters kept
-        outcome.interrupted, outcome.registered_at = stop(), registered_at
-        return outcome
+        watcher = None if watch is None else watch(session)
+        try:
+            return await _replay(session, register_timeout, progress, stop, shutdown, stall_timeout, failures)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+
+
+async def _replay(
+    session: FrontendSession,
+    register_timeout: float,
+    progress: Progress | None,
+    stop: Stop,
+    shutdown: bool,
+    stall_timeout: float,
+    failures: list[Failure] | None,
+) -> RealOutcome:
+    """:func:`run_real`'s phases, in its session."""
+    await session.registered(register_timeout, progress, stop)
+    registered_at = time.monotonic()
+    if stop() is not None:  # before the first submission: nothing ran
+        session.problems.append(f"interrupted by {stop()} before the replay started")
+        await session.collect(shutdown=shutdown, timeout=2.0)
+        return RealOutcome(session.core, 0.0, Counter(), Counter(), session.problems, interrupted=stop())
+    # Processes of a running testbed count from their start: report this replay's share only.
+    await session.collect(shutdown=False)
+    base, base_sent = dict(session.core.stats), Counter(session.runtime.sent)
+    base_log, base_cycles = session.task_log(), session.cycle_log()
+    wall = await session.replay(stall_timeout=stall_timeout, progress=progress, stop=stop, failures=failures)
+    messages, counters = await session.collect(shutdown=shutdown)
+    messages.subtract(base_sent)
+    for name in session.core.stats:  # those that answered: this replay's share
+        if name in base and name not in session.restarted:
+            messages.subtract(base[name].messages)
+            counters.subtract(base[name].counters)
+    # The dead, and a restarted one's dead incarnation: the share of their last report.
+    lasts = [(n, r) for n, r in session.core.reported.items() if n not in session.core.stats]
+    lasts += [(n, r) for n, r in session.restarted.items() if r is not None]
+    for name, last in lasts:
+        if name in base:
+            messages.update(Counter(last.messages) - Counter(base[name].messages))
+            counters.update(Counter(last.counters) - Counter(base[name].counters))
+            counters["processes_counted_from_last_report"] += 1
+    counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
+    counters.update({f"dropped.{k}": v for k, v in session.runtime.transport.counts().items()})
+    log = session.task_log()[len(base_log) :]
+    cycles = session.cycle_log()[len(base_cycles) :]
+    outcome = RealOutcome(
+        session.core, wall, +messages, counters, session.problems, log, cycles
+    )  # zero counters kept
+    outcome.interrupted, outcome.registered_at = stop(), registered_at
+    return outcome

@@ -29,6 +29,7 @@ import math
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from ..common.trace import TraceError
 from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError
 from .connect_check import testbed_down
+from .dashboard import Dashboard
 from .gshet_replay import gshet_defaults, gshet_options
 from .local import LocalTestbed
 from .predict import human, predict, prediction_notes, print_prediction, refusal
@@ -277,6 +279,7 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
         failures=failures,
         liveness=liveness,
         keys=spec.keys,
+        dashboard=spec.dashboard if spec.runtime == "real" else None,
     )
 
 
@@ -453,6 +456,18 @@ def run_replay(
     return summary
 
 
+def _dashboard(setup: ReplaySetup, console: Console) -> Callable[[Any], Dashboard]:
+    """What starts the replay's dashboard on its frontend session and prints its URL."""
+
+    def start(session: Any) -> Dashboard:
+        slots = {n.name: n.slots or round(n.resources.cores) for n in setup.cluster.nodes}
+        board = Dashboard(session.core, session.runtime.now, slots, port=setup.dashboard or 0)
+        console.print(f"dashboard: {board.url}", soft_wrap=True)
+        return board
+
+    return start
+
+
 def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: StopSignals) -> Any:
     """The replay on real processes: a testbed of its own, or the running one of ``setup.connect``;
     a signal recorded by ``stop`` ends it early."""
@@ -478,6 +493,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     kill=None if bed is None else bed.kill,
                     restart=None if bed is None else bed.restart,
                     liveness=setup.liveness,
+                    watch=None if setup.dashboard is None else _dashboard(setup, console),
                 )
             )
             if outcome.registered_at is not None:  # from the first process started to the last registered

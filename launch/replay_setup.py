@@ -60,3 +60,5 @@ class ReplaySetup:
     """``out`` is the run's own default folder: ``results/latest`` is pointed at it once written."""
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES)
     """Real processes: heartbeat period (s) and heartbeats missed before a process is declared dead."""
+    dashboard: int | None = None
+    """Real processes: the live dashboard's port (0: any free one), or None."""

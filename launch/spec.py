@@ -109,6 +109,8 @@ class ReplaySpec:
     """Real processes: seconds between the frontend's liveness ``Hello``s."""
     liveness_misses: int = LIVENESS_MISSES
     """Real processes: heartbeats unanswered before a process is declared dead."""
+    dashboard: int | None = None
+    """Real processes: the port of the live dashboard (0: any free one), or None for none."""
     gshet: str | None = None
     """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
     tpch_mix: str | None = None

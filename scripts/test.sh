@@ -8,5 +8,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH" # python, aviary, ruff, mypy of .venv, for these scripts and the tests
 PYTHON=$PWD/.venv/bin/python bash scripts/setup-docker.sh # the docker engine and image (never fails: see it)
+bash scripts/setup-browser.sh      # chromium and chromium-driver for the browser tests (never fails: see it)
 bash scripts/lint.sh               # ruff check, ruff format --check, mypy
 python -m pytest -q "$@"
