@@ -85,7 +85,13 @@ def run(mode: str, args: argparse.Namespace, out: Path, shots: Path) -> dict[str
     watcher.join()
     s = json.loads((out / "summary.json").read_text())
     short = s["jct"]["short"]
-    return {"mode": mode, "cpu_s": cpu[0], "wall_s": s["wall_seconds"], "p50": short["p50"], "p90": short["p90"]}
+    return {
+        "mode": mode,
+        "cpu_s": cpu[0],
+        "wall_s": s["wall_seconds"],
+        "p50": short["p50"],
+        "p90": short["p90"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mode:8} cpu {row['cpu_s']:6.2f} s  wall {row['wall_s']:6.2f} s  "
                       f"short p50 {row['p50']:.3f}  p90 {row['p90']:.3f}", flush=True)  # fmt: skip
     if "off" in modes:
-        base = {k: median(r[k] for r in rows if r["mode"] == "off") for k in ("cpu_s", "wall_s", "p50", "p90")}
+        keys = ("cpu_s", "wall_s", "p50", "p90")
+        base = {k: median(r[k] for r in rows if r["mode"] == "off") for k in keys}
         for mode in modes:
             if mode != "off":
                 ratio = {k: median(r[k] for r in rows if r["mode"] == mode) / base[k] for k in base}
