@@ -36,7 +36,7 @@ def tree_with(tmp_path: Path, source: str) -> Path:
     (tree / "scripts").mkdir(parents=True)
     for script in ("test.sh", "lint.sh"):
         shutil.copy(ROOT / "scripts" / script, tree / "scripts" / script)
-    for stub in ("setup.sh", "setup-docker.sh"):
+    for stub in ("setup.sh", "setup-docker.sh", "setup-browser.sh"):
         (tree / "scripts" / stub).write_text("exit 0\n")
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
     (tree / "__init__.py").write_text('"""A package."""\n')
