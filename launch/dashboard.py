@@ -23,7 +23,6 @@ a key made for this dashboard (Bokeh's signed sessions): the server refuses a pa
 
 from __future__ import annotations
 
-import bisect
 import math
 import socket
 from collections import Counter
@@ -123,11 +122,9 @@ def totals(core: FrontendCore) -> tuple[Counter[str], Counter[str]]:
     return messages, counters
 
 
-def heat(share: float) -> str:
-    """A colour from white (idle) to dark blue (every slot busy)."""
-    from bokeh.palettes import Blues256
-
-    return str(Blues256[255 - min(255, max(0, round(share * 255)))])
+def heat(share: float, palette: tuple[str, ...]) -> str:
+    """A colour of ``palette`` (Bokeh's Blues256: dark first) from white (idle) to dark (every slot busy)."""
+    return palette[255 - min(255, max(0, round(share * 255)))]
 
 
 class Page:
@@ -137,9 +134,11 @@ class Page:
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
         from bokeh.models.widgets import DataTable, Div, TableColumn
+        from bokeh.palettes import Blues256
         from bokeh.plotting import figure
 
         self.board = board
+        self.palette: tuple[str, ...] = tuple(Blues256)  # imported once, not per node and second
         core = board.core
         self.nodes = sorted(board.slots)
         self.last: tuple[float, Counter[str]] | None = None
@@ -156,7 +155,7 @@ class Page:
                 "y": [-(i // cols) for i in range(len(self.nodes))],
                 "node": self.nodes,
                 "busy": [0] * len(self.nodes),
-                "color": [heat(0.0)] * len(self.nodes),
+                "color": [heat(0.0, self.palette)] * len(self.nodes),
             }
         )
         jobs = figure(title="jobs", x_axis_label="replay time (s)", width=W, height=H)
@@ -235,7 +234,7 @@ class Page:
         share = 100.0 * sum(busy) / max(1, sum(slots))
         self.busy.stream({"t": [t], "share": [share]}, rollover=10_000)
         colors = [
-            "#d62728" if n in core.dead else heat(b / max(1, s))
+            "#d62728" if n in core.dead else heat(b / max(1, s), self.palette)
             for n, b, s in zip(self.nodes, busy, slots, strict=True)
         ]
         self.grid.patch({"busy": [(slice(len(busy)), busy)], "color": [(slice(len(colors)), colors)]})
@@ -244,10 +243,10 @@ class Page:
             times = core.times[job.job_id]
             if times.finish is not None and times.submit is not None:
                 value = times.finish - times.submit
-                bisect.insort(jct["all"], value)
-                bisect.insort(jct["long" if job.long else "short"], value)
+                jct["all"].append(value)
+                jct["long" if job.long else "short"].append(value)
         for cls, source in self.cdf.items():
-            xs = jct[cls]
+            xs = sorted(jct[cls])  # once per page update (insort per job was quadratic)
             source.data = {"jct": xs, "y": [(i + 1) / len(xs) for i in range(len(xs))]}
         messages, counters = totals(core)
         if self.last is not None and now > self.last[0]:
