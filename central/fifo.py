@@ -41,6 +41,10 @@ class CentralFifoCore(Core):
     def jobs(self) -> dict[int, JobState]:
         return self.state.jobs
 
+    def gauges(self) -> dict[str, float]:
+        """Jobs waiting for a free slot, and tasks running."""
+        return {"jobs_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is TaskFinished:
             return self._finished(now, sender, msg)

@@ -105,6 +105,10 @@ class KairosCentralCore(Core):
     def counts(self) -> dict[str, int]:
         return {n.name: n.count for n in self.nodes}
 
+    def gauges(self) -> dict[str, float]:
+        """Tasks waiting in Alg. 3's central queue, and tasks the nodes hold by this core's count."""
+        return {"tasks_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+
     # --- events ---------------------------------------------------------------------------------------
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)

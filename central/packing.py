@@ -197,6 +197,10 @@ class PlacementPolicy:
         """Periodic policies: what each cycle did (:meth:`aviary.common.core.Core.cycle_log`)."""
         return []
 
+    def gauges(self) -> dict[str, float]:
+        """The policy's own signals now, beside the core's pending work (:meth:`PackingCore.gauges`)."""
+        return {}
+
     # Notifications from PackingCore (after the change), for policies that keep derived state.
     def on_runnable(self, job: JobState) -> None:
         """``job`` gained runnable stages (a submission, or a stage released by a barrier)."""
@@ -296,6 +300,18 @@ class PackingCore(Core):
 
     def cycle_log(self) -> list[Any]:
         return self.policy.cycle_log()
+
+    def gauges(self) -> dict[str, float]:
+        """Jobs with runnable tasks not placed, their runnable stages and tasks, tasks running, and the
+        policy's own (:meth:`Policy.gauges`)."""
+        runnable = [s for job in self.state.active.values() for s in job.runnable]
+        return {
+            "jobs_pending": float(sum(1 for job in self.state.active.values() if job.runnable)),
+            "stages_pending": float(len(runnable)),
+            "tasks_pending": float(sum(s.unplaced for s in runnable)),
+            "tasks_running": float(len(self.state.placed)),
+            **self.policy.gauges(),
+        }
 
     def start(self, now: float) -> list[Effect]:
         return [SetTimer(CYCLE, self.policy.cycle)] if self.policy.cycle is not None else []

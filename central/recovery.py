@@ -62,6 +62,9 @@ class Recovering(Core):
     def cycle_log(self) -> list[Any]:
         return self.core.cycle_log()
 
+    def gauges(self) -> dict[str, float]:
+        return self.core.gauges()
+
     def start(self, now: float) -> list[Effect]:
         self.began = now
         return []

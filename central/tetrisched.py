@@ -204,6 +204,14 @@ class TetriSched(PlacementPolicy):
     def cycle_log(self) -> list[Any]:
         return [[r.now, r.pending, r.launched, r.cols, r.rows, r.solves, r.seconds] for r in self.records]
 
+    def gauges(self) -> dict[str, float]:
+        """The last cycle that solved a MILP: its HiGHS time (ms) and columns (a cycle under way, appended
+        before its solve, is skipped)."""
+        for r in reversed(self.records[-50:]):
+            if r.solves:
+                return {"solver_ms": r.seconds * 1000, "milp_columns": float(r.cols)}
+        return {}
+
     # --- the cycle ---------------------------------------------------------------------------------
     @property
     def starts(self) -> int:

@@ -55,6 +55,12 @@ class Core:
         cycle (TetriSched's MILP size and solve time)."""
         return []
 
+    def gauges(self) -> dict[str, float]:
+        """What the core holds right now (a central scheduler's pending jobs, stages and tasks, its last
+        solve's time...), for the live dashboard: read when its ``Counters`` are asked for, never part of
+        the results."""
+        return {}
+
     def unexpected(self, msg: Any) -> list[Effect]:
         """A well-formed message this role does not handle: count it and carry on."""
         self.counters[f"unexpected.{type(msg).__name__}"] += 1

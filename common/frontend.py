@@ -154,6 +154,7 @@ class FrontendCore(Core):
         self.last_heard: dict[str, float] = {}
         self.dead: dict[str, float] = {}  # name -> replay clock when it was declared dead
         self.exited: set[str] = set()  # dead for sure (its process exited): no answer brings it back
+        self.rejoined: set[str] = set()  # declared dead, then answered again (and alive since)
         self.reported: dict[str, Counters] = {}  # each process's last Counters (kept when it dies)
         self.pings = 0
         self.counters_every = COUNTERS_EVERY  # liveness pings per request of every process's Counters
@@ -312,14 +313,20 @@ class FrontendCore(Core):
         hello = Hello(self.epoch)
         effects: list[Effect] = [Send(p, hello) for p in self.roles]
         if self.pings % self.counters_every == 0:  # what is kept of a process that dies later
-            ask = GetCounters()
-            effects += [Send(p, ask) for p in self.roles if p not in self.dead]
+            effects += self.ask_counters(now)
         for name in sorted(self.roles):
             if name not in self.dead and now - self.last_heard.get(name, now) > period * misses:
                 effects += self.declare_dead(now, name, f"no answer for {now - self.last_heard[name]:.1f} s")
         if not self.failed:
             effects.append(SetTimer(PING, period))
         return effects
+
+    def ask_counters(self, now: float) -> list[Effect]:
+        """Ask every live process for its ``Counters`` (``aviary up``'s dashboard, whose session sends no
+        ``Hello`` rounds: a ``Hello`` carries an epoch, and would start a new one under a connected
+        replay)."""
+        ask = GetCounters()
+        return [Send(p, ask) for p in self.roles if p not in self.dead]
 
     def declare_dead(self, now: float, name: str, why: str = "", exited: bool = False) -> list[Effect]:
         """``name`` is dead: every live process hears ``PeerDown``; a scheduler's unfinished jobs go to a
@@ -334,6 +341,7 @@ class FrontendCore(Core):
             return []
         clock = now - self.t0
         self.dead[name] = clock
+        self.rejoined.discard(name)
         self.counters["processes_declared_dead"] += 1
         log.warning("%s: %s declared dead at %.1f s%s", self.name, name, clock, f" ({why})" if why else "")
         if central:  # it comes back: its work stays where it is (module docstring)
@@ -385,6 +393,7 @@ class FrontendCore(Core):
 
     def _rejoin(self, name: str) -> list[Effect]:
         del self.dead[name]
+        self.rejoined.add(name)
         self.down_since.pop(name, None)  # a stalled central scheduler, back with its state
         self.counters["processes_rejoined"] += 1
         log.warning("%s: %s answers again: it rejoins", self.name, name)

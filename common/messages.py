@@ -252,10 +252,12 @@ class GetCounters(Message, tag=27):
 
 class Counters(Message, tag=28):
     """A process's counters and sent-message counts so far (``Stats`` without the logs): what the replay
-    keeps of a process that dies before the end."""
+    keeps of a process that dies before the end; and its core's :meth:`~aviary.common.core.Core.gauges`
+    (what it holds now), which only the live dashboard reads."""
 
     counters: dict[str, int | float]
     messages: dict[str, int]
+    gauges: dict[str, float] = {}
 
 
 # --- Hawk, Eagle, DLWL (tags 30-49) ---------------------------------------------------------------

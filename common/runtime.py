@@ -91,6 +91,7 @@ class Runtime:
         self._held: list[tuple[Any, tuple[Any, ...]]] | None = None
         """While an off-loop handler runs (:attr:`Core.offloop`): the inputs that arrived, in order."""
         self._stopped: asyncio.Future[None] | None = None
+        self._stop_early = False  # stop() came before run() began: run() returns at once
         self.loop: asyncio.AbstractEventLoop | None = None
         self.crashed = False
 
@@ -98,6 +99,8 @@ class Runtime:
     async def run(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
+        if self._stop_early:
+            return
         if self.make_executor is not None:
             self.executor = self.make_executor(loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
@@ -113,7 +116,9 @@ class Runtime:
                 await self.executor.close()
 
     def stop(self) -> None:
-        if self._stopped is not None and not self._stopped.done():
+        if self._stopped is None:
+            self._stop_early = True
+        elif not self._stopped.done():
             self._stopped.set_result(None)
 
     def crash(self) -> None:
@@ -193,7 +198,7 @@ class Runtime:
             self._send(sender, self.stats())
         elif isinstance(msg, GetCounters):
             stats = self.stats(logs=False)
-            self._send(sender, Counters(stats.counters, stats.messages))
+            self._send(sender, Counters(stats.counters, stats.messages, self.core.gauges()))
         elif isinstance(msg, Shutdown):
             self._send(sender, self.stats())
             self.stop()

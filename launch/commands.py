@@ -34,7 +34,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=base_port is None)
     if base_port is not None:
         spread(cluster, ["127.0.0.1"], base_port=base_port)
-    return run_up(cluster, args.dir, keys=args.keys)
+    dashboard = None if args.dashboard is None else (args.dashboard, args.dashboard_address)
+    return run_up(cluster, args.dir, keys=args.keys, dashboard=dashboard)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:

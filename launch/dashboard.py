@@ -1,24 +1,34 @@
-"""A live dashboard of a real replay in the browser (issue 29): ``aviary replay --dashboard [PORT]``.
+"""A live dashboard of a running testbed in the browser (issue 29): ``aviary replay --dashboard [PORT]``
+and ``aviary up --dashboard [PORT]``.
 
 Built on Bokeh's server, as Dask's dashboard is: Bokeh is already the project's figure library
-(``aviary report``), its server runs on the replay's own event loop (Tornado on asyncio), and it pushes
+(``aviary report``), its server runs on the testbed's own event loop (Tornado on asyncio), and it pushes
 only what changed to the page over a websocket, with its JavaScript served by the server itself (no
 internet needed). The page updates every second:
 
-- jobs submitted, in the system and finished over the replay clock, with an ETA from the finishing rate;
-- the job completion times so far (a CDF; short and long jobs apart for flat jobs);
+- a replay's jobs submitted, in the system and finished over the replay clock, with an ETA from the
+  finishing rate, and its job completion times so far (a CDF; short and long jobs apart for flat jobs);
+  under ``aviary up``, which submits nothing itself, the tasks the nodes launched, hold and finished
+  (whichever frontend submitted them);
 - busy task slots as a share of all slots over time (the utilization of slots);
-- every node as a cell of a heatmap (busy tasks / slots; dead nodes red), readable at 1,000 nodes;
-- messages per second by kind, and the counters of the policy (preemptions, tasks re-run, solver cycles,
-  ...), summed over the processes.
+- every node as a cell of a heatmap (busy tasks / slots; dead nodes red, rejoined ones outlined in
+  orange), readable at 1,000 nodes;
+- messages per second by kind, and the counters of the policy summed over the processes;
+- with a central scheduler, its own signals: the jobs, stages and tasks it holds pending and the tasks
+  running by its books, preemptions (its kills and the nodes' LAS preemptions); TetriSched's HiGHS time
+  of its last solved cycle and the share of SLO jobs that met their deadline so far (a job counts once it
+  finished or its deadline passed); Carbyne's share of placements that went through its leftover pool
+  and of plans that fell back to forward packing.
 
 Its data is what the frontend already holds: its job records, and the ``Counters`` every process
-reports to it (asked every second while a page is open, every 5 s otherwise: no message per task). A
-page is computed only while a browser shows it: with none connected the dashboard costs nothing but its
-listening socket.
+reports to it (asked every second while a page is open, every 5 s otherwise: no message per task), which
+carry each core's :meth:`~aviary.common.core.Core.gauges`. A page is computed only while a browser shows
+it: with none connected the dashboard costs nothing but its listening socket.
 
 Secure by default, as Jupyter is: it listens on loopback, and the URL carries a session id signed with
 a key made for this dashboard (Bokeh's signed sessions): the server refuses a page without it.
+``--dashboard-address`` binds another address, with a warning: the page is plain HTTP, so its key
+travels in clear.
 """
 
 from __future__ import annotations
@@ -27,9 +37,16 @@ import math
 import socket
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+from ..common.cluster import Cluster
 from ..common.frontend import COUNTERS_EVERY, FrontendCore
+from ..common.results import DEADLINE_SLACK, SLO_TYPES
+from ..common.transport import is_loopback
+
+if TYPE_CHECKING:
+    from .real import FrontendSession
 
 PAGE_SECONDS = 1.0
 """How often an open page is updated."""
@@ -37,8 +54,13 @@ DEFAULT_PORT = 8789
 """``--dashboard`` without a port (Dask's is 8787)."""
 W, H = 460, 260
 """Each figure's size in pixels: two side by side fit a laptop's screen."""
-BUSY = ("tasks_launched", "tasks_finished")
-"""A node's busy tasks: launched minus finished, by its counters."""
+BUSY = ("tasks_launched", "tasks_finished", "tasks_failed")
+"""A node's busy tasks: launched minus ended (finished or failed), by its counters."""
+PREEMPTIONS = ("tasks_preempted", "preemptions")
+"""Counters of preemptions: a central scheduler's kills (Rayon/CS), a Kairos node's LAS preemptions."""
+PENDING = ("jobs_pending", "stages_pending", "tasks_pending", "tasks_running")
+"""A central scheduler's gauges drawn over time (those it reports)."""
+DEAD, REJOINED = "#d62728", "#ff7f0e"
 
 
 def free_port(address: str) -> int:
@@ -47,8 +69,24 @@ def free_port(address: str) -> int:
         return int(s.getsockname()[1])
 
 
+def node_slots(cluster: Cluster) -> dict[str, int]:
+    """Each node's task slots (its cores where it declares no slots)."""
+    return {n.name: n.slots or round(n.resources.cores) for n in cluster.nodes}
+
+
+def exposed(address: str, port: int) -> str | None:
+    """The warning for a dashboard bound beyond loopback, as for an unkeyed testbed; None on loopback."""
+    if is_loopback(address):
+        return None
+    return (
+        f"warning: the dashboard listens on {address}:{port}: anyone who can reach it and see its URL can "
+        "watch the testbed (plain HTTP: the URL's key travels in clear; 'ssh -L' to a loopback dashboard "
+        "keeps it private)"
+    )
+
+
 class Dashboard:
-    """The Bokeh server of one replay's dashboard, on the running event loop; :attr:`url` to open."""
+    """The Bokeh server of one testbed's dashboard, on the running event loop; :attr:`url` to open."""
 
     def __init__(
         self,
@@ -56,6 +94,7 @@ class Dashboard:
         clock: Callable[[], float],
         slots: dict[str, int],
         *,
+        policy: str = "",
         port: int = DEFAULT_PORT,
         address: str = "127.0.0.1",
     ) -> None:
@@ -65,23 +104,34 @@ class Dashboard:
         from bokeh.util.token import generate_secret_key, generate_session_id
         from tornado.ioloop import IOLoop
 
-        self.core, self.clock, self.slots = core, clock, slots
+        self.core, self.clock, self.slots, self.policy = core, clock, slots, policy
+        self.began = clock()
+        self.poll: Callable[[], None] | None = None
+        """Without a replay of its own (``aviary up``): what asks the processes for their counters."""
+        self.exited: Callable[[], set[str]] = set
+        """Processes known to have exited (``aviary up``'s launcher sees them), beside ``core.dead``."""
         self.pages = 0
         secret = generate_secret_key()
         self.port = port or free_port(address)
+        local = is_loopback(address)
         self.server = Server(
             {"/": Application(FunctionHandler(self._page))},
             io_loop=IOLoop.current(),
             address=address,
             port=self.port,
-            allow_websocket_origin=[f"{address}:{self.port}", f"localhost:{self.port}"],
+            # Beyond loopback the page is reached by names this process cannot know: the signed session
+            # id is the check.
+            allow_websocket_origin=[f"{address}:{self.port}", f"localhost:{self.port}"]
+            if local
+            else [f"*:{self.port}"],
             sign_sessions=True,
             secret_key=secret,
             generate_session_ids=False,
         )
         self.server.start()
         session = generate_session_id(secret_key=secret.encode(), signed=True)
-        self.url = f"http://{address}:{self.port}/?bokeh-session-id={session}"
+        host = address if address not in ("0.0.0.0", "::") else socket.gethostname()
+        self.url = f"http://{host}:{self.port}/?bokeh-session-id={session}"
 
     def stop(self) -> None:
         self.server.stop()
@@ -102,29 +152,76 @@ class Dashboard:
         doc.on_session_destroyed(closed)
 
 
+def serve(
+    session: FrontendSession, cluster: Cluster, port: int, address: str, say: Callable[[str], None]
+) -> Dashboard:
+    """Start the dashboard of ``cluster``'s testbed on a frontend session's core and ``say`` its URL, and
+    the warning when it listens beyond loopback. A session that replays nothing (``aviary up``'s) is
+    polled for counters while a page is open."""
+    core, runtime = session.core, session.runtime
+    board = Dashboard(
+        core, runtime.now, node_slots(cluster), policy=cluster.policy, port=port, address=address
+    )
+    if not core.jobs:
+        board.poll = partial(runtime.inject, core.ask_counters)
+        board.exited = lambda: session.lost
+    say(f"dashboard: {board.url}")
+    if (warning := exposed(address, board.port)) is not None:
+        say(warning)
+    return board
+
+
 def node_busy(core: FrontendCore, nodes: list[str]) -> list[int]:
     """Each node's busy tasks by its last reported counters."""
     out = []
     for name in nodes:
         report = core.reported.get(name)
         c = report.counters if report is not None else {}
-        out.append(max(0, int(c.get(BUSY[0], 0)) - int(c.get(BUSY[1], 0))))
+        launched, finished, failed = (int(c.get(k, 0)) for k in BUSY)
+        out.append(max(0, launched - finished - failed))
     return out
 
 
-def totals(core: FrontendCore) -> tuple[Counter[str], Counter[str]]:
-    """Sent messages by kind and counters, summed over the processes' last reports."""
+def totals(core: FrontendCore) -> tuple[Counter[str], Counter[str], dict[str, float]]:
+    """Sent messages by kind, counters and the gauges of the central scheduler(s), summed over the
+    processes' last reports (a dead process's gauges left out)."""
     messages: Counter[str] = Counter()
     counters: Counter[str] = Counter()
-    for report in core.reported.values():
+    gauges: Counter[str] = Counter()
+    for name, report in core.reported.items():
         messages.update(report.messages)
         counters.update({k: v for k, v in report.counters.items() if isinstance(v, int | float)})
-    return messages, counters
+        if name not in core.dead:
+            gauges.update(report.gauges)
+    return messages, counters, dict(gauges)
+
+
+def slo_so_far(core: FrontendCore, clock: float) -> tuple[int, int]:
+    """SLO jobs that met their deadline, of those decided by replay clock ``clock`` (finished, or past
+    their deadline): :func:`aviary.common.results.slo_metrics`' rule, so far."""
+    met = decided = 0
+    for job in core.jobs:
+        if job.slo not in SLO_TYPES or job.deadline is None:
+            continue
+        times = core.times[job.job_id]
+        if times.submit is None:
+            continue
+        if times.finish is not None:
+            decided += 1
+            met += times.finish - times.submit <= job.deadline + DEADLINE_SLACK
+        elif clock - times.submit > job.deadline + DEADLINE_SLACK:
+            decided += 1
+    return met, decided
 
 
 def heat(share: float, palette: tuple[str, ...]) -> str:
     """A colour of ``palette`` (Bokeh's Blues256: dark first) from white (idle) to dark (every slot busy)."""
     return palette[255 - min(255, max(0, round(share * 255)))]
+
+
+def share(part: float, whole: float) -> float:
+    """``part`` as a percentage of ``whole`` (NaN without a whole: a gap in the line)."""
+    return 100.0 * part / whole if whole else math.nan
 
 
 class Page:
@@ -141,6 +238,12 @@ class Page:
         self.palette: tuple[str, ...] = tuple(Blues256)  # imported once, not per node and second
         core = board.core
         self.nodes = sorted(board.slots)
+        self.replay = bool(core.jobs)  # else ``aviary up``'s control session: no jobs of its own
+        policy = board.policy
+        self.central = any(role == "central" for role in core.roles.values())
+        self.tetrisched = policy.startswith("tetrisched")
+        self.slo = any(j.slo in SLO_TYPES and j.deadline is not None for j in core.jobs)
+        self.carbyne = policy == "carbyne"
         self.last: tuple[float, Counter[str]] | None = None
         self.status = Div(text="", name="status")
         self.jobs = ColumnDataSource({"t": [], "submitted": [], "in_system": [], "finished": []})
@@ -148,6 +251,9 @@ class Page:
         self.cdf = {c: ColumnDataSource({"jct": [], "y": []}) for c in ("short", "long", "all")}
         self.rate = ColumnDataSource({"kind": [], "per_s": []})
         self.table = ColumnDataSource({"counter": [], "value": []})
+        self.signals = ColumnDataSource(
+            {"t": [], **{k: [] for k in (*PENDING, "preempted", "solver_ms", "slo", "leftover", "fallback")}}
+        )
         cols = max(1, math.ceil(math.sqrt(len(self.nodes))))
         self.grid = ColumnDataSource(
             {
@@ -156,32 +262,41 @@ class Page:
                 "node": self.nodes,
                 "busy": [0] * len(self.nodes),
                 "color": [heat(0.0, self.palette)] * len(self.nodes),
+                "line": [None] * len(self.nodes),
             }
         )
-        jobs = figure(title="jobs", x_axis_label="replay time (s)", width=W, height=H)
-        lines = (("submitted", "dashed", "submitted"), ("in_system", "dotted", "in the system"),
-                 ("finished", "solid", "finished"))  # fmt: skip
-        for key, dash, label in lines:
+        clock = "replay time (s)" if self.replay else "time since the dashboard started (s)"
+
+        def over_time(title: str, **kw: Any) -> Any:
+            return figure(title=title, x_axis_label=clock, width=W, height=H, **kw)
+
+        figures = []
+        jobs = over_time("jobs" if self.replay else "tasks (all frontends)")
+        names = (
+            ("submitted", "in the system", "finished")
+            if self.replay
+            else ("launched", "on nodes", "finished")
+        )
+        for key, dash, label in zip(
+            ("submitted", "in_system", "finished"), ("dashed", "dotted", "solid"), names, strict=True
+        ):
             jobs.line("t", key, source=self.jobs, line_dash=dash, legend_label=label)
         jobs.legend.location = "top_left"
-        util = figure(
-            title="busy slots",
-            x_axis_label="replay time (s)",
-            y_range=Range1d(start=0, end=105),
-            width=W,
-            height=H,
-        )
+        util = over_time("busy slots", y_range=Range1d(start=0, end=105))
         util.line("t", "share", source=self.busy)
         util.yaxis.axis_label = "% of all slots"
-        flat = not any(j.stages for j in core.jobs)
-        cdf = figure(
-            title="job completion time so far, CDF", x_axis_label="JCT (replay s)", width=W, height=H
-        )
-        for cls, color in (("short", "#1f77b4"), ("long", "#d62728")) if flat else (("all", "#1f77b4"),):
-            cdf.step("jct", "y", source=self.cdf[cls], color=color, legend_label=cls, mode="after")
-        cdf.legend.location = "bottom_right"
+        figures += [jobs, util]
+        if self.replay:
+            flat = not any(j.stages for j in core.jobs)
+            cdf = figure(
+                title="job completion time so far, CDF", x_axis_label="JCT (replay s)", width=W, height=H
+            )
+            for cls, color in (("short", "#1f77b4"), ("long", "#d62728")) if flat else (("all", "#1f77b4"),):
+                cdf.step("jct", "y", source=self.cdf[cls], color=color, legend_label=cls, mode="after")
+            cdf.legend.location = "bottom_right"
+            figures.append(cdf)
         nodes = figure(
-            title=f"nodes: busy tasks / slots (red: dead), {len(self.nodes)} nodes",
+            title=f"{len(self.nodes)} nodes: busy / slots (red: dead, orange: rejoined)",
             tools="hover",
             tooltips=[("node", "@node"), ("busy", "@busy")],
             x_axis_type=None,
@@ -190,54 +305,148 @@ class Page:
             width=W,
             height=H,
         )
-        nodes.rect("x", "y", 0.92, 0.92, source=self.grid, fill_color="color", line_color=None)
+        nodes.rect(
+            "x", "y", 0.92, 0.92, source=self.grid, fill_color="color", line_color="line", line_width=2
+        )
         nodes.grid.visible = False
+        figures.append(nodes)
         self.kinds = FactorRange()
         rate = figure(
             title="messages per second", y_range=self.kinds, x_axis_label="messages/s", width=W, height=H
         )
         rate.hbar(y="kind", right="per_s", height=0.7, source=self.rate)
-        table = DataTable(
-            source=self.table,
-            columns=[
-                TableColumn(field="counter", title="counter"),
-                TableColumn(field="value", title="value"),
-            ],
-            width=W,
-            height=H,
-            index_position=None,
+        figures.append(rate)
+        if self.central:
+            pending = over_time("central scheduler: what it holds")
+            styles = zip(PENDING, ("#1f77b4", "#2ca02c", "#9467bd", "#7f7f7f"), strict=True)
+            for key, color in styles:
+                pending.line("t", key, source=self.signals, color=color, legend_label=key.replace("_", " "))
+            pending.line("t", "preempted", source=self.signals, color=DEAD, line_dash="dashed",
+                         legend_label="preemptions so far")  # fmt: skip
+            pending.legend.location = "top_left"
+            figures.append(pending)
+        if self.tetrisched:
+            solver = over_time("TetriSched: HiGHS time of the last solved cycle")
+            solver.line("t", "solver_ms", source=self.signals)
+            solver.yaxis.axis_label = "ms"
+            figures.append(solver)
+        shares = []
+        if self.slo:
+            shares.append(("slo", "SLO jobs that met their deadline so far"))
+        if self.carbyne:
+            shares += [
+                ("leftover", "placements from the leftover pool"),
+                ("fallback", "plans that fell back"),
+            ]
+        if shares:
+            title = "TetriSched: SLO attainment" if self.slo and not self.carbyne else "Carbyne"
+            pct = over_time(title, y_range=Range1d(start=0, end=105))
+            for (key, label), color in zip(shares, ("#1f77b4", "#2ca02c", "#ff7f0e"), strict=False):
+                pct.line("t", key, source=self.signals, color=color, legend_label=label)
+            pct.yaxis.axis_label = "%"
+            pct.legend.location = "bottom_left"
+            figures.append(pct)
+        figures.append(
+            DataTable(
+                source=self.table,
+                columns=[
+                    TableColumn(field="counter", title="counter"),
+                    TableColumn(field="value", title="value"),
+                ],
+                width=W,
+                height=H,
+                index_position=None,
+            )
         )
-        doc.title = f"Aviary: {len(core.jobs)} jobs, {len(self.nodes)} nodes"
-        doc.add_root(column(self.status, row(jobs, util), row(cdf, nodes), row(rate, table)))
+        what = f"{len(core.jobs)} jobs" if self.replay else "testbed"
+        doc.title = f"Aviary: {what}, {len(self.nodes)} nodes"
+        self.figures = figures
+        rows = [row(*figures[i : i + 2]) for i in range(0, len(figures), 2)]
+        doc.add_root(column(self.status, *rows))
         self.update()
 
     def update(self) -> None:
         board, core = self.board, self.board.core
+        if board.poll is not None:  # the answers arrive for the next update
+            board.poll()
         now = board.clock()
-        t = 0.0 if core.t0 is None else now - core.t0
-        submitted, finished = core.submitted, core.finished
-        total = len(core.jobs)
-        eta = ""
-        if 0 < finished < total and t > 0:
-            eta = f", ETA {((total - finished) * t / finished):,.0f} s"
-        dead = sorted(n for n in core.dead if n in board.slots)
-        self.status.text = (
-            f"<b>finished {finished}/{total}</b>, submitted {submitted}, replay clock {t:,.1f} s{eta}"
-            + (f"; dead: {', '.join(dead[:10])}{' ...' if len(dead) > 10 else ''}" if dead else "")
-        )
-        self.jobs.stream(
-            {"t": [t], "submitted": [submitted], "in_system": [submitted - finished], "finished": [finished]},
-            rollover=10_000,
-        )
+        origin = core.t0 if core.t0 is not None and self.replay else board.began
+        t = now - origin
+        messages, counters, gauges = totals(core)
         busy = node_busy(core, self.nodes)
+        gone = core.dead.keys() | board.exited()
+        dead = sorted(n for n in gone if n in board.slots)
+        if self.replay:
+            submitted, finished = core.submitted, core.finished
+            total = len(core.jobs)
+            eta = ""
+            if 0 < finished < total and t > 0:
+                eta = f", ETA {((total - finished) * t / finished):,.0f} s"
+            head = f"<b>finished {finished}/{total}</b>, submitted {submitted}, replay clock {t:,.1f} s{eta}"
+            self.jobs.stream(
+                {
+                    "t": [t],
+                    "submitted": [submitted],
+                    "in_system": [submitted - finished],
+                    "finished": [finished],
+                },
+                rollover=10_000,
+            )
+        else:
+            launched, finished, failed = (int(counters[k]) for k in BUSY)  # only nodes count them
+            done = finished + failed
+            head = (
+                f"<b>testbed of {len(self.nodes)} nodes</b>: tasks launched {launched:,}, finished {done:,} "
+                f"(every frontend's), up for {t:,.0f} s"
+            )
+            self.jobs.stream(
+                {"t": [t], "submitted": [launched], "in_system": [sum(busy)], "finished": [done]},
+                rollover=10_000,
+            )
+        more = f"{' ...' if len(dead) > 10 else ''}"
+        self.status.text = head + (f"; dead: {', '.join(dead[:10])}{more}" if dead else "")
         slots = [board.slots[n] for n in self.nodes]
-        share = 100.0 * sum(busy) / max(1, sum(slots))
-        self.busy.stream({"t": [t], "share": [share]}, rollover=10_000)
+        self.busy.stream({"t": [t], "share": [100.0 * sum(busy) / max(1, sum(slots))]}, rollover=10_000)
         colors = [
-            "#d62728" if n in core.dead else heat(b / max(1, s), self.palette)
+            DEAD if n in gone else heat(b / max(1, s), self.palette)
             for n, b, s in zip(self.nodes, busy, slots, strict=True)
         ]
-        self.grid.patch({"busy": [(slice(len(busy)), busy)], "color": [(slice(len(colors)), colors)]})
+        lines = [REJOINED if n in core.rejoined else None for n in self.nodes]
+        self.grid.patch(
+            {
+                "busy": [(slice(len(busy)), busy)],
+                "color": [(slice(len(colors)), colors)],
+                "line": [(slice(len(lines)), lines)],
+            }
+        )
+        if self.replay:
+            self._cdf()
+        if self.last is not None and now > self.last[0]:
+            dt = now - self.last[0]
+            per_s = {k: (v - self.last[1].get(k, 0)) / dt for k, v in messages.items()}
+            kinds = sorted((k for k in per_s if per_s[k] > 0), key=lambda k: per_s[k])[-12:]
+            self.kinds.factors = kinds
+            self.rate.data = {"kind": kinds, "per_s": [per_s[k] for k in kinds]}
+        self.last = (now, messages)
+        if self.central:
+            met, decided = slo_so_far(core, t) if self.slo else (0, 0)
+            point = {k: [gauges.get(k, math.nan)] for k in (*PENDING, "solver_ms")}
+            self.signals.stream(
+                {
+                    "t": [t],
+                    **point,
+                    "preempted": [sum(counters[k] for k in PREEMPTIONS)],
+                    "slo": [share(met, decided)],
+                    "leftover": [share(counters["carbyne_leftover_placements"], counters["tasks_placed"])],
+                    "fallback": [share(counters["carbyne_plan_fallbacks"], counters["carbyne_plans"])],
+                },
+                rollover=10_000,
+            )
+        shown = sorted((k, v) for k, v in counters.items() if v and not k.startswith(("dropped.", "error.")))
+        self.table.data = {"counter": [k for k, _ in shown], "value": [f"{v:,.6g}" for _, v in shown]}
+
+    def _cdf(self) -> None:
+        core = self.board.core
         jct: dict[str, list[float]] = {"short": [], "long": [], "all": []}
         for job in core.jobs:
             times = core.times[job.job_id]
@@ -248,13 +457,3 @@ class Page:
         for cls, source in self.cdf.items():
             xs = sorted(jct[cls])  # once per page update (insort per job was quadratic)
             source.data = {"jct": xs, "y": [(i + 1) / len(xs) for i in range(len(xs))]}
-        messages, counters = totals(core)
-        if self.last is not None and now > self.last[0]:
-            dt = now - self.last[0]
-            per_s = {k: (v - self.last[1].get(k, 0)) / dt for k, v in messages.items()}
-            kinds = sorted((k for k in per_s if per_s[k] > 0), key=lambda k: per_s[k])[-12:]
-            self.kinds.factors = kinds
-            self.rate.data = {"kind": kinds, "per_s": [per_s[k] for k in kinds]}
-        self.last = (now, messages)
-        shown = sorted((k, v) for k, v in counters.items() if v and not k.startswith(("dropped.", "error.")))
-        self.table.data = {"counter": [k for k, _ in shown], "value": [f"{v:,.6g}" for _, v in shown]}

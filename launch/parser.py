@@ -11,6 +11,7 @@ import argparse
 import difflib
 import math
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,6 +21,7 @@ from ..common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ..common.params import Param
 from ..common.resources import DEFAULT_MACHINE, Resources
 from ..common.trace import MAX_JOBS
+from ..common.transport import bind_problem
 from .dashboard import DEFAULT_PORT
 from .registry import POLICIES
 from .spec import CHOICES, DEFAULT_MAX_WALL, UsageError
@@ -164,6 +166,18 @@ def _dashboard_port(text: str) -> int:
     return 0 if int(text) == 0 else _port(text)
 
 
+def _listen_address(text: str) -> str:
+    """An address this machine can listen on (``--dashboard-address``)."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in text else socket.AF_INET) as s:
+            s.bind((text, 0))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {exc.strerror or exc}") from None
+    except OverflowError as exc:
+        raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {exc}") from None
+    return text
+
+
 def _port(text: str) -> int:
     value = int(text)
     if not 1 <= value <= 65535:
@@ -266,6 +280,27 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
                 default=None,
                 help=(param.help + default_help(param.name)).replace("%", "%%"),  # argparse formats it
             )
+
+
+def _dashboard_flags(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--dashboard",
+        type=_dashboard_port,
+        nargs="?",
+        const=DEFAULT_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"real processes: serve a live dashboard of {what} in the browser, at PORT (default "
+        f"{DEFAULT_PORT}; 0: any free port); its URL, printed, carries the key the server checks",
+    )
+    p.add_argument(
+        "--dashboard-address",
+        type=_listen_address,
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="the address the dashboard listens on (default %(default)s; another one prints a warning: "
+        "the page is plain HTTP)",
+    )
 
 
 def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> None:
@@ -390,6 +425,7 @@ def build_parser() -> Parser:
         help="instead of a local testbed, start the processes of this cluster description (from 'aviary "
         "cluster') on their hosts over SSH, logs collected into --dir (default: a local testbed)",
     )
+    _dashboard_flags(up, "the testbed")
     _remote_flag(up)
 
     cl = sub.add_parser("cluster", help="write the cluster description of a testbed over several hosts")
@@ -605,16 +641,7 @@ def build_parser() -> Parser:
         "finish; starting the testbed adds a few seconds), e.g. 90s, 2m: picks --time-scale on the "
         "simulator's prediction (default without --time-scale: 1m)",
     )
-    rp.add_argument(
-        "--dashboard",
-        type=_dashboard_port,
-        nargs="?",
-        const=DEFAULT_PORT,
-        default=None,
-        metavar="PORT",
-        help="real processes: serve a live dashboard of the replay on loopback, at PORT (default "
-        f"{DEFAULT_PORT}; 0: any free port); its URL, printed, carries the key the server checks",
-    )
+    _dashboard_flags(rp, "the replay")
     rp.add_argument(
         "--max-wall",
         type=_wall_time,
@@ -803,14 +830,29 @@ def given_flags(argv: list[str]) -> set[str]:
 def check_flags(args: argparse.Namespace) -> list[str]:
     """What one flag's type cannot check: bounds between flags, flags the run would ignore (``given``:
     the flags the command line gives). Raises a one-line ``UsageError``; returns warnings, one each."""
+    given = getattr(args, "given", ())
+    if "dashboard_address" in given and args.dashboard is None:
+        raise UsageError("argument --dashboard-address: only with --dashboard")
+    if getattr(args, "dashboard", None):  # a port asked for: free before any process starts
+        problem = bind_problem(args.dashboard_address, args.dashboard, patience=0.5)
+        if problem is not None:
+            raise UsageError(
+                f"argument --dashboard: cannot listen on {args.dashboard_address}:{args.dashboard}: "
+                f"{problem} (0 picks a free port)"
+            )
     if args.command != "replay":
         return []
+    if args.runtime == "sim" and args.dashboard is not None:
+        raise UsageError(
+            "argument --dashboard: only for --runtime real (a simulated replay is over at once: "
+            "'aviary report RUN --html FILE' draws its charts)"
+        )
     if args.misestimate is not None and args.misestimate[0] > args.misestimate[1]:
         lo, hi = map(_shown, args.misestimate)
         raise UsageError(f"argument --misestimate: LO must be <= HI, got {lo} {hi}")
-    if args.runtime != "sim" and "net_delay" in getattr(args, "given", ()):
+    if args.runtime != "sim" and "net_delay" in given:
         raise UsageError("argument --net-delay: only for --runtime sim (real processes have the network's)")
-    if args.runtime == "sim" and "executor" in getattr(args, "given", ()):
+    if args.runtime == "sim" and "executor" in given:
         raise UsageError("argument --executor: only for --runtime real (the simulator runs tasks virtually)")
     if args.load is not None and args.load > 1:
         return [

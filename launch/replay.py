@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from ..common.trace import TraceError
 from ..common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..common.workload import WorkloadError
 from .connect_check import testbed_down
-from .dashboard import Dashboard
+from .dashboard import Dashboard, serve
 from .gshet_replay import gshet_defaults, gshet_options
 from .local import LocalTestbed
 from .predict import human, predict, prediction_notes, print_prediction, refusal
@@ -280,6 +281,7 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
         liveness=liveness,
         keys=spec.keys,
         dashboard=spec.dashboard if spec.runtime == "real" else None,
+        dashboard_address=spec.dashboard_address,
     )
 
 
@@ -460,10 +462,9 @@ def _dashboard(setup: ReplaySetup, console: Console) -> Callable[[Any], Dashboar
     """What starts the replay's dashboard on its frontend session and prints its URL."""
 
     def start(session: Any) -> Dashboard:
-        slots = {n.name: n.slots or round(n.resources.cores) for n in setup.cluster.nodes}
-        board = Dashboard(session.core, session.runtime.now, slots, port=setup.dashboard or 0)
-        console.print(f"dashboard: {board.url}", soft_wrap=True)
-        return board
+        port, address = setup.dashboard or 0, setup.dashboard_address
+        say = partial(console.print, soft_wrap=True, markup=False, highlight=False)
+        return serve(session, setup.cluster, port, address, say)
 
     return start
 

@@ -62,3 +62,4 @@ class ReplaySetup:
     """Real processes: heartbeat period (s) and heartbeats missed before a process is declared dead."""
     dashboard: int | None = None
     """Real processes: the live dashboard's port (0: any free one), or None."""
+    dashboard_address: str = "127.0.0.1"

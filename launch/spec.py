@@ -111,6 +111,8 @@ class ReplaySpec:
     """Real processes: heartbeats unanswered before a process is declared dead."""
     dashboard: int | None = None
     """Real processes: the port of the live dashboard (0: any free one), or None for none."""
+    dashboard_address: str = "127.0.0.1"
+    """The address the dashboard listens on (beyond loopback: with a warning)."""
     gshet: str | None = None
     """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
     tpch_mix: str | None = None

@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import uvloop
@@ -21,6 +22,7 @@ from rich.table import Table
 
 from ..common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, free_ports
 from ..common.transport import IN_USE, bind_problem, is_loopback
+from .dashboard import serve
 from .local import LocalTestbed
 from .real import FrontendSession, ReplayError
 from .spec import UsageError
@@ -76,7 +78,13 @@ def _on_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
     loop.add_reader(fd, readable)
 
 
-async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console, lifeline: bool = False) -> None:
+async def _hold(
+    cluster: Cluster,
+    bed: LocalTestbed,
+    console: Console,
+    lifeline: bool = False,
+    dashboard: tuple[int, str] | None = None,
+) -> None:
     control = ProcessSpec("control", "frontend", "127.0.0.1", free_ports(1)[0])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -94,6 +102,10 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console, lifeline:
             f"all {len(session.members)} processes registered; cluster description: {bed.cluster_file}"
         )
         console.print(f"logs: {bed.logs}/   replay against it: aviary replay --connect {bed.cluster_file}")
+        board = None
+        if dashboard is not None:
+            say = partial(console.print, soft_wrap=True, markup=False, highlight=False)
+            board = serve(session, cluster, *dashboard, say)
         console.print("Ctrl-C stops the testbed" + (", as does the end of its input." if lifeline else "."))
         while not stop.is_set():
             try:
@@ -106,6 +118,8 @@ async def _hold(cluster: Cluster, bed: LocalTestbed, console: Console, lifeline:
                         session.lost.add(name)
                         console.print(f"[red]process {name} exited with code {code}[/red]")
         console.print("stopping ...")
+        if board is not None:
+            board.stop()
         await session.collect(shutdown=True, timeout=5.0)
 
 
@@ -146,9 +160,11 @@ def run_up(
     source: str | None = None,
     lifeline: bool = False,
     keys: bool = True,
+    dashboard: tuple[int, str] | None = None,
 ) -> int:
     """Run the cluster's processes (or those in ``names``: ``aviary host``, reading the cluster file
-    ``source``) until Ctrl-C or SIGTERM, or with ``lifeline`` the end of standard input."""
+    ``source``) until Ctrl-C or SIGTERM, or with ``lifeline`` the end of standard input; ``dashboard``:
+    serve the live dashboard at this (port, address)."""
     console = Console()
     check_ports(cluster, names, source)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="aviary-up-"))
@@ -156,7 +172,7 @@ def run_up(
     clean = False
     try:
         bed.start()
-        uvloop.run(_hold(cluster, bed, console, lifeline))
+        uvloop.run(_hold(cluster, bed, console, lifeline, dashboard))
         clean = bed.wait(5.0)
     except ReplayError as exc:
         raise UsageError(died_at_start(exc, bed)) from None

@@ -132,3 +132,54 @@ def test_the_live_dashboard_follows_a_real_replay_and_refuses_a_page_without_its
     finally:
         run.kill()
         run.wait()
+
+
+def test_aviary_up_s_dashboard_follows_a_replay_connected_to_the_testbed_with_the_central_signals(
+    tmp_path, browser
+):
+    """``aviary up --dashboard``: the page of a running testbed counts the tasks its nodes run for a
+    replay that connects to it, and draws the central scheduler's own signals (Tetris: what it holds)."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    flags = ["--nodes", "6", "--policy", "tetris", "--dashboard", "0", "--dir", str(tmp_path / "up")]
+    up = subprocess.Popen(
+        [sys.executable, "-m", "aviary.launch.cli", "up", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
+    )
+    try:
+        assert up.stdout is not None
+        url = next(line.split()[1] for line in up.stdout if line.startswith("dashboard: "))
+        browser.get(url)
+        status = "const d = window.Bokeh && Bokeh.documents[0];"
+        status += "const m = d && d.get_model_by_name('status'); return m ? m.text : '';"
+
+        def finished(b: Any) -> int:
+            found = re.search(r"finished ([\d,]+)", b.execute_script(status))
+            return int(found.group(1).replace(",", "")) if found else -1
+
+        WebDriverWait(browser, 30).until(lambda b: finished(b) == 0)  # nothing submitted yet
+        replay = ["replay", "--connect", str(tmp_path / "up" / "cluster.toml"), "--workload", "tpch"]
+        assert main([*replay, "--jobs", "6", "--quiet", "--out", str(tmp_path / "run")]) == 0
+        WebDriverWait(browser, 30).until(lambda b: finished(b) > 1000)  # TPC-H jobs: thousands of tasks
+        figures = browser.execute_script(
+            "const out = []; for (const m of Bokeh.documents[0].all_models)"
+            "  if (m.type === 'Figure') out.push(m.title ? m.title.text : ''); return out;"
+        )
+        assert "central scheduler: what it holds" in figures and "tasks (all frontends)" in figures
+        assert errors(browser) == []
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        assert browser.save_screenshot(str(SHOTS / "dashboard-up.png"))
+        up.send_signal(signal.SIGINT)
+        rest = up.stdout.read()
+        assert up.wait(timeout=60) == 0, rest
+    finally:
+        up.kill()
+        up.wait()

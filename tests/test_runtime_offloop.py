@@ -82,3 +82,21 @@ def test_a_long_timer_handler_runs_off_the_loop_and_inputs_wait_in_order():
     assert type(got[0]).__name__ == "Register"
     assert [m.job_id for m in got[1:]] == [1, 107, 108]
     assert core.seen == ["solve begins", "solve ends", "message 7", "message 8"]
+
+
+def test_a_runtime_stopped_before_its_run_began_returns_at_once():
+    """``aviary replay --dashboard`` stops its frontend's runtime when the dashboard fails to start, which
+    can come before the runtime's task ran at all: the replay exits, it does not wait for ever."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    core = Slow()
+
+    async def scenario() -> None:
+        runtime = Runtime(core, Transport("core", address, address, {"core": address}))
+        task = asyncio.ensure_future(runtime.run())
+        runtime.stop()  # the task has not started yet
+        await asyncio.wait_for(task, 2.0)
+        runtime.transport.close()
+
+    uvloop.run(scenario())
+    assert core.seen == []  # not even started: its timer never fired
