@@ -141,7 +141,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench
 
-    results = run_bench(args.out, peer=args.peer)
+    results = run_bench(args.out, peer=args.peer, dashboard=args.dashboard)
     print(json.dumps(results, indent=2))
     print(f"written: {Path(args.out) / 'bench.json'}")
     return 0

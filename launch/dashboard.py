@@ -111,6 +111,7 @@ class Dashboard:
         self.exited: Callable[[], set[str]] = set
         """Processes known to have exited (``aviary up``'s launcher sees them), beside ``core.dead``."""
         self.pages = 0
+        self._headless: list[Callable[[], None]] = []
         secret = generate_secret_key()
         self.port = port or free_port(address)
         local = is_loopback(address)
@@ -134,15 +135,32 @@ class Dashboard:
         self.url = f"http://{host}:{self.port}/?bokeh-session-id={session}"
 
     def stop(self) -> None:
+        for stop in self._headless:
+            stop()
         self.server.stop()
         self.server.io_loop.add_callback(self.server.unlisten)
 
+    def headless(self) -> Page:
+        """Compute a page every second as an open one is, with no browser (its document is never sent):
+        what ``aviary bench --dashboard`` measures the dashboard's own cost with."""
+        from bokeh.document import Document
+        from tornado.ioloop import PeriodicCallback
+
+        page = self._open(Document())
+        timer = PeriodicCallback(page.update, round(PAGE_SECONDS * 1000))
+        timer.start()
+        self._headless.append(timer.stop)
+        return page
+
     # --- one open page -----------------------------------------------------------------------------
-    def _page(self, doc: Any) -> None:
+    def _open(self, doc: Any) -> Page:
         page = Page(self, doc)
         self.pages += 1
         self.core.counters_every = 2  # a second at the default liveness period
-        doc.add_periodic_callback(page.update, round(PAGE_SECONDS * 1000))
+        return page
+
+    def _page(self, doc: Any) -> None:
+        doc.add_periodic_callback(self._open(doc).update, round(PAGE_SECONDS * 1000))
 
         def closed(_: Any) -> None:
             self.pages -= 1

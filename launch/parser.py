@@ -738,6 +738,12 @@ def build_parser() -> Parser:
         help="also measure this runtime the same way in the same run and print the ratios (dask: "
         "Dask distributed's LocalCluster of 4 one-thread workers; default: none)",
     )
+    bn.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="also measure with the live dashboard served, idle and with a page computed every second "
+        "as a browser showing it makes the server do, and print its cost over the plain figures",
+    )
 
     sw = sub.add_parser("sweep", help="a grid of simulated replays from a TOML spec, resumable, on all cores")
     sw.add_argument("spec", type=Path, help="the sweep spec, TOML (docs/sweep.md; required)")
@@ -833,7 +839,7 @@ def check_flags(args: argparse.Namespace) -> list[str]:
     given = getattr(args, "given", ())
     if "dashboard_address" in given and args.dashboard is None:
         raise UsageError("argument --dashboard-address: only with --dashboard")
-    if getattr(args, "dashboard", None):  # a port asked for: free before any process starts
+    if args.command in ("replay", "up") and args.dashboard:  # a port asked for: free before any starts
         problem = bind_problem(args.dashboard_address, args.dashboard, patience=0.5)
         if problem is not None:
             raise UsageError(

@@ -159,3 +159,27 @@ def test_a_dashboard_beyond_loopback_warns_and_bad_dashboard_flags_are_one_line(
         assert status(argv) == 2
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) <= 2  # argparse adds its usage line
+
+
+def test_a_headless_page_updates_every_second_and_asks_for_counters_as_an_open_one_does():
+    """What ``aviary bench --dashboard`` measures: the server computing a page every second, no browser."""
+    import asyncio
+    import time
+
+    from aviary.common.frontend import COUNTERS_EVERY
+    from aviary.launch.dashboard import Dashboard
+
+    core = FrontendCore("fe", [flat(0, 0.0)], lambda job: "central", roles={"node-0": "node"})
+
+    async def scenario() -> tuple[int, int, int]:
+        board = Dashboard(core, time.monotonic, {"node-0": 1}, port=0)
+        page = board.headless()
+        asked = core.counters_every
+        await asyncio.sleep(2.3)
+        board.stop()
+        return asked, len(page.jobs.data["t"]), board.pages
+
+    asked, updates, pages = asyncio.run(scenario())
+    assert asked == 2 and COUNTERS_EVERY > 2  # counters every second while a page is open
+    assert updates == 3  # at its opening, then at 1 s and 2 s
+    assert pages == 1

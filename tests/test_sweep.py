@@ -405,20 +405,23 @@ def same_jobs(a: Path, b: Path) -> None:
 
 def test_the_hawk_eagle_specs_are_the_hawk_eagle_script(tmp_path: Path) -> None:
     """experiments/sweeps/hawk_eagle_sim*.toml hold hawk_eagle_sim.py's grids (default sizes, the README's
-    lighter loads, the ablations) and flags; small versions (30 jobs of the sample, 20 nodes) give the
-    jobs.csv of the script's run_one, byte for byte."""
+    lighter loads, its seeds; the ablations, seed 0) and flags; small versions (30 jobs of the sample, 20
+    nodes) give the jobs.csv of the script's run_one, byte for byte, seed by seed."""
     from aviary.experiments import hawk_eagle_sim as he
 
     main_spec = tomllib.loads((SPECS / "hawk_eagle_sim.toml").read_text())
     assert main_spec["grid"]["nodes"] == list(he.NODES)
     assert main_spec["grid"]["policy"] == [he.spec_policy(p) for p in he.POLICIES]
-    assert main_spec["replay"] == {"schedulers": 10, "load": "trace", "seed": 0}
+    assert main_spec["grid"]["seed"] == list(he.SEEDS)
+    assert main_spec["replay"] == {"schedulers": 10, "load": "trace"}
     light = tomllib.loads((SPECS / "hawk_eagle_sim_light.toml").read_text())
     assert light["grid"]["nodes"] == [12500, 16000, 25000] and light["replay"] == main_spec["replay"]
+    assert light["grid"]["seed"] == list(he.SEEDS)
     abl = tomllib.loads((SPECS / "hawk_eagle_sim_ablations.toml").read_text())
     assert abl["grid"]["policy"] == [*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS]
+    assert abl["replay"] == {**main_spec["replay"], "seed": 0}
     small = {"jobs": 30, "start": 3000}
-    _, out = small_sweep(tmp_path, "hawk_eagle_sim", small, {"nodes": [20]})
+    _, out = small_sweep(tmp_path, "hawk_eagle_sim", small, {"nodes": [20], "seed": [0, 2]})
     _, abl_out = small_sweep(
         tmp_path,
         "hawk_eagle_sim_ablations",
@@ -427,10 +430,11 @@ def test_the_hawk_eagle_specs_are_the_hawk_eagle_script(tmp_path: Path) -> None:
     )
     ablations = ("hawk-nosteal", "eagle-nosss")
     for policy in [*he.POLICIES, *ablations]:
-        theirs = tmp_path / "script" / f"{policy}-20"
-        he.run_one(policy, 20, theirs, SAMPLE)
-        folder = abl_out if policy in ablations else out
-        same_jobs(folder / f"{he.spec_policy(policy).replace(':', '+')},nodes=20", theirs)
+        for seed in (0,) if policy in ablations else (0, 2):
+            theirs = tmp_path / "script" / he.run_name(policy, 20, seed)
+            he.run_one(policy, 20, theirs, SAMPLE, seed)
+            cell = f"{he.spec_policy(policy).replace(':', '+')},nodes=20"
+            same_jobs(abl_out / cell if policy in ablations else out / f"{cell},seed={seed}", theirs)
 
 
 @pytest.fixture
@@ -449,20 +453,34 @@ def small_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_hawk_eagle_tables_from_the_sweep_cells(small_specs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`hawk_eagle_sim --from-sweep DIR` builds its tables from the sweep's cell folders
-    (DIR/<spec name>/<cell>/): the ratios are those of the cells' summaries."""
+    (DIR/<spec name>/<cell>/): the ratios are those of the cells' summaries, taken within a seed, their
+    median over the seeds [min, max]; a size with fewer seeds says so."""
     from aviary.experiments import hawk_eagle_sim as he
 
     tmp_path = root = small_specs
     monkeypatch.setattr(he, "SPECS", ("hawk_eagle_sim",))
     monkeypatch.setattr(he, "FROM_SWEEP", None)
-    small_sweep(root, "hawk_eagle_sim", {"jobs": 30, "start": 3000}, {"nodes": [20]})
-    assert he.main(["--from-sweep", str(root), "--nodes", "20", "--results", str(tmp_path / "r")]) == 0
+    small_sweep(root, "hawk_eagle_sim", {"jobs": 60, "start": 3000}, {"nodes": [20, 30]})
+    # size 30: seed 1 only, the others' cells missing
+    for cell in (root / "hawk_eagle_sim").glob("*,nodes=30,seed=[02]"):
+        (cell / "summary.json").unlink()
+    assert he.main(["--from-sweep", str(root), "--nodes", "20", "30", "--results", str(tmp_path / "r")]) == 0
     md = (tmp_path / "r" / "hawk_eagle_sim.md").read_text()
-    hawk = json.loads((root / "hawk_eagle_sim" / "hawk,nodes=20" / "summary.json").read_text())
-    sparrow = json.loads((root / "hawk_eagle_sim" / "sparrow,nodes=20" / "summary.json").read_text())
-    want = hawk["jct"]["long"]["p50"] / sparrow["jct"]["long"]["p50"]
-    row = next(ln for ln in md.splitlines() if ln.startswith("| 20 |"))
-    assert f"{want:.2f}" in row.split(" | ")[5]
+
+    def run(policy: str, nodes: int, seed: int) -> dict:
+        return json.loads(
+            (root / "hawk_eagle_sim" / f"{policy},nodes={nodes},seed={seed}" / "summary.json").read_text()
+        )
+
+    fig25 = md.split("### Hawk normalized to Sparrow")[1].split("###")[0]
+    for nodes, seeds, mark in ((20, he.SEEDS, "| 3 |"), (30, (1,), "| **1** (seed 1 only) |")):
+        want = [
+            run("hawk", nodes, s)["jct"]["long"]["p50"] / run("sparrow", nodes, s)["jct"]["long"]["p50"]
+            for s in seeds
+        ]
+        row = next(ln for ln in fig25.splitlines() if ln.startswith(f"| {nodes} |"))
+        assert row.split(" | ")[5] == he.over_seeds(want) and row.endswith(mark), row
+    assert "[" in next(ln for ln in fig25.splitlines() if ln.startswith("| 20 |"))  # the seeds differ
     assert "from the cells of `aviary sweep" in md
     assert (tmp_path / "r" / "hawk_eagle_sim.png").stat().st_size > 10_000
 
@@ -780,7 +798,9 @@ def test_every_report_run_is_one_cell_of_the_committed_specs(
     sweep_cells.done_cells.cache_clear()
     for module in (he, ks, tr, ts):
         monkeypatch.setattr(module, "FROM_SWEEP", tmp_path)
-    found = [he.folder(p, n) for p in he.POLICIES for n in (*he.NODES, 12500, 16000, 25000)]
+    found = [
+        he.folder(p, n, s) for p in he.POLICIES for n in (*he.NODES, 12500, 16000, 25000) for s in he.SEEDS
+    ]
     found += [he.folder(p, 8000) for p in (*he.HAWK_ABLATIONS, *he.EAGLE_ABLATIONS) if p not in he.POLICIES]
     found += [ks.folder(tmp_path, p, n) for p in ("kairos", "eagle") for n in (5000, 5500, 6500, 8000)]
     found += [
@@ -791,4 +811,4 @@ def test_every_report_run_is_one_cell_of_the_committed_specs(
     sweep_cells.sweep.cache_clear()
     sweep_cells.done_cells.cache_clear()
     assert None not in found
-    assert len(set(found)) == len(found) == 16 + 12 + 6 + 8 + 4 + 69 + 99
+    assert len(set(found)) == len(found) == 16 * 3 + 12 * 3 + 6 + 8 + 4 + 69 + 99
