@@ -33,6 +33,7 @@ travels in clear.
 
 from __future__ import annotations
 
+import html
 import math
 import socket
 from collections import Counter
@@ -42,8 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.cluster import Cluster
 from ..common.frontend import COUNTERS_EVERY, FrontendCore
+from ..common.resources import Resources, vector_sum
 from ..common.results import DEADLINE_SLACK, SLO_TYPES
 from ..common.transport import is_loopback
+from .registry import POLICIES
 
 if TYPE_CHECKING:
     from .real import FrontendSession
@@ -105,6 +108,8 @@ class Dashboard:
         from tornado.ioloop import IOLoop
 
         self.core, self.clock, self.slots, self.policy = core, clock, slots, policy
+        self.capacity: Resources | None = None
+        """The nodes' summed capacity, for multi-resource policies: the page draws each resource's use."""
         self.began = clock()
         self.poll: Callable[[], None] | None = None
         """Without a replay of its own (``aviary up``): what asks the processes for their counters."""
@@ -180,6 +185,8 @@ def serve(
     board = Dashboard(
         core, runtime.now, node_slots(cluster), policy=cluster.policy, port=port, address=address
     )
+    if (policy := POLICIES.get(cluster.policy)) is not None and policy.dag:
+        board.capacity = vector_sum(n.resources for n in cluster.nodes)
     if not core.jobs:
         board.poll = partial(runtime.inject, core.ask_counters)
         board.exited = lambda: session.lost
@@ -248,7 +255,7 @@ class Page:
     def __init__(self, board: Dashboard, doc: Any) -> None:
         from bokeh.layouts import column, row
         from bokeh.models import ColumnDataSource, FactorRange, Range1d
-        from bokeh.models.widgets import DataTable, Div, TableColumn
+        from bokeh.models.widgets import Div
         from bokeh.palettes import Blues256
         from bokeh.plotting import figure
 
@@ -265,10 +272,9 @@ class Page:
         self.last: tuple[float, Counter[str]] | None = None
         self.status = Div(text="", name="status")
         self.jobs = ColumnDataSource({"t": [], "submitted": [], "in_system": [], "finished": []})
-        self.busy = ColumnDataSource({"t": [], "share": []})
+        self.busy = ColumnDataSource({"t": [], "share": [], **{r: [] for r in Resources._fields}})
         self.cdf = {c: ColumnDataSource({"jct": [], "y": []}) for c in ("short", "long", "all")}
         self.rate = ColumnDataSource({"kind": [], "per_s": []})
-        self.table = ColumnDataSource({"counter": [], "value": []})
         self.signals = ColumnDataSource(
             {"t": [], **{k: [] for k in (*PENDING, "preempted", "solver_ms", "slo", "leftover", "fallback")}}
         )
@@ -300,9 +306,16 @@ class Page:
         ):
             jobs.line("t", key, source=self.jobs, line_dash=dash, legend_label=label)
         jobs.legend.location = "top_left"
-        util = over_time("busy slots", y_range=Range1d(start=0, end=105))
-        util.line("t", "share", source=self.busy)
-        util.yaxis.axis_label = "% of all slots"
+        if board.capacity is None:
+            util = over_time("busy slots", y_range=Range1d(start=0, end=105))
+            util.line("t", "share", source=self.busy)
+            util.yaxis.axis_label = "% of all slots"
+        else:  # beyond 100 %: cores, disk or network over-allocated (contention)
+            util = over_time("resources: demand of running tasks / capacity")
+            for r, color in zip(Resources._fields, ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd"), strict=True):
+                util.line("t", r, source=self.busy, color=color, legend_label=r)
+            util.yaxis.axis_label = "%"
+            util.legend.location = "top_left"
         figures += [jobs, util]
         if self.replay:
             flat = not any(j.stages for j in core.jobs)
@@ -364,18 +377,10 @@ class Page:
             pct.yaxis.axis_label = "%"
             pct.legend.location = "bottom_left"
             figures.append(pct)
-        figures.append(
-            DataTable(
-                source=self.table,
-                columns=[
-                    TableColumn(field="counter", title="counter"),
-                    TableColumn(field="value", title="value"),
-                ],
-                width=W,
-                height=H,
-                index_position=None,
-            )
-        )
+        # The counters as an HTML table in a Div: Bokeh's DataTable kept drawing its first rows in
+        # Chromium while its source changed (as in bokeh#13859).
+        self.table = Div(text="", name="counters", width=W, height=H, styles={"overflow-y": "auto"})
+        figures.append(self.table)
         what = f"{len(core.jobs)} jobs" if self.replay else "testbed"
         doc.title = f"Aviary: {what}, {len(self.nodes)} nodes"
         self.figures = figures
@@ -424,7 +429,13 @@ class Page:
         more = f"{' ...' if len(dead) > 10 else ''}"
         self.status.text = head + (f"; dead: {', '.join(dead[:10])}{more}" if dead else "")
         slots = [board.slots[n] for n in self.nodes]
-        self.busy.stream({"t": [t], "share": [100.0 * sum(busy) / max(1, sum(slots))]}, rollover=10_000)
+        use = {
+            r: [share(gauges.get(f"used_{r}", 0.0), c)]
+            for r, c in zip(Resources._fields, board.capacity or (0,) * 4, strict=True)
+        }
+        self.busy.stream(
+            {"t": [t], "share": [100.0 * sum(busy) / max(1, sum(slots))], **use}, rollover=10_000
+        )
         colors = [
             DEAD if n in gone else heat(b / max(1, s), self.palette)
             for n, b, s in zip(self.nodes, busy, slots, strict=True)
@@ -461,7 +472,8 @@ class Page:
                 rollover=10_000,
             )
         shown = sorted((k, v) for k, v in counters.items() if v and not k.startswith(("dropped.", "error.")))
-        self.table.data = {"counter": [k for k, _ in shown], "value": [f"{v:,.6g}" for _, v in shown]}
+        rows = "".join(f"<tr><td>{html.escape(k)}</td><td align=right>{v:,.6g}</td></tr>" for k, v in shown)
+        self.table.text = f"<table><tr><th align=left>counter</th><th>value</th></tr>{rows}</table>"
 
     def _cdf(self) -> None:
         core = self.board.core

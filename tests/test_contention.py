@@ -51,6 +51,19 @@ def test_a_finishing_task_speeds_the_others_up_at_that_instant():
     assert finished(node.on_timer(14.0, FLUID)) == [0]  # 14 s of disk work on one disk
 
 
+def test_a_node_reports_its_running_demand_beyond_capacity_and_what_waits_as_gauges():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    place(node, 0.0, 0, 10.0, (1, 40, 0.6, 0))
+    place(node, 0.0, 1, 10.0, (1, 4, 0.6, 0))  # disk over-allocated: 1.2 of 1.0
+    place(node, 0.0, 2, 10.0, (1, 40, 0, 0))  # memory is not: it waits
+    gauges = node.gauges()
+    assert gauges["used_disk"] == pytest.approx(1.2) and gauges["used_mem"] == 44
+    assert gauges["used_cores"] == 2 and gauges["used_net"] == 0 and gauges["queued"] == 1
+    node.on_task_exit(12.0, (1, 0), True)
+    node.on_timer(12.0, FLUID)
+    assert node.gauges()["queued"] == 0 and node.gauges()["used_mem"] == 44  # task 2 started in its room
+
+
 def test_memory_is_never_over_committed():
     node = ResourceNodeCore("n", MACHINE, "fluid")
     place(node, 0.0, 0, 5.0, (1, 40, 0, 0))

@@ -67,7 +67,14 @@ def flat(job_id: int, submit: float, slo: str | None = None, deadline: float | N
 def board_of(core: FrontendCore, policy: str, nodes: int = 4, now: float = 10.0) -> Any:
     slots = {f"node-{i}": 2 for i in range(nodes)}
     return SimpleNamespace(
-        core=core, clock=lambda: now, slots=slots, policy=policy, began=0.0, poll=None, exited=set
+        core=core,
+        clock=lambda: now,
+        slots=slots,
+        policy=policy,
+        began=0.0,
+        poll=None,
+        exited=set,
+        capacity=None,
     )
 
 
@@ -102,7 +109,11 @@ def test_the_page_draws_counters_gauges_and_marks_dead_and_rejoined_nodes():
     )
     core.reported["node-0"] = Counters({"tasks_launched": 3, "tasks_finished": 1, "preemptions": 1}, {})
     core.reported["node-1"] = Counters({"tasks_launched": 2, "tasks_finished": 0}, {}, {"jobs_pending": 9.0})
-    page = Page(board_of(core, "tetrisched"), Document())
+    core.reported["node-0"].gauges.update({"used_cores": 2.0, "used_disk": 6.0})
+    board = board_of(core, "tetrisched")
+    board.capacity = Resources(8, 32, 4, 4)
+    page = Page(board, Document())
+    assert page.busy.data["disk"] == [150.0] and page.busy.data["cores"] == [25.0]  # disk over-allocated
     texts = {f.title.text for f in page.figures if hasattr(f, "title")}
     assert {"central scheduler: what it holds", "TetriSched: SLO attainment"} <= texts
     assert "TetriSched: HiGHS time of the last solved cycle" in texts

@@ -106,6 +106,18 @@ class ResourceNodeCore(Core):
         self.holdings = Holdings()  # for a restarted central: what it placed here
         self.clock = 0.0  # the last input's ``now``
 
+    def gauges(self) -> dict[str, float]:
+        """The demand of the running tasks summed per resource (beyond the capacity where disk, network or
+        cores are over-allocated) and the tasks waiting for room: the live dashboard's resource view."""
+        used = [0.0, 0.0, 0.0, 0.0]
+        for task in self.running.values():
+            for i, amount in enumerate(task.demand):
+                used[i] += amount
+        return {
+            **{f"used_{r}": u for r, u in zip(Resources._fields, used, strict=True)},
+            "queued": float(len(self.waiting)),
+        }
+
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         self.clock = now
         if type(msg) is KillTask:
