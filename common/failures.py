@@ -1,7 +1,9 @@
 """Failures injected on purpose (issue 14): ``--fail "node-3@30s,sched-0@45s"``.
 
 Each names a process and a replay time (seconds since the first submission; ``s``, ``m`` or ``h`` may
-follow the number). The real runtime kills the process with SIGKILL at that time; the simulator drops it
+follow the number). The real runtime kills the process with SIGKILL at that time; ``NAME@TIME+PAUSE``
+stops it instead for ``PAUSE`` (SIGSTOP, then SIGCONT: a stall; a packed node alone is frozen by its
+pack, as a SIGSTOP would freeze it; real processes only); the simulator drops it
 at the same virtual time. Either way the frontend learns of the death only as it would of a real one:
 the replay's own testbed sees its child exit within one poll (:data:`EXIT_DETECT_SECONDS`, what the
 simulator waits after an injected kill); a process it did not start (``--connect``, other hosts) or one
@@ -36,21 +38,31 @@ _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 class Failure:
     name: str
     at: float  # replay seconds
+    stall: float = 0.0  # > 0: stopped for this long (seconds), not killed
+
+
+def _seconds(item: str, when: str) -> float:
+    number, unit = (when[:-1], when[-1]) if when and when[-1] in _UNITS else (when, "s")
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{item!r}: {when!r} is not a time such as 30s, 2m, 1h") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"{item!r}: the time must be >= 0")
+    return value
 
 
 def parse_failures(text: str) -> list[Failure]:
-    """``"node-3@30s,sched-0@45"`` -> failures in time order; ValueError names the bad item."""
+    """``"node-3@30s,sched-0@45,node-5@10s+20s"`` -> failures in time order (the last a 20 s stall);
+    ValueError names the bad item."""
     out = []
     for item in (part.strip() for part in text.split(",")):
         name, sep, when = item.partition("@")
         if not sep or not name or not when:
-            raise ValueError(f"{item!r}: expected PROCESS@TIME, such as node-3@30s")
-        number, unit = (when[:-1], when[-1]) if when[-1] in _UNITS else (when, "s")
-        try:
-            at = float(number) * _UNITS[unit]
-        except ValueError:
-            raise ValueError(f"{item!r}: {when!r} is not a time such as 30s, 2m, 1h") from None
-        if not (at >= 0 and math.isfinite(at)):
-            raise ValueError(f"{item!r}: the time must be >= 0")
-        out.append(Failure(name.strip(), at))
+            raise ValueError(f"{item!r}: expected PROCESS@TIME or PROCESS@TIME+PAUSE, such as node-3@30s")
+        when, plus, pause = when.partition("+")
+        stall = _seconds(item, pause) if plus else 0.0
+        if plus and stall <= 0:
+            raise ValueError(f"{item!r}: a pause must be longer than 0 s")
+        out.append(Failure(name.strip(), _seconds(item, when), stall))
     return sorted(out, key=lambda f: (f.at, f.name))

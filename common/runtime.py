@@ -92,6 +92,8 @@ class Runtime:
         """While an off-loop handler runs (:attr:`Core.offloop`): the inputs that arrived, in order."""
         self._stopped: asyncio.Future[None] | None = None
         self._stop_early = False  # stop() came before run() began: run() returns at once
+        self._frozen: list[tuple[Any, tuple[Any, ...]]] | None = None
+        """While paused (:meth:`pause`): timers, task exits and injected calls that came, in order."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.crashed = False
 
@@ -120,6 +122,31 @@ class Runtime:
             self._stop_early = True
         elif not self._stopped.done():
             self._stopped.set_result(None)
+
+    def pause(self) -> None:
+        """Freeze as SIGSTOP freezes a process (a packed node stopped alone, ``--fail NAME@T+PAUSE``): no
+        frame is read, and timers, task exits and injected calls wait, in order, for :meth:`resume`."""
+        if self._frozen is not None or self.loop is None or self.crashed:
+            return
+        self._frozen = []
+        self.loop.remove_reader(self.transport.fd)
+
+    def resume(self) -> None:
+        """Go on after :meth:`pause`: what waited first, then the frames that arrived meanwhile."""
+        if self._frozen is None or self.loop is None or self.crashed:
+            return
+        frozen, self._frozen = self._frozen, None
+        self.loop.add_reader(self.transport.fd, self._drain)
+        for fn, args in frozen:
+            fn(*args)
+        self._drain()
+
+    def _freeze(self, fn: Any, *args: Any) -> bool:
+        """While paused, keep ``fn(*args)`` for :meth:`resume` (True); else False."""
+        if self._frozen is None:
+            return False
+        self._frozen.append((fn, args))
+        return True
 
     def crash(self) -> None:
         """Stop at once, as a SIGKILL stops a process: no input read, no timer fired and nothing sent
@@ -151,7 +178,7 @@ class Runtime:
     def _drain(self) -> None:
         """Handle every frame waiting; the last socket operation is always a recv that found none,
         so the edge-triggered ZeroMQ descriptor will signal the next one."""
-        if self.crashed:
+        if self.crashed or self._frozen is not None:
             return
         recv = self.transport.recv
         while (item := recv()) is not None:
@@ -226,6 +253,8 @@ class Runtime:
         self._apply(self.core.start(self.now()))
 
     def _fire(self, key: Any) -> None:
+        if self._freeze(self._fire, key):
+            return
         self._timers.pop(key, None)
         if self._hold(self._fire, key):
             return
@@ -241,6 +270,8 @@ class Runtime:
     def _offloaded(self, future: asyncio.Future[list[Any]]) -> None:
         """An off-loop handler returned: apply its effects, then the inputs held meanwhile, in order (one
         of them may start another off-loop handler: the rest are held again, still in order)."""
+        if self._freeze(self._offloaded, future):
+            return
         held, self._held = self._held or [], None
         try:
             self._apply(future.result())
@@ -251,7 +282,7 @@ class Runtime:
         self._after_outside_drain()
 
     def _task_exit(self, task_id: Any, ok: bool) -> None:
-        if self._hold(self._task_exit, task_id, ok):
+        if self._freeze(self._task_exit, task_id, ok) or self._hold(self._task_exit, task_id, ok):
             return
         if task_id in self.stale:  # an earlier replay's task
             self.stale.discard(task_id)
@@ -267,7 +298,7 @@ class Runtime:
 
     def inject(self, fn: Any, *args: Any) -> None:
         """Call a core method (``fn(now, *args) -> effects``) from outside the loop's callbacks."""
-        if self._hold(self.inject, fn, *args):
+        if self._freeze(self.inject, fn, *args) or self._hold(self.inject, fn, *args):
             return
         self._call(fn, *args)
         self._after_outside_drain()

@@ -18,11 +18,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ..common.cluster import Cluster, ProcessSpec, write_cluster
-from .process import KILL, RECOVER
+from ..common.failures import Failure
+from .process import CONT, KILL, RECOVER, STOP
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1
@@ -145,6 +149,30 @@ class LocalTestbed:
                 return
             self.killed[name] = -signal.SIGKILL
 
+    def fail(self, failure: Failure) -> None:
+        """Carry out an injected failure (``--fail``): :meth:`kill`, or :meth:`pause` for its stall."""
+        if failure.stall:
+            self.pause(failure.name, failure.stall)
+        else:
+            self.kill(failure.name)
+
+    def pause(self, name: str, seconds: float) -> None:
+        """Stop the named process for ``seconds`` (SIGSTOP, then SIGCONT: a stall), a whole pack by its
+        name, or a packed node alone by asking its pack to freeze it (``stop NAME``, then ``cont NAME``)."""
+        unit = name if name in self.children else self.unit_of.get(name)
+        child = None if unit is None else self.children.get(unit)
+        if unit is None or child is None or child.poll() is not None:
+            return
+        if unit == name or len(self.units[unit]) == 1:
+            begin: Callable[[], None] = partial(_signal, child, signal.SIGSTOP)
+            end: Callable[[], None] = partial(_signal, child, signal.SIGCONT)
+        else:
+            begin, end = partial(_tell, child, f"{STOP} {name}"), partial(_tell, child, f"{CONT} {name}")
+        begin()
+        timer = threading.Timer(seconds, end)
+        timer.daemon = True
+        timer.start()
+
     def stop(self, grace: float = 5.0) -> None:
         alive = [p for p in self.children.values() if p.poll() is None]
         for p in alive:
@@ -165,3 +193,19 @@ class LocalTestbed:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _signal(child: subprocess.Popen[bytes], sig: int) -> None:
+    if child.poll() is None:
+        child.send_signal(sig)
+
+
+def _tell(child: subprocess.Popen[bytes], line: str) -> None:
+    """Write one command line on a pack's standard input (gone with the pack: ignored)."""
+    if child.stdin is None or child.poll() is not None:
+        return
+    try:
+        child.stdin.write(f"{line}\n".encode())
+        child.stdin.flush()
+    except OSError:
+        pass

@@ -610,7 +610,9 @@ def build_parser() -> Parser:
         default=None,
         metavar="NAME@TIME,...",
         help="kill processes on purpose at replay times, e.g. 'node-3@30s,sched-0@45s' (real processes: "
-        "SIGKILL; the simulator: the same events); their work is re-run elsewhere (default: none)",
+        "SIGKILL; the simulator: the same events); their work is re-run elsewhere; NAME@TIME+PAUSE "
+        "stops one for PAUSE instead (real processes: SIGSTOP, a packed node frozen alone by its pack) "
+        "(default: none)",
     )
     rp.add_argument(
         "--liveness-period",

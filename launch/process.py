@@ -12,7 +12,8 @@ SIGTERM or SIGINT stops them all.
 A launcher can fail one member of a pack alone by writing ``kill NAME`` on the process's standard input
 (when it is a pipe: a local testbed's and ``aviary host``'s; a container's is not):
 that member stops at once as a SIGKILL would stop it — no reply, its timers and tasks gone, its socket
-closed without lingering — and the others run on.
+closed without lingering — and the others run on. ``stop NAME`` freezes it as a SIGSTOP would (it reads
+nothing, no timer fires, its tasks' exits wait) until ``cont NAME``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ log = logging.getLogger("aviary.process")
 
 KILL = "kill"
 """The standard-input command that fails one member of the process (``kill NAME``)."""
+STOP, CONT = "stop", "cont"
+"""The standard-input commands that freeze one member as SIGSTOP would (``stop NAME``) and let it go on
+(``cont NAME``): :meth:`Runtime.pause`, :meth:`Runtime.resume`."""
 
 
 RECOVER = "--recover"
@@ -87,17 +91,20 @@ def _pipe(stream: Any) -> bool:
 
 
 def _command(runtimes: dict[str, Runtime]) -> None:
-    """One line of standard input: ``kill NAME`` fails that member; end of input is ignored."""
+    """One line of standard input: ``kill NAME`` fails that member, ``stop NAME`` / ``cont NAME`` freeze
+    it and let it go on; end of input is ignored."""
     line = sys.stdin.readline()
     if not line:
         asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
         return
     verb, _, name = line.strip().partition(" ")
-    if verb == KILL and name in runtimes:
-        log.warning("%s: killed (a failure injected by the launcher)", name)
-        runtimes[name].crash()
+    runtime = runtimes.get(name)
+    if runtime is not None and verb in (KILL, STOP, CONT):
+        done = {KILL: "killed", STOP: "stopped", CONT: "continued"}[verb]
+        log.warning("%s: %s (a failure injected by the launcher)", name, done)
+        {KILL: runtime.crash, STOP: runtime.pause, CONT: runtime.resume}[verb]()
     else:
-        log.warning("ignored the command %r (known: %s NAME)", line.strip(), KILL)
+        log.warning("ignored the command %r (known: %s, %s, %s NAME)", line.strip(), KILL, STOP, CONT)
 
 
 def main(argv: list[str] | None = None) -> int:

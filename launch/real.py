@@ -75,7 +75,7 @@ class FrontendSession:
         frontend: ProcessSpec | None = None,
         members: list[str] | None = None,
         dead: Callable[[], dict[str, int]] = dict,
-        kill: Callable[[str], None] | None = None,
+        fail: Callable[[Failure], None] | None = None,
         liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
         restart: Callable[[str], bool] | None = None,
     ) -> None:
@@ -99,7 +99,7 @@ class FrontendSession:
             raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
         self.runtime = Runtime(self.core, self.transport)
         self.dead = dead
-        self.kill = kill
+        self.fail = fail
         self.restart = restart
         self.restarted: dict[str, Counters | None] = {}
         """Processes restarted during the replay: the last report of their dead incarnation."""
@@ -167,15 +167,15 @@ class FrontendSession:
     ) -> float:
         """Wait until every job finished, the replay stalled or failed, or ``stop()`` gave a reason (then
         the jobs left are named in :attr:`problems`); returns the wall time it took. ``failures``: kill
-        these processes (SIGKILL, with the session's ``kill``) at their replay times."""
+        these processes (SIGKILL, or SIGSTOP for a while: the session's ``fail``) at their replay times."""
         core, runtime = self.core, self.runtime
         start = time.monotonic()
         runtime.inject(core.begin)
         pending = sorted(failures or [], key=lambda f: f.at)
         while not core.done:
             await asyncio.sleep(tick)
-            while pending and time.monotonic() - start >= pending[0].at and self.kill is not None:
-                self.kill(pending.pop(0).name)
+            while pending and time.monotonic() - start >= pending[0].at and self.fail is not None:
+                self.fail(pending.pop(0))
             self._check()
             if progress is not None:
                 progress(core, time.monotonic() - start)
@@ -243,7 +243,7 @@ async def run_real(
     progress: Progress | None = None,
     stop: Stop = _never,
     failures: list[Failure] | None = None,
-    kill: Callable[[str], None] | None = None,
+    fail: Callable[[Failure], None] | None = None,
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
     restart: Callable[[str], bool] | None = None,
     watch: Callable[[FrontendSession], Any] | None = None,
@@ -251,12 +251,12 @@ async def run_real(
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
     ``shutdown``), and the outcome is marked ``interrupted`` with what finished so far. ``failures``
-    are carried out with ``kill`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
+    are carried out with ``fail`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
     periods missed before a process is declared dead; ``restart``: start a dead central scheduler again
     (a local testbed's), which then rebuilds its state; ``watch(session)``: called once the session is
     up, returns what watches it (the dashboard), stopped at the end."""
     async with FrontendSession(
-        cluster, jobs, route, dead=dead, kill=kill, liveness=liveness, restart=restart
+        cluster, jobs, route, dead=dead, fail=fail, liveness=liveness, restart=restart
     ) as session:
         watcher = None if watch is None else watch(session)
         try:

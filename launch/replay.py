@@ -264,7 +264,7 @@ def _setup(spec: ReplaySpec) -> ReplaySetup:
         extra["nodes_per_process"] = cluster.nodes_per_process
     failures = injected_failures(spec, cluster)
     if failures:
-        extra["failures"] = [[f.name, f.at] for f in failures]
+        extra["failures"] = [[f.name, f.at, *([f.stall] if f.stall else [])] for f in failures]
     liveness = (spec.liveness_period, spec.liveness_misses)
     if spec.runtime == "real":
         extra["liveness"] = list(liveness)
@@ -305,6 +305,11 @@ def injected_failures(spec: ReplaySpec, cluster: Cluster) -> list[Failure]:
             )
             raise UsageError(f"--fail: no process {f.name!r} in this testbed (such as {close})")
     if spec.runtime == "sim":  # a pack of nodes (``pack-0``) dies as its members die together
+        if stalled := [f for f in failures if f.stall]:
+            raise UsageError(
+                f"--fail: {stalled[0].name}@{stalled[0].at:g}s+{stalled[0].stall:g}s: a stall (SIGSTOP) is "
+                "for real processes only; the simulator kills (NAME@TIME)"
+            )
         failures = [
             Failure(p.name, f.at) for f in failures for p in units.get(f.name) or [cluster.get(f.name)]
         ]
@@ -491,7 +496,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     progress=bar.update,
                     stop=lambda: stop.reason,
                     failures=setup.failures,
-                    kill=None if bed is None else bed.kill,
+                    fail=None if bed is None else bed.fail,
                     restart=None if bed is None else bed.restart,
                     liveness=setup.liveness,
                     watch=None if setup.dashboard is None else _dashboard(setup, console),

@@ -43,7 +43,8 @@ def job(job_id: int, submit: float, *durations: float) -> JobSpec:
 def test_failures_parse_names_and_times_in_order() -> None:
     assert parse_failures("sched-0@45s, node-3@30") == [Failure("node-3", 30.0), Failure("sched-0", 45.0)]
     assert parse_failures("central@1.5m") == [Failure("central", 90.0)]
-    for bad in ("node-3", "@3s", "node-3@", "node-3@soon", "node-3@-1s"):
+    assert parse_failures("node-3@2s+20s") == [Failure("node-3", 2.0, 20.0)]  # a 20 s stall
+    for bad in ("node-3", "@3s", "node-3@", "node-3@soon", "node-3@-1s", "node-3@1s+", "node-3@1s+0s"):
         with pytest.raises(ValueError, match=r"node-3|@3s"):
             parse_failures(bad)
 

@@ -122,6 +122,24 @@ def test_a_packed_node_fails_alone_or_with_its_pack_and_every_job_finishes(tmp_p
 
 
 @pytest.mark.integration
+def test_a_packed_node_stalled_alone_is_declared_dead_and_rejoins_while_its_pack_mates_run_on(
+    tmp_path, no_leftover_children
+):
+    """``--fail node-1@1.5s+5s``: its pack freezes node-1 alone for 5 s, as SIGSTOP would (it answers no
+    Hello, its tasks' exits wait), so it alone is declared dead after 3 s; its work runs elsewhere; it
+    answers again and rejoins; every job finishes."""
+    out = tmp_path / "run"
+    assert main(["replay", *FLAGS, "--fail", "node-1@1.5s+5s", "--duration", "10s", "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    c = s["counters"]
+    assert s["finished"] == s["jobs"] == 100
+    assert c["processes_declared_dead"] == c["processes_rejoined"] == 1
+    assert s["extra"]["failures"] == [["node-1", 1.5, 5.0]] and not s["extra"].get("declared_dead")  # back
+    log = (out / "testbed" / "logs" / "pack-0.log").read_text()
+    assert "node-1: stopped (a failure injected" in log and "node-1: continued (a failure injected" in log
+
+
+@pytest.mark.integration
 def test_three_hundred_real_node_monitors_in_six_processes_finish_a_google_sample(
     tmp_path, no_leftover_children
 ):
@@ -145,3 +163,10 @@ def test_the_simulator_fails_a_pack_as_its_members(tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert s["extra"]["failures"] == [[f"node-{i}", 1.0] for i in range(5, 10)]
     assert s["counters"]["processes_declared_dead"] == 5 and s["finished"] == 50
+
+
+def test_a_stall_is_for_real_processes_and_says_so_in_one_line(tmp_path, capsys):
+    flags = ["--runtime", "sim", "--jobs", "10", "--nodes", "4", "--quiet", "--out", str(tmp_path / "r")]
+    assert main(["replay", *flags, "--fail", "node-1@1s+2s"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a stall (SIGSTOP) is for real processes only" in err

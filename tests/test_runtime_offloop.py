@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from typing import Any
 
 import pytest
 import uvloop
@@ -100,3 +101,56 @@ def test_a_runtime_stopped_before_its_run_began_returns_at_once():
 
     uvloop.run(scenario())
     assert core.seen == []  # not even started: its timer never fired
+
+
+def test_a_paused_runtime_reads_nothing_and_fires_no_timer_until_it_resumes_then_all_in_order():
+    """What ``stop NAME`` does to a packed node (``--fail NAME@T+PAUSE``): frozen as by SIGSTOP."""
+
+    class Ticker(Core):
+        role = "node"
+
+        def __init__(self) -> None:
+            super().__init__("core")
+            self.seen: list[str] = []
+
+        def start(self, now):
+            return [SetTimer("tick", 0.05)]
+
+        def on_timer(self, now, key):
+            self.seen.append("tick")
+            return []
+
+        def on_message(self, now, sender, msg):
+            self.seen.append(f"message {msg.job_id}")
+            return []
+
+    a, b = free_port(), free_port()
+    core_addr, peer_addr = f"tcp://127.0.0.1:{a}", f"tcp://127.0.0.1:{b}"
+    peers = {"core": core_addr, "peer": peer_addr}
+    core = Ticker()
+
+    async def scenario() -> tuple[list[str], list[str], list[Any]]:
+        runtime = Runtime(core, Transport("core", core_addr, core_addr, peers))
+        peer = Transport("peer", peer_addr, peer_addr, peers)
+        task = asyncio.ensure_future(runtime.run())
+        await asyncio.sleep(0.01)
+        runtime.pause()
+        peer.send("core", encode(JobDone(7, 0.0)))
+        peer.send("core", encode(Hello()))
+        await asyncio.sleep(0.3)  # the timer's time and the frames' arrival pass while it is frozen
+        frozen, answers = list(core.seen), []
+        while (item := peer.recv()) is not None:
+            answers.append(item)
+        runtime.resume()
+        await asyncio.sleep(0.1)
+        while (item := peer.recv()) is not None:
+            answers.append(decode(item[1]))
+        runtime.stop()
+        await task
+        peer.close()
+        return frozen, list(core.seen), answers
+
+    frozen, after, answers = uvloop.run(scenario())
+    assert frozen == []
+    assert after == ["tick", "message 7"]  # what waited first, then the frames in their order
+    assert [type(m).__name__ for m in answers] == ["Register"]  # the Hello answered only after resuming
