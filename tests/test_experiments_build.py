@@ -45,3 +45,25 @@ def test_bench_codec_times_both_codecs_on_every_kind_with_the_same_values():
         before, after = int(row[2]), int(row[4])
         after -= row[0].strip() in ("Register", "Counters")
         assert after == before and float(row[1].replace(",", "")) > 0 and float(row[3].replace(",", "")) > 0
+
+
+def test_every_experiments_module_imports_in_the_default_build():
+    """Each script of ``experiments/`` imports in the build a user gets (the compiled cores where built),
+    in one process, and says which one failed."""
+    from pathlib import Path
+
+    names = sorted(p.stem for p in (Path(__file__).parent.parent / "experiments").glob("*.py"))
+    assert len(names) > 20
+    code = (
+        "import importlib, sys\n"
+        "from aviary import speedups\n"
+        "for name in sys.argv[1:]:\n"
+        "    importlib.import_module(f'aviary.experiments.{name}')\n"
+        "print(speedups.ACTIVE)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AVIARY_PURE_PYTHON"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *names], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() in ("compiled", "pure")
