@@ -3,7 +3,7 @@
 Each names a process and a replay time (seconds since the first submission; ``s``, ``m`` or ``h`` may
 follow the number). The real runtime kills the process with SIGKILL at that time; ``NAME@TIME+PAUSE``
 stops it instead for ``PAUSE`` (SIGSTOP, then SIGCONT: a stall; a packed node alone is frozen by its
-pack, as a SIGSTOP would freeze it; real processes only); the simulator drops it
+pack, as a SIGSTOP would freeze it; the simulator holds its inputs for as long); the simulator drops it
 at the same virtual time. Either way the frontend learns of the death only as it would of a real one:
 the replay's own testbed sees its child exit within one poll (:data:`EXIT_DETECT_SECONDS`, what the
 simulator waits after an injected kill); a process it did not start (``--connect``, other hosts) or one

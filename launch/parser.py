@@ -611,8 +611,8 @@ def build_parser() -> Parser:
         metavar="NAME@TIME,...",
         help="kill processes on purpose at replay times, e.g. 'node-3@30s,sched-0@45s' (real processes: "
         "SIGKILL; the simulator: the same events); their work is re-run elsewhere; NAME@TIME+PAUSE "
-        "stops one for PAUSE instead (real processes: SIGSTOP, a packed node frozen alone by its pack) "
-        "(default: none)",
+        "stops one for PAUSE instead (SIGSTOP; a packed node is frozen alone by its pack; the simulator "
+        "holds its inputs) (default: none)",
     )
     rp.add_argument(
         "--liveness-period",

@@ -304,14 +304,11 @@ def injected_failures(spec: ReplaySpec, cluster: Cluster) -> list[Failure]:
                 sorted(names)[:5]
             )
             raise UsageError(f"--fail: no process {f.name!r} in this testbed (such as {close})")
-    if spec.runtime == "sim":  # a pack of nodes (``pack-0``) dies as its members die together
-        if stalled := [f for f in failures if f.stall]:
-            raise UsageError(
-                f"--fail: {stalled[0].name}@{stalled[0].at:g}s+{stalled[0].stall:g}s: a stall (SIGSTOP) is "
-                "for real processes only; the simulator kills (NAME@TIME)"
-            )
+    if spec.runtime == "sim":  # a pack of nodes (``pack-0``) dies (or stalls) as its members together
         failures = [
-            Failure(p.name, f.at) for f in failures for p in units.get(f.name) or [cluster.get(f.name)]
+            Failure(p.name, f.at, f.stall)
+            for f in failures
+            for p in units.get(f.name) or [cluster.get(f.name)]
         ]
     return failures
 
@@ -378,6 +375,7 @@ def run_replay(
                 progress=progress,
                 interruptible=True,
                 failures=setup.failures,
+                stall_detect=setup.liveness[0] * setup.liveness[1],
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters

@@ -63,8 +63,9 @@ from ..common.effects import (
     Suspend,
     TaskId,
 )
-from ..common.failures import EXIT_DETECT_SECONDS, RESTART_SECONDS, Failure
+from ..common.failures import DETECT_SECONDS, EXIT_DETECT_SECONDS, RESTART_SECONDS, Failure
 from ..common.frontend import FrontendCore
+from ..common.messages import Register
 from ..common.model import JobSpec
 from ..common.runtime import CONTROL_KINDS
 from .registry import build_core, get_policy
@@ -212,6 +213,28 @@ class _Proc:
         self.tasks: dict[TaskId, list[Any]] = {}
 
 
+class _Paused:
+    """A process stopped for a while (:meth:`Simulator.pause`): its own handlers, kept, and its inputs
+    meanwhile, in order (``(0, sender, msg)``, ``(1, key, None)``, ``(2, task_id, ok)``)."""
+
+    def __init__(self, proc: _Proc) -> None:
+        self.handlers = (proc.on_message, proc.on_timer, proc.on_task_exit)
+        self.wrapped = proc.wrapped
+        self.waiting: list[tuple[int, Any, Any]] = []
+
+    def wait_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
+        self.waiting.append((0, sender, msg))
+        return []
+
+    def wait_timer(self, now: float, key: Any) -> list[Effect]:
+        self.waiting.append((1, key, None))
+        return []
+
+    def wait_exit(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
+        self.waiting.append((2, task_id, ok))
+        return []
+
+
 def _observe(proc: _Proc, observer: Observer) -> None:
     """Wrap the process's handlers so that ``observer`` sees each input and its effects."""
     core = proc.core
@@ -264,6 +287,7 @@ class Simulator:
         self.channels: dict[str, _Channel] = {}  # by held key (the multicasts of held kinds)
         self.started = False
         self.retired: list[Core] = []  # the cores of processes that were restarted
+        self.paused: dict[str, _Paused] = {}  # processes stopped for a while (a stall), by name
 
     # --- results -----------------------------------------------------------------------------------
     @property
@@ -782,6 +806,7 @@ class Simulator:
         """The process dies now, as by kill -9: its timers and tasks are gone, and what reaches it later
         is dropped (``error.sent-to-dead``). Others learn of it only when told (``PeerDown``)."""
         proc = self.procs[name]
+        self.paused.pop(name, None)
 
         def dropped(*_: Any) -> list[Effect]:
             self.errors["error.sent-to-dead"] += 1
@@ -802,6 +827,38 @@ class Simulator:
         for entry in proc.tasks.values():
             entry[0] = -1  # its exit event is now stale
         proc.tasks.clear()
+
+    def pause(self, name: str) -> None:
+        """The process stops now, as by SIGSTOP (``--fail NAME@T+PAUSE``): what reaches it (messages,
+        its timers, its tasks' exits) waits, in order, for :meth:`resume`."""
+        proc = self.procs[name]
+        if name in self.paused:
+            return
+        paused = _Paused(proc)
+        self.paused[name] = paused
+        proc.on_message, proc.on_timer, proc.on_task_exit = (
+            paused.wait_message,
+            paused.wait_timer,
+            paused.wait_exit,
+        )
+        proc.wrapped = True
+
+    def resume(self, name: str) -> None:
+        """Go on after :meth:`pause`: what waited is handled now, in the order it came."""
+        paused = self.paused.pop(name, None)
+        if paused is None:
+            return
+        proc = self.procs[name]
+        proc.on_message, proc.on_timer, proc.on_task_exit = paused.handlers
+        proc.wrapped = paused.wrapped
+        for kind, a, b in paused.waiting:
+            if kind == 0:
+                effects = proc.on_message(self.now, a, b)
+            elif kind == 1:
+                effects = proc.on_timer(self.now, a)
+            else:
+                effects = proc.on_task_exit(self.now, a, b)
+            self._apply(proc, effects, self.now)
 
     def revive(self, core: Core) -> None:
         """A process killed earlier starts again as ``core`` (a restart, issue 26): what is sent to it from
@@ -864,7 +921,7 @@ class Simulator:
             self.errors["error.bad-effect"] += 1
 
 
-KILL, DECLARE, RESTART = 0, 1, 2
+KILL, DECLARE, RESTART, PAUSE, RESUME = 0, 1, 2, 3, 4
 """The steps of an injected failure, in this order at one instant."""
 
 
@@ -879,6 +936,7 @@ def simulate(
     interruptible: bool = False,
     failures: Sequence[Failure] = (),
     detect: float = EXIT_DETECT_SECONDS,
+    stall_detect: float = DETECT_SECONDS,
     observer: Observer | None = None,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
@@ -893,7 +951,10 @@ def simulate(
     ``failures``: processes killed (as by kill -9) at replay times; the frontend declares each dead
     ``detect`` seconds later: by default as soon as a real replay notices its child's exit
     (:data:`~aviary.common.failures.EXIT_DETECT_SECONDS`); ``DETECT_SECONDS`` models a death found by
-    missed heartbeats. ``observer``: see the module docstring."""
+    missed heartbeats. A failure with a ``stall`` stops the process for that long instead
+    (:meth:`Simulator.pause`): one stalled longer than ``stall_detect`` (the liveness limit) is declared
+    dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
+    it rejoin a real replay. ``observer``: see the module docstring."""
     t0 = time.perf_counter()
     policy = get_policy(cluster.policy)
     fspec = cluster.frontend
@@ -915,10 +976,15 @@ def simulate(
     stopped = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
     try:
-        steps = [(f.at, KILL, f.name) for f in failures]
-        steps += [(f.at + detect, DECLARE, f.name) for f in failures]
+        kills = [f for f in failures if not f.stall]
+        steps = [(f.at, KILL, f.name) for f in kills]
+        steps += [(f.at + detect, DECLARE, f.name) for f in kills]
         restart = detect + RESTART_SECONDS
-        steps += [(f.at + restart, RESTART, f.name) for f in failures if roles.get(f.name) == "central"]
+        steps += [(f.at + restart, RESTART, f.name) for f in kills if roles.get(f.name) == "central"]
+        stalls = [f for f in failures if f.stall]
+        steps += [(f.at, PAUSE, f.name) for f in stalls]
+        steps += [(f.at + stall_detect, DECLARE, f.name) for f in stalls if f.stall > stall_detect]
+        steps += [(f.at + f.stall, RESUME, f.name) for f in stalls]
         for at, step, name in sorted(steps):
             sim.run(frontend=frontend, progress=hook, progress_every=progress_every, until=at)
             if frontend.done:
@@ -928,6 +994,14 @@ def simulate(
                 sim.apply(frontend.name, frontend.declare_dead(sim.now, name, "injected failure"))
             elif step == KILL:
                 sim.kill(name)
+            elif step == PAUSE:
+                sim.pause(name)
+            elif step == RESUME:
+                sim.resume(name)
+                if name in frontend.dead:  # its answer to the frontend's next Hello: it rejoins
+                    core = sim.procs[name].core
+                    back = Register(core.role, getattr(core, "slots", 0), False)
+                    sim.apply(frontend.name, frontend.on_message(sim.now, name, back))
             else:  # a central scheduler restarted by its launcher: it rebuilds its state
                 sim.revive(build_core(cluster.get(name), cluster, recover=True))
                 sim.apply(frontend.name, frontend.central_back(sim.now, name))

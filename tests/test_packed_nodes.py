@@ -156,8 +156,14 @@ def test_the_simulator_fails_a_pack_as_its_members(tmp_path):
     assert s["counters"]["processes_declared_dead"] == 5 and s["finished"] == 50
 
 
-def test_a_stall_is_for_real_processes_and_says_so_in_one_line(tmp_path, capsys):
-    flags = ["--runtime", "sim", "--jobs", "10", "--nodes", "4", "--quiet", "--out", str(tmp_path / "r")]
-    assert main(["replay", *flags, "--fail", "node-1@1s+2s"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "a stall (SIGSTOP) is for real processes only" in err
+def test_the_simulator_stalls_a_node_as_real_processes_do(tmp_path):
+    """``--fail node-1@1s+5s`` on the simulator: stopped longer than the liveness limit (3 s), node-1 is
+    declared dead at 4 s and rejoins at 6 s; a 2 s stall is waited out; every job finishes either way."""
+    flags = ["--runtime", "sim", "--nodes", "10", "--nodes-per-process", "5", "--jobs", "50", "--quiet"]
+    for fail, declared in (("node-1@1s+5s", 1), ("node-1@1s+2s", 0), ("pack-0@1s+5s", 5)):
+        out = tmp_path / fail
+        assert main(["replay", *flags, "--fail", fail, "--out", str(out)]) == 0
+        s = json.loads((out / "summary.json").read_text())
+        c = s["counters"]
+        assert s["finished"] == 50 and c["processes_declared_dead"] == c["processes_rejoined"] == declared
+    assert s["extra"]["failures"] == [[f"node-{i}", 1.0, 5.0] for i in range(5)]  # a pack: its members

@@ -314,3 +314,52 @@ def test_an_observer_sees_every_input_and_its_effects_and_changes_nothing() -> N
     kinds = {kind for _, kind in seen}
     assert kinds == {"start", "message", "timer", "exit"}
     assert sorted(e.task_id for e in launches) == sorted((j.job_id, i) for j in jobs for i in range(j.tasks))
+
+
+def test_a_paused_process_handles_what_came_meanwhile_at_its_resume_in_order() -> None:
+    """``Simulator.pause`` / ``resume`` (a stall, ``--fail NAME@T+PAUSE``): messages, timers and task
+    exits that reach a stopped process wait, and it handles them, in order, when it goes on."""
+
+    class Sender(Core):
+        def start(self, now: float) -> list[Any]:
+            return [SetTimer("send", 1.0)]
+
+        def on_timer(self, now: float, key: Any) -> list[Any]:
+            return [Send("b", NoTask(7))]
+
+        def on_message(self, now: float, sender: str, msg: Any) -> list[Any]:
+            return []
+
+    class Recorder(Core):
+        role = "node"
+
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.seen: list[tuple[float, str]] = []
+
+        def start(self, now: float) -> list[Any]:
+            return [SetTimer("tick", 0.5), Launch((1, 0), 1.5)]
+
+        def on_timer(self, now: float, key: Any) -> list[Any]:
+            self.seen.append((now, "tick"))
+            return []
+
+        def on_message(self, now: float, sender: str, msg: Any) -> list[Any]:
+            self.seen.append((now, type(msg).__name__))
+            return []
+
+        def on_task_exit(self, now: float, task_id: Any, ok: bool) -> list[Any]:
+            self.seen.append((now, "exit"))
+            return []
+
+    b = Recorder("b")
+    sim = Simulator([Sender("a"), b], net_delay=0.25)
+    sim.run(until=0.2)
+    sim.pause("b")
+    sim.run(until=3.0)  # the tick (0.5 s), the exit (1.5 s) and the message (1.25 s) come meanwhile
+    assert b.seen == []
+    sim.now = 3.0
+    sim.resume("b")
+    assert b.seen == [(3.0, "tick"), (3.0, "NoTask"), (3.0, "exit")]
+    sim.run()
+    assert b.seen == [(3.0, "tick"), (3.0, "NoTask"), (3.0, "exit")]  # nothing handled twice
