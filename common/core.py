@@ -56,9 +56,9 @@ class Core:
         return []
 
     def gauges(self) -> dict[str, float]:
-        """What the core holds right now (a central scheduler's pending jobs, stages and tasks, its last
-        solve's time...), for the live dashboard: read when its ``Counters`` are asked for, never part of
-        the results."""
+        """What the core holds right now (a central scheduler's pending jobs, stages and tasks and its last
+        solve's time, a multi-resource node's running demand per resource...), for the live dashboard:
+        read when its ``Counters`` are asked for, never part of the results."""
         return {}
 
     def unexpected(self, msg: Any) -> list[Effect]:

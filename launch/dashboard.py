@@ -208,8 +208,8 @@ def node_busy(core: FrontendCore, nodes: list[str]) -> list[int]:
 
 
 def totals(core: FrontendCore) -> tuple[Counter[str], Counter[str], dict[str, float]]:
-    """Sent messages by kind, counters and the gauges of the central scheduler(s), summed over the
-    processes' last reports (a dead process's gauges left out)."""
+    """Sent messages by kind, counters and gauges (a central scheduler's pending work, the nodes' demand
+    per resource), summed over the processes' last reports (a dead process's gauges left out)."""
     messages: Counter[str] = Counter()
     counters: Counter[str] = Counter()
     gauges: Counter[str] = Counter()
@@ -426,7 +426,7 @@ class Page:
                 {"t": [t], "submitted": [launched], "in_system": [sum(busy)], "finished": [done]},
                 rollover=10_000,
             )
-        more = f"{' ...' if len(dead) > 10 else ''}"
+        more = " ..." if len(dead) > 10 else ""
         self.status.text = head + (f"; dead: {', '.join(dead[:10])}{more}" if dead else "")
         slots = [board.slots[n] for n in self.nodes]
         use = {
