@@ -50,6 +50,33 @@ def errors(browser: Any) -> list[str]:
     return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+def aviary(*argv: str) -> tuple[Any, str]:
+    """``aviary ARGV`` started in the background, and the dashboard URL it printed."""
+    import subprocess
+    import sys
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "aviary.launch.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
+    )
+    assert run.stdout is not None
+    url = next((line.split()[1] for line in run.stdout if line.startswith("dashboard: ")), "")
+    if not url:
+        run.kill()
+        pytest.fail(f"aviary {' '.join(argv)} printed no dashboard URL (exit {run.wait()})")
+    return run, url
+
+
+def status(browser: Any) -> str:
+    """The text of the dashboard's status line, "" until the page has it."""
+    script = "const d = window.Bokeh && Bokeh.documents[0];"
+    script += "const m = d && d.get_model_by_name('status'); return m ? m.text : '';"
+    return str(browser.execute_script(script))
+
+
 def test_a_report_page_draws_every_figure_in_a_real_browser_with_no_console_error(tmp_path, browser):
     common = ["replay", "--runtime", "sim", "--workload", "tpch", "--jobs", "8", "--nodes", "6", "--quiet"]
     for policy in ("drf", "tetris"):
@@ -90,35 +117,23 @@ def test_the_live_dashboard_follows_a_real_replay_and_refuses_a_page_without_its
     replay runs, with no console error; the same address without the URL's signed session id is
     refused (403)."""
     import re
-    import subprocess
-    import sys
     import urllib.error
     import urllib.request
 
     from selenium.webdriver.support.ui import WebDriverWait
 
     flags = ["--jobs", "100", "--nodes", "20", "--duration", "10s", "--dashboard", "0"]
-    run = subprocess.Popen(
-        [sys.executable, "-m", "aviary.launch.cli", "replay", *flags, "--out", str(tmp_path / "run")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
-    )
+    run, url = aviary("replay", *flags, "--out", str(tmp_path / "run"))
     try:
-        assert run.stdout is not None
-        url = next(line.split()[1] for line in run.stdout if line.startswith("dashboard: "))
         assert url.startswith("http://127.0.0.1:") and "bokeh-session-id=" in url
         for bare in (url.split("?")[0], url[:-4] + "xxxx"):  # no key, or a forged one
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(bare, timeout=10)
             assert refused.value.code == 403
         browser.get(url)
-        status = "const d = window.Bokeh && Bokeh.documents[0];"
-        status += "const m = d && d.get_model_by_name('status'); return m ? m.text : '';"
 
         def finished(b: Any) -> int:
-            found = re.search(r"finished (\d+)/100", b.execute_script(status))
+            found = re.search(r"finished (\d+)/100", status(b))
             return int(found.group(1)) if found else -1
 
         WebDriverWait(browser, 30).until(lambda b: finished(b) >= 0)
@@ -141,28 +156,16 @@ def test_aviary_up_s_dashboard_follows_a_replay_connected_to_the_testbed_with_th
     replay that connects to it, and draws the central scheduler's own signals (Tetris: what it holds)."""
     import re
     import signal
-    import subprocess
-    import sys
 
     from selenium.webdriver.support.ui import WebDriverWait
 
     flags = ["--nodes", "6", "--policy", "tetris", "--dashboard", "0", "--dir", str(tmp_path / "up")]
-    up = subprocess.Popen(
-        [sys.executable, "-m", "aviary.launch.cli", "up", *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
-    )
+    up, url = aviary("up", *flags)
     try:
-        assert up.stdout is not None
-        url = next(line.split()[1] for line in up.stdout if line.startswith("dashboard: "))
         browser.get(url)
-        status = "const d = window.Bokeh && Bokeh.documents[0];"
-        status += "const m = d && d.get_model_by_name('status'); return m ? m.text : '';"
 
         def finished(b: Any) -> int:
-            found = re.search(r"finished ([\d,]+)", b.execute_script(status))
+            found = re.search(r"finished ([\d,]+)", status(b))
             return int(found.group(1).replace(",", "")) if found else -1
 
         WebDriverWait(browser, 30).until(lambda b: finished(b) == 0)  # nothing submitted yet
