@@ -4,7 +4,6 @@ mid-replay; every job still finishes (a central scheduler is restarted and rebui
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -80,46 +79,25 @@ def test_a_killed_central_scheduler_is_restarted_and_rebuilds_its_state(
     ],
 )
 def test_a_process_stopped_longer_than_the_liveness_limit_is_declared_dead_and_rejoins(
-    tmp_path, no_leftover_children, monkeypatch, victim, misses, declared
+    tmp_path, no_leftover_children, victim, misses, declared
 ):
-    """SIGSTOP for 5 s, 1.5 s into the replay: missed heartbeats declare it dead (a node's tasks run
-    elsewhere, a scheduler's jobs go to the other one), SIGCONT brings it back; the replay goes on and
-    every job finishes, the stopped process's late results ignored. With 40 heartbeats allowed (20 s)
-    the stall is only waited out. A central scheduler (FIFO's) declared dead is waited for: its work stays
-    where it is and it carries on when it answers again."""
-    import psutil
-
-    from aviary.launch.real import FrontendSession
-
+    """``--fail VICTIM@1.5s+5s``: SIGSTOP 1.5 s into the replay, SIGCONT 5 s later. Missed heartbeats
+    declare it dead (a node's tasks run elsewhere, a scheduler's jobs go to the other one), and it rejoins
+    when it answers again; the replay goes on and every job finishes, the stopped process's late results
+    ignored. With 40 heartbeats allowed (20 s) the stall is only waited out. A central scheduler (FIFO's)
+    declared dead is waited for: its work stays where it is and it carries on when it answers again."""
     out = tmp_path / "run"
-    stopped: list[int] = []
-    replay = FrontendSession.replay
-
-    def stop_later() -> None:
-        for p in psutil.Process().children(recursive=True):
-            if p.cmdline()[-1:] == [victim]:
-                stopped.append(p.pid)
-                p.suspend()
-                threading.Timer(5.0, p.resume).start()
-
-    async def replay_and_stop(self, **kw):  # the stop begins with the replay, whatever the start-up took
-        timer = threading.Timer(1.5, stop_later)
-        timer.start()
-        try:
-            return await replay(self, **kw)
-        finally:
-            timer.cancel()
-
-    monkeypatch.setattr(FrontendSession, "replay", replay_and_stop)
     flags = [*FLAGS, "--schedulers", "2", "--duration", "10s", "--liveness-misses", str(misses)]
+    flags += ["--fail", f"{victim}@1.5s+5s"]
     if victim == "central":
         flags += ["--policy", "fifo"]
     assert main(["replay", *flags, "--out", str(out)]) == 0
-    assert len(stopped) == 1
     s = summary(out)
     c = s["counters"]
     assert s["finished"] == 100 and s["extra"]["liveness"] == [0.5, misses]
     assert c["processes_declared_dead"] == c["processes_rejoined"] == declared
+    assert s["extra"]["failures"] == [[victim, 1.5, 5.0]]
+    assert not any("exited" in p for p in s["extra"].get("problems", []))  # stopped, never killed
 
 
 def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
