@@ -744,7 +744,8 @@ def build_parser() -> Parser:
         "--dashboard",
         action="store_true",
         help="also measure with the live dashboard served, idle and with a page computed every second "
-        "as a browser showing it makes the server do, and print its cost over the plain figures",
+        "as a browser showing it makes the server do, and print its cost over the plain figures "
+        "(default: off)",
     )
 
     sw = sub.add_parser("sweep", help="a grid of simulated replays from a TOML spec, resumable, on all cores")

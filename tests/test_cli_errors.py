@@ -237,7 +237,7 @@ def test_a_flag_out_of_range_is_one_line(tmp_path, args, message):
     ("fail", "message"),
     [
         ("node-99@1s", "--fail: no process 'node-99' in this testbed (such as node-9, node-8, node-7)"),
-        ("node-1", "--fail: 'node-1': expected PROCESS@TIME, such as node-3@30s"),
+        ("node-1", "--fail: 'node-1': expected PROCESS@TIME or PROCESS@TIME+PAUSE, such as node-3@30s"),
         ("node-1@soon", "--fail: 'node-1@soon': 'soon' is not a time such as 30s, 2m, 1h"),
         ("frontend@1s", "--fail: no process 'frontend' in this testbed"),
     ],
