@@ -340,6 +340,11 @@ def test_rayon_cs_preempts_on_real_processes_and_every_job_finishes(tmp_path, no
         s = json.loads((tmp_path / runtime / "summary.json").read_text())
         c = s["counters"]
         assert s["finished"] == s["jobs"] == 12 and s["unfinished"] == [], runtime
-        assert c["tasks_preempted"] > 0 and c["tasks_killed"] == c["tasks_preempted"], runtime
+        # On real processes a KillTask can cross the task's own end on the wire: the node has nothing
+        # left to kill (kill_unknown_task), the run it finished counts, and the central re-runs the task.
+        crossed = c.get("kill_unknown_task", 0)
+        assert runtime == "real" or crossed == 0
+        assert c["tasks_preempted"] > 0 and c["tasks_killed"] + crossed == c["tasks_preempted"], runtime
         assert c["preempted_results_ignored"] == c["tasks_preempted"], runtime
-        assert c["tasks_finished"] == s["tasks"] == c["tasks_placed"] - c["tasks_preempted"], runtime
+        assert c["tasks_placed"] - c["tasks_preempted"] == s["tasks"], runtime
+        assert c["tasks_finished"] == s["tasks"] + crossed, runtime
