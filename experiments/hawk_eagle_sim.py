@@ -35,7 +35,7 @@ from typing import Any
 
 from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
-from aviary.experiments.tables import num, spread
+from aviary.experiments.tables import both_sides, disagreement, num, over_seeds, seeds_cell
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -123,21 +123,6 @@ def paired(
     return out
 
 
-def over_seeds(values: Sequence[float | None], fmt: str = "{:,.2f}") -> str:
-    """The median of ``values`` (one per seed) [min, max], as :func:`~aviary.experiments.tables.spread`;
-    just the value when every seed gives the same."""
-    got = [v for v in values if v is not None]
-    return fmt.format(got[0]) if got and min(got) == max(got) else spread(got, fmt)
-
-
-def seeds_cell(got: Sequence[int], seeds: Sequence[int]) -> str:
-    """The *seeds* column: how many seeds a row has, and which when fewer than ``seeds``."""
-    if len(got) >= len(seeds):
-        return str(len(got))
-    which = f"seed {got[0]} only" if len(got) == 1 else "seeds " + ", ".join(map(str, got))
-    return f"**{len(got)}** ({which})"
-
-
 def busy_load(nodes: int, start: float = 60_000.0) -> float:
     """Offered load of the busy part of the sample: task-seconds of the jobs submitted from ``start``
     (the first 60,000 s hold 32 of the 10,000 jobs) over node-seconds until the last submission."""
@@ -172,22 +157,14 @@ def ratio_table(title: str, top: str, den: str, sizes: list[int], seeds: Sequenc
             for q in PCT:
                 values = [v for _, a, b in runs if (v := ratio(a, b, c, q)) is not None]
                 cells.append(over_seeds(values))
-                shown = [round(v, 2) for v in values]
-                if shown and min(shown) < 1 < max(shown):
-                    split.append(f"{n:,} {c} {q} ({min(shown):.2f}-{max(shown):.2f})")
+                if (sides := both_sides(values)) is not None:
+                    split.append(f"{n:,} {c} {q} {sides}")
         got = [s for s, _, _ in runs]
         lines.append(
             f"| {n:,} | {num(busy_load(n), 2)} | " + " | ".join(cells) + f" | {seeds_cell(got, seeds)} |"
         )
     if len(seeds) > 1:
-        lines += [
-            "",
-            "The seeds disagree on which policy is better (their ratios fall on both sides of 1) in: "
-            + "; ".join(split)
-            + "; everywhere else every seed agrees."
-            if split
-            else "Every seed agrees on which policy is better in every cell (its ratios on one side of 1).",
-        ]
+        lines += ["", disagreement(split)]
     return [*lines, ""]
 
 
@@ -267,9 +244,9 @@ def eagle_tail_section() -> list[str]:
         "",
         *figures,
         "Short-job completion times (s) of the instrumented runs and controls, ratios to Hawk in the same "
-        "set-up:",
+        "set-up (medians of seeds 0-2 [min, max]):",
         "",
-        *controls_table(),
+        *controls_table(SEEDS),
     ]
 
 
@@ -308,10 +285,11 @@ Hawk lets short probes queue anywhere: 43-46 % of its short task-seconds run in 
 (behind long tasks, or stolen by idle nodes of either partition), so during the burst short jobs are
 served by the whole cluster roughly in arrival order, not by 17 % of it. Controls (table below): with
 Poisson arrivals at the sample's mean load on 8,000 nodes (0.59, no burst) Eagle is better than Hawk at
-every percentile (0.69 / 0.19 / 0.65) and runs only 49 % of its short task-seconds in the short
-partition; Eagle without SSS (`eagle-nosss`, SBP + SRPT kept) is better than Hawk at every percentile on
-the trace itself (0.04 / 0.33 / 0.66 on 8,000 nodes, 0.20 / 0.70 / 0.89 on 5,000); a short partition of
-21 % (the sample's own short share) narrows the gap without closing it (p90 / p99 1.45 / 1.55 of Hawk).
+every percentile (0.72 / 0.19 / 0.64, medians of seeds 0-2) and runs only 48 % of its short task-seconds
+in the short partition; Eagle without SSS (`eagle-nosss`, SBP + SRPT kept) is better than Hawk at every
+percentile on the trace itself (0.04 / 0.33 / 0.66 on 8,000 nodes, 0.20 / 0.70 / 0.88 on 5,000); a short
+partition of 21 % (the sample's own short share) narrows the gap without closing it (p90 / p99 1.44 / 1.56
+of Hawk); every seed puts each of these ratios on the same side of 1.
 From 12,500 nodes on (busy-part load 1.01 and less) fewer probes are rejected (61 % of them at 12,500
 nodes, 29 % at 25,000) and Eagle is better than or equal to Hawk with general-partition stealing
 everywhere, in every seed, as in the thesis' Figure 3.2 (against Hawk with every idle node stealing,

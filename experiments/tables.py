@@ -1,10 +1,11 @@
-"""What the experiment reports share: numbers as table cells, and ratios that tolerate gaps."""
+"""What the experiment reports share: numbers as table cells, ratios that tolerate gaps, and values over
+several seeds (their median [min, max], how many seeds a row has, where the seeds disagree)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def num(x: float | None, digits: int = 0) -> str:
@@ -29,3 +30,37 @@ def spread(values: Iterable[float | None], fmt: str = "{:,.2f}", each: bool = Fa
     mid, low, high = (fmt.format(f(got)) for f in (statistics.median, min, max))
     text = mid if len(got) == 1 else f"{mid} [{low}, {high}]"
     return f"{text} ({'/'.join(fmt.format(v) for v in got)})" if each else text
+
+
+def over_seeds(values: Sequence[float | None], fmt: str = "{:,.2f}") -> str:
+    """The median of ``values`` (one per seed) [min, max], as :func:`spread`; just the value when every
+    seed gives the same."""
+    got = [v for v in values if v is not None]
+    return fmt.format(got[0]) if got and min(got) == max(got) else spread(got, fmt)
+
+
+def seeds_cell(got: Sequence[int], seeds: Sequence[int]) -> str:
+    """The *seeds* column: how many seeds a row has, and which when fewer than ``seeds``."""
+    if len(got) >= len(seeds):
+        return str(len(got))
+    which = f"seed {got[0]} only" if len(got) == 1 else "seeds " + ", ".join(map(str, got))
+    return f"**{len(got)}** ({which})"
+
+
+def both_sides(values: Sequence[float | None]) -> str | None:
+    """``(0.95-1.04)`` when the seeds' ratios ``values``, as the tables show them (2 decimals), fall on
+    both sides of 1 (the seeds disagree on which policy is better); None when they agree."""
+    shown = [round(v, 2) for v in values if v is not None]
+    return f"({min(shown):.2f}-{max(shown):.2f})" if shown and min(shown) < 1 < max(shown) else None
+
+
+def disagreement(split: Sequence[str]) -> str:
+    """The line under a table of ratios over several seeds: the cells (``split``) where the seeds
+    disagree on which policy is better, or that they agree everywhere."""
+    if split:
+        return (
+            "The seeds disagree on which policy is better (their ratios fall on both sides of 1) in: "
+            + "; ".join(split)
+            + "; everywhere else every seed agrees."
+        )
+    return "Every seed agrees on which policy is better in every cell (its ratios on one side of 1)."

@@ -521,10 +521,10 @@ def test_the_kairos_specs_are_the_kairos_script(tmp_path: Path) -> None:
 
 def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) -> None:
     """experiments/sweeps/thesis_regime_*.toml hold thesis_regime.py's groups of cells (every cell of
-    GROUPS, once) and flags; small versions (30 jobs of the sample, 20 nodes, some policies) give the
-    jobs.csv of the script's run_cell, byte for byte. (The shuffled group's trace is the script's
-    shuffled copy, not committed: its spec is checked to name that file; its flags are the poisson
-    group's with that trace.)"""
+    GROUPS with each of its seeds, once) and flags; small versions (30 jobs of the sample, 20 nodes, some
+    policies and seeds) give the jobs.csv of the script's run_cell, byte for byte, seed by seed. (The
+    shuffled group's trace is the script's shuffled copy, not committed: its spec is checked to name that
+    file; its flags are the poisson group's with that trace.)"""
     from aviary.experiments import thesis_regime as tr
     from aviary.launch.sweep_spec import shown
 
@@ -533,7 +533,7 @@ def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) ->
         return "trace" if load == "trace" else f"{prefix}{float(load):.2f}"
 
     label = {tr.spec_policy(v): v for v in tr.VARIANTS}
-    cells = set()
+    cells = []
     for name in ("trace", "poisson", "shuffled", "kairos", "kairos_poisson", "table32"):
         sweep = load_sweep(SPECS / f"thesis_regime_{name}.toml")
         prefix = "shuffled" if name == "shuffled" else "load"
@@ -542,25 +542,42 @@ def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) ->
         for c in sweep.cells:
             nodes = int(c.values.get("nodes", sweep.base.get("nodes")))
             assert "--schedulers" in c.flags and "--time-scale" in c.flags and "--task-scale" in c.flags
-            cells.add((label[shown(c.values["policy"])], nodes, arrivals(c.values, sweep.base)))
-    every = [cell for group in tr.GROUPS.values() for cell in group]
-    assert cells == set(every) and len(cells) == len(every)
+            assert "seed" not in sweep.base
+            cells.append(
+                (label[shown(c.values["policy"])], nodes, arrivals(c.values, sweep.base), c.values["seed"])
+            )
+    every = [(*cell, seed) for group in tr.GROUPS.values() for cell in group for seed in tr.SEEDS]
+    assert sorted(cells) == sorted(every) and len(set(cells)) == len(cells)
     small = {"jobs": 30, "start": 3000}
     small_20 = {**small, "nodes": 20}
     runs = {  # some cells of each group (thesis_regime_kairos_poisson's are Kairos variants at load 0.95)
-        "trace": (small, {"nodes": [20], "policy": [tr.spec_policy(v) for v in ("hawk", "eagle", "kairos")]}),
-        "poisson": (small_20, {"load": [0.95], "policy": [tr.spec_policy("hawk-general")]}),
-        "kairos": (small_20, {"policy": [tr.spec_policy(v) for v in ("kairos-w100", "kairos-random")]}),
-        "table32": (small_20, {"load": [0.95]}),
+        "trace": (
+            small,
+            {
+                "nodes": [20],
+                "policy": [tr.spec_policy(v) for v in ("hawk", "eagle", "kairos")],
+                "seed": [0, 2],
+            },
+        ),
+        "poisson": (small_20, {"load": [0.95], "policy": [tr.spec_policy("hawk-general")], "seed": [0, 1]}),
+        "kairos": (
+            small_20,
+            {"policy": [tr.spec_policy(v) for v in ("kairos-w100", "kairos-random")], "seed": [1]},
+        ),
+        "table32": (small_20, {"load": [0.95], "seed": [0]}),
     }
     for name, (replay, grid) in runs.items():
         _, out = small_sweep(tmp_path, f"thesis_regime_{name}", replay, grid)
         sweep = load_sweep(tmp_path / "specs" / f"thesis_regime_{name}.toml", out)
         prefix = "load"
         for c in sweep.cells:
-            lab, arr = label[shown(c.values["policy"])], arrivals(c.values, sweep.base)
-            tr.run_cell(lab, 20, arr, out=tmp_path / "script", extra=SAMPLE)
-            same_jobs(out / c.name, tmp_path / "script" / tr.cell_name(lab, 20, arr))
+            lab, arr, seed = (
+                label[shown(c.values["policy"])],
+                arrivals(c.values, sweep.base),
+                c.values["seed"],
+            )
+            tr.run_cell(lab, 20, arr, out=tmp_path / "script", extra=SAMPLE, seed=seed)
+            same_jobs(out / c.name, tmp_path / "script" / tr.cell_name(lab, 20, arr, seed))
 
 
 def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
@@ -663,8 +680,10 @@ def test_thesis_regime_reports_from_the_sweep_cells(
     small_specs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`thesis_regime --from-sweep DIR` builds its reports from the sweep's cells: each setting's ratios
-    are those of that setting's cells (the sample's arrival times on two sizes, Poisson arrivals), the
-    peak-load column is derive() of the cell's jobs.csv, and the instrumented runs are said to be absent."""
+    are those of that setting's cells (the sample's arrival times on two sizes, Poisson arrivals), taken
+    within a seed, their median over the seeds [min, max]; a setting with fewer seeds says so, in the
+    tables and the claims' lines; the peak-load column is derive() of the cells' jobs.csv, and the
+    instrumented runs are said to be absent."""
     from aviary.experiments import thesis_regime as tr
 
     root = small_specs
@@ -678,29 +697,45 @@ def test_thesis_regime_reports_from_the_sweep_cells(
     policies = [tr.spec_policy(v) for v in ("sparrow", "hawk")]
     small_sweep(root, "thesis_regime_trace", small, {"nodes": [10, 20], "policy": policies})
     small_sweep(root, "thesis_regime_poisson", {**small, "nodes": 20}, {"load": [0.95], "policy": policies})
+    # 10 nodes: seed 1 only, the others' cells missing
+    for cell in (root / "thesis_regime_trace").glob("*,nodes=10,seed=[02]"):
+        (cell / "summary.json").unlink()
     assert tr.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
     md = (root / "r" / "thesis_regime.md").read_text()
     section = md.split("## Hawk normalized to Sparrow")[1].split("##")[0]
     raw_section = md.split("## Raw job completion times")[1]
     hawk = tr.spec_policy("hawk").replace(":", "+")
     shown = set()
-    for spec, cell, nodes, arr in (
-        ("thesis_regime_trace", ",nodes=10", 10, "trace"),
-        ("thesis_regime_trace", ",nodes=20", 20, "trace"),
-        ("thesis_regime_poisson", ",load=0.95", 20, "load0.95"),
+    for spec, cell, nodes, arr, seeds in (
+        ("thesis_regime_trace", ",nodes=10", 10, "trace", (1,)),
+        ("thesis_regime_trace", ",nodes=20", 20, "trace", tr.SEEDS),
+        ("thesis_regime_poisson", ",load=0.95", 20, "load0.95", tr.SEEDS),
     ):
-        h, s = (
-            json.loads((root / spec / f"{p}{cell}" / "summary.json").read_text()) for p in (hawk, "sparrow")
-        )
+        runs = {
+            seed: [
+                json.loads((root / spec / f"{p}{cell},seed={seed}" / "summary.json").read_text())
+                for p in (hawk, "sparrow")
+            ]
+            for seed in seeds
+        }
         row = md_row(section, f"| {tr.arrivals_label(nodes, arr)} |")
-        assert row[5] == f"{h['jct']['long']['p50'] / s['jct']['long']['p50']:.2f}", (nodes, arr)
-        derived = tr.derive(root / spec / f"{hawk}{cell}" / "jobs.csv", nodes, arr)
-        assert row[1] == f"{derived['peak_window_load']:.2f}"
-        raw = md_row(raw_section, f"| {tr.arrivals_label(nodes, arr)} | hawk |")
-        assert raw[2] == " / ".join(tr.num(h["jct"]["short"][q]) for q in tr.PCT)
-        assert raw[4] == " / ".join(tr.num(derived["short"]["wait"][q]) for q in tr.PCT)
-        shown.add(tuple(raw[2:5]))
-    assert len(shown) == 3  # the settings' cells differ: a wrong lookup would show
+        want = [h["jct"]["long"]["p50"] / s["jct"]["long"]["p50"] for h, s in runs.values()]
+        assert row[5] == tr.over_seeds(want), (nodes, arr)
+        assert row[-1] == ("3" if len(seeds) == 3 else "**1** (seed 1 only)")
+        derived = {
+            seed: tr.derive(root / spec / f"{hawk}{cell},seed={seed}" / "jobs.csv", nodes, arr)
+            for seed in seeds
+        }
+        assert row[1] == tr.over_seeds([d["peak_window_load"] for d in derived.values()])
+        for seed, (h, _) in runs.items():
+            raw = md_row(raw_section, f"| {tr.arrivals_label(nodes, arr)} | hawk | {seed} |")
+            assert raw[3] == " / ".join(tr.num(h["jct"]["short"][q]) for q in tr.PCT)
+            assert raw[5] == " / ".join(tr.num(derived[seed]["short"]["wait"][q]) for q in tr.PCT)
+            shown.add(tuple(raw[3:6]))
+    assert len(shown) == 7  # the settings' and seeds' cells differ: a wrong lookup would show
+    assert "[" in md_row(section, f"| {tr.arrivals_label(20, 'trace')} |")[5]  # the seeds differ
+    assert "trace 0.01k (" in md and "; **seed 1 only**)" in md  # the claims' lines say so too
+    assert "Every seed agrees" in section or "The seeds disagree" in section
     assert "Generated from the cells of `aviary sweep" in md
     kairos_md = (root / "r" / "kairos_regime.md").read_text()
     assert "absent (no `experiments/results/thesis_regime/kairos-20-trace/anatomy.json`" in kairos_md
