@@ -866,11 +866,11 @@ def anatomy_table() -> list[str]:
 KAIROS_TEXT = """\
 ## Findings
 
-When this was written, the controls, the shuffled cells and the Poisson cells at loads 0.7 and 0.9
-had seed 0 only (the tables say which seeds each row has), and the instrumented runs are seed 0's: the
-figures quoted for them are seed 0's. Kairos and Eagle themselves had seeds 0, 1 and 2 with the
-sample's own arrival times and at Poisson loads 0.5, 0.8 and 0.95; where the text quotes seed 0 there,
-it says how the seeds compare.
+When this was written, the controls (all but W = 1,000 s on the trace) had seed 0 only (the tables say
+which seeds each row has), and the instrumented runs are seed 0's: the figures quoted for them are seed
+0's. Kairos and Eagle themselves have seeds 0, 1 and 2 with the sample's own arrival times, at every
+Poisson load and in the shuffled order; where the text quotes seed 0 there, it says how the seeds
+compare.
 
 Kairos / Eagle at 12,500 nodes with the sample's own arrival times (busy-part load 1.01): short
 p50 / p90 / p99 0.97 / 1.28 / 1.97, long 1.12 / 1.36 / 1.19 in seed 0, the figures issue 12 quotes;
@@ -878,16 +878,16 @@ the medians over seeds 0-2 are the same within 0.01 (long p90 1.35, 1.34-1.36; s
 Fig. 4.8 has Kairos up to 55 % better for short jobs at high load. The controls below rule out four
 causes and point to one parameter, W, in a regime where Eagle has nothing left to lose:
 
-1. **Not the sample's burst.** Poisson arrivals of the same jobs at loads 0.7-0.95 give the same
-   picture (short p90 1.11-1.32, p99 1.32-1.82 at the medians; seed 0's p99 1.24-2.34, and at load
-   0.8 the seeds' p99 range from 1.13 to 2.34, every one above 1), and so do Poisson arrivals of the
-   jobs in a shuffled order, where the big long jobs no longer arrive together (load 0.95: 0.96 / 1.29
-   / 2.70; load 0.8: 0.97 / 1.09 / 1.22). Only at the lightest loads (25,000 nodes; Poisson 0.5 at p50
-   / p90, where short p99 is 1.16, 1.08-1.45 over the seeds) are the two about equal. The burst
-   matters for the *overloaded* sizes, where it puts Eagle's short jobs in the 17 % partition; that is
-   where Kairos wins (`kairos_sim/kairos_sim.md`: short p90 0.05-0.39 at 5,000-8,000 nodes, seed 0),
-   and it is the reason the thesis gives for its own gains (§4.6.3: "when the load is very high, short
-   jobs in Eagle are confined to the sub-cluster reserved for them").
+1. **Not the sample's burst.** Poisson arrivals of the same jobs at loads 0.7-0.95 give the same picture
+   (short p90 1.11-1.38, p99 1.32-1.63 at the medians; seed 0's p99 1.24-2.34, and at load 0.8 the seeds'
+   p99 range from 1.13 to 2.34, every one above 1), and so do Poisson arrivals of the jobs in a shuffled
+   order, where the big long jobs no longer arrive together (medians of seeds 0-2, load 0.95: 0.96 / 1.34
+   / 2.70; load 0.8: 0.97 / 1.11 / 1.47). Only at the lightest loads (25,000 nodes; Poisson 0.5 at p50 /
+   p90, where short p99 is 1.16, 1.08-1.45 over the seeds) are the two about equal. The burst matters for
+   the *overloaded* sizes, where it puts Eagle's short jobs in the 17 % partition; that is where Kairos
+   wins (`kairos_sim/kairos_sim.md`: short p90 0.05-0.39 at 5,000-8,000 nodes, seed 0), and it is the
+   reason the thesis gives for its own gains (§4.6.3: "when the load is very high, short jobs in Eagle are
+   confined to the sub-cluster reserved for them").
 2. **Not Q, the central queue or admission control.** At 12,500 nodes the central queue never holds
    a job's first task (wait until the first task started: 0 s for every job), and the instrumented run
    puts the time until a short job's *last* task left the queue at 0 % of its completion time: the
