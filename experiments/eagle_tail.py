@@ -35,6 +35,7 @@ import numpy as np
 
 from aviary.common.effects import Launch
 from aviary.common.messages import Probe, ProbeRejected
+from aviary.experiments.runs import seeded
 from aviary.experiments.tables import both_sides, disagreement, num, over_seeds, ratio, seeds_cell
 
 HERE = Path(__file__).resolve().parent
@@ -71,7 +72,7 @@ VARIANTS = {
 def run_name(policy: str, nodes: int, arrivals: str, variant: str = "", seed: int = 0) -> str:
     """The file name (without ``.json``) of a run under :data:`OUT`: ``eagle-8000-trace`` (seed 0, the
     names the runs had before seeds), ``eagle-8000-trace-s1``."""
-    return f"{policy}{'-' + variant if variant else ''}-{nodes}-{arrivals}" + (f"-s{seed}" if seed else "")
+    return seeded(f"{policy}{'-' + variant if variant else ''}-{nodes}-{arrivals}", seed)
 
 
 def mean_load(nodes: int) -> float:

@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.runs import read_summary, sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, seeded, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import both_sides, disagreement, num, over_seeds, seeds_cell
 
@@ -70,7 +70,7 @@ or the folder of ``aviary sweep`` runs of :data:`SPECS` (``DIR/<spec name>/<cell
 
 def run_name(policy: str, nodes: int, seed: int = 0) -> str:
     """The folder name of a run under :data:`OUT`: ``hawk-8000`` (seed 0), ``hawk-8000-s1``."""
-    return f"{policy}-{nodes}" + (f"-s{seed}" if seed else "")
+    return seeded(f"{policy}-{nodes}", seed)
 
 
 def spec_policy(policy: str) -> str:

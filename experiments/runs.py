@@ -22,6 +22,12 @@ def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     return summary
 
 
+def seeded(name: str, seed: int) -> str:
+    """A run's folder (or file) name for ``seed``: seed 0 keeps the name runs had before seeds, so its
+    committed results stay where they were; seed S > 0 adds ``-sS``."""
+    return f"{name}-s{seed}" if seed else name
+
+
 def read_summary(folder: Path | None) -> dict[str, Any] | None:
     """The ``summary.json`` of a run's folder (None: no folder, or none there)."""
     path = None if folder is None else folder / "summary.json"

@@ -39,12 +39,14 @@ def over_seeds(values: Sequence[float | None], fmt: str = "{:,.2f}") -> str:
     return fmt.format(got[0]) if got and min(got) == max(got) else spread(got, fmt)
 
 
+def which_seeds(got: Sequence[int]) -> str:
+    """``seed 0 only``, ``seeds 0, 2 only``: the seeds a row has, when it lacks some."""
+    return f"{'seed' if len(got) == 1 else 'seeds'} {', '.join(map(str, got))} only"
+
+
 def seeds_cell(got: Sequence[int], seeds: Sequence[int]) -> str:
     """The *seeds* column: how many seeds a row has, and which when fewer than ``seeds``."""
-    if len(got) >= len(seeds):
-        return str(len(got))
-    which = f"seed {got[0]} only" if len(got) == 1 else "seeds " + ", ".join(map(str, got))
-    return f"**{len(got)}** ({which})"
+    return str(len(got)) if len(got) >= len(seeds) else f"**{len(got)}** ({which_seeds(got)})"
 
 
 def both_sides(values: Sequence[float | None]) -> str | None:

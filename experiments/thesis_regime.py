@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from aviary.experiments.hawk_eagle_sim import busy_load
-from aviary.experiments.runs import read_summary, sim_wall, timed_replay
+from aviary.experiments.runs import read_summary, seeded, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import (
     both_sides,
@@ -70,6 +70,7 @@ from aviary.experiments.tables import (
     ratio,
     seeds_cell,
     spread,
+    which_seeds,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -186,7 +187,7 @@ def shuffled_trace() -> Path:
 def cell_name(label: str, nodes: int, arr: str, seed: int = 0) -> str:
     """The folder name of a cell under :data:`OUT`: ``eagle-12500-trace`` (seed 0),
     ``eagle-12500-trace-s1`` (seed 1)."""
-    return f"{label}-{nodes}-{arr}" + (f"-s{seed}" if seed else "")
+    return seeded(f"{label}-{nodes}-{arr}", seed)
 
 
 def cell_flags(label: str, nodes: int, arr: str, seed: int = 0) -> list[str]:
@@ -462,9 +463,7 @@ def median(values: Sequence[float | None]) -> float | None:
 
 def only(got: Sequence[int], seeds: Sequence[int]) -> str:
     """``""``, or when a setting has fewer seeds than ``seeds``, which it has: ``"; **seed 0 only**"``."""
-    if len(got) >= len(seeds):
-        return ""
-    return f"; **{'seed' if len(got) == 1 else 'seeds'} {', '.join(map(str, got))} only**"
+    return "" if len(got) >= len(seeds) else f"; **{which_seeds(got)}**"
 
 
 def ratio_table(top: str, den: str, seeds: Sequence[int]) -> list[str]:

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..common.cluster import Cluster
+from ..common.cluster import Cluster, free_ports
 from ..common.frontend import COUNTERS_EVERY, FrontendCore
 from ..common.resources import Resources, vector_sum
 from ..common.results import DEADLINE_SLACK, SLO_TYPES
@@ -64,12 +64,6 @@ PREEMPTIONS = ("tasks_preempted", "preemptions")
 PENDING = ("jobs_pending", "stages_pending", "tasks_pending", "tasks_running")
 """A central scheduler's gauges drawn over time (those it reports)."""
 DEAD, REJOINED = "#d62728", "#ff7f0e"
-
-
-def free_port(address: str) -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return int(s.getsockname()[1])
 
 
 def node_slots(cluster: Cluster) -> dict[str, int]:
@@ -118,7 +112,7 @@ class Dashboard:
         self.pages = 0
         self._headless: list[Callable[[], None]] = []
         secret = generate_secret_key()
-        self.port = port or free_port(address)
+        self.port = port or free_ports(1, address)[0]
         local = is_loopback(address)
         self.server = Server(
             {"/": Application(FunctionHandler(self._page))},

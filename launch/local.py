@@ -132,21 +132,24 @@ class LocalTestbed:
                 return False
         return True
 
-    def kill(self, name: str) -> None:
-        """SIGKILL the named process (an injected failure, ``--fail``): a lone one or a whole pack by
-        its name, a packed node alone by asking its pack; a name not started here is ignored."""
+    def _target(self, name: str) -> tuple[subprocess.Popen[bytes], bool] | None:
+        """The live child that runs ``name`` and whether ``name`` is that whole child (a lone process, a
+        pack by its name, a pack of one) rather than one member of a pack; None if it is not running."""
         unit = name if name in self.children else self.unit_of.get(name)
         child = None if unit is None else self.children.get(unit)
         if unit is None or child is None or child.poll() is not None:
+            return None
+        return child, unit == name or len(self.units[unit]) == 1
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the named process (an injected failure, ``--fail``): a lone one or a whole pack by
+        its name, a packed node alone by asking its pack; a name not started here is ignored."""
+        if (target := self._target(name)) is None:
             return
-        if unit == name or len(self.units[unit]) == 1:
+        child, whole = target
+        if whole:
             child.kill()
-        elif name not in self.killed and child.stdin is not None:
-            try:
-                child.stdin.write(f"{KILL} {name}\n".encode())
-                child.stdin.flush()
-            except OSError:  # the pack died meanwhile: dead() says so
-                return
+        elif name not in self.killed and _tell(child, f"{KILL} {name}"):  # else the pack died meanwhile
             self.killed[name] = -signal.SIGKILL
 
     def fail(self, failure: Failure) -> None:
@@ -159,13 +162,12 @@ class LocalTestbed:
     def pause(self, name: str, seconds: float) -> None:
         """Stop the named process for ``seconds`` (SIGSTOP, then SIGCONT: a stall), a whole pack by its
         name, or a packed node alone by asking its pack to freeze it (``stop NAME``, then ``cont NAME``)."""
-        unit = name if name in self.children else self.unit_of.get(name)
-        child = None if unit is None else self.children.get(unit)
-        if unit is None or child is None or child.poll() is not None:
+        if (target := self._target(name)) is None:
             return
-        if unit == name or len(self.units[unit]) == 1:
-            begin: Callable[[], None] = partial(_signal, child, signal.SIGSTOP)
-            end: Callable[[], None] = partial(_signal, child, signal.SIGCONT)
+        child, whole = target
+        if whole:
+            begin: Callable[[], object] = partial(_signal, child, signal.SIGSTOP)
+            end: Callable[[], object] = partial(_signal, child, signal.SIGCONT)
         else:
             begin, end = partial(_tell, child, f"{STOP} {name}"), partial(_tell, child, f"{CONT} {name}")
         begin()
@@ -200,12 +202,13 @@ def _signal(child: subprocess.Popen[bytes], sig: int) -> None:
         child.send_signal(sig)
 
 
-def _tell(child: subprocess.Popen[bytes], line: str) -> None:
-    """Write one command line on a pack's standard input (gone with the pack: ignored)."""
+def _tell(child: subprocess.Popen[bytes], line: str) -> bool:
+    """Write one command line on a pack's standard input; False if the pack is gone (dead() says so)."""
     if child.stdin is None or child.poll() is not None:
-        return
+        return False
     try:
         child.stdin.write(f"{line}\n".encode())
         child.stdin.flush()
     except OSError:
-        pass
+        return False
+    return True

@@ -11,7 +11,6 @@ import argparse
 import difflib
 import math
 import re
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -168,13 +167,8 @@ def _dashboard_port(text: str) -> int:
 
 def _listen_address(text: str) -> str:
     """An address this machine can listen on (``--dashboard-address``)."""
-    try:
-        with socket.socket(socket.AF_INET6 if ":" in text else socket.AF_INET) as s:
-            s.bind((text, 0))
-    except OSError as exc:
-        raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {exc.strerror or exc}") from None
-    except OverflowError as exc:
-        raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {exc}") from None
+    if (problem := bind_problem(text, 0, patience=0)) is not None:
+        raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {problem}")
     return text
 
 

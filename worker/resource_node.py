@@ -55,7 +55,7 @@ from typing import Any
 from ..common.core import Core
 from ..common.effects import CancelTimer, Effect, Kill, Launch, Send, SetTimer, TaskId
 from ..common.messages import GetHolding, KillTask, PeerDown, PeerUp, PlaceTask, TaskFinished
-from ..common.resources import EPS, ONE_CORE, Resources
+from ..common.resources import EPS, ONE_CORE, Resources, vector_sum
 from .holdings import Holdings
 
 CONTENTION = ("fluid", "off")
@@ -109,14 +109,8 @@ class ResourceNodeCore(Core):
     def gauges(self) -> dict[str, float]:
         """The demand of the running tasks summed per resource (beyond the capacity where disk, network or
         cores are over-allocated) and the tasks waiting for room: the live dashboard's resource view."""
-        used = [0.0, 0.0, 0.0, 0.0]
-        for task in self.running.values():
-            for i, amount in enumerate(task.demand):
-                used[i] += amount
-        return {
-            **{f"used_{r}": u for r, u in zip(Resources._fields, used, strict=True)},
-            "queued": float(len(self.waiting)),
-        }
+        used = vector_sum(task.demand for task in self.running.values())
+        return {**{f"used_{r}": u for r, u in used._asdict().items()}, "queued": float(len(self.waiting))}
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         self.clock = now
