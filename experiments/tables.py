@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def num(x: float | None, digits: int = 0) -> str:
@@ -66,3 +66,39 @@ def disagreement(split: Sequence[str]) -> str:
             + "; everywhere else every seed agrees."
         )
     return "Every seed agrees on which policy is better in every cell (its ratios on one side of 1)."
+
+
+def claim_verdict(
+    rows: Sequence[tuple[str, Sequence[int], Sequence[Sequence[float | None]]]],
+    ok: Callable[[Sequence[float | None]], bool],
+    seeds: Sequence[int],
+) -> str:
+    """Where a claim holds, judged on the medians over the seeds: ``rows`` are the settings, each
+    ``(where, the seeds it has, the ratios the claim rests on: one list per ratio, a value per seed)``,
+    and ``ok`` says whether some ratios (one per list) satisfy the claim. ``holds at A (0.41 / 0.85), ...;
+    not at ...``, a setting with fewer seeds than ``seeds`` saying which it has; with several seeds, then
+    where the seeds' own verdicts differ (which seeds hold, the ratios' median [min, max]) or that they
+    agree everywhere."""
+    holds: list[str] = []
+    fails: list[str] = []
+    differ: list[str] = []
+    for where, got, values in rows:
+        mids = [statistics.median(g) if (g := [v for v in vs if v is not None]) else None for vs in values]
+        fewer = "" if len(got) >= len(seeds) else f"; **{which_seeds(got)}**"
+        (holds if ok(mids) else fails).append(f"{where} ({' / '.join(num(v, 2) for v in mids)}{fewer})")
+        oks = [ok([vs[i] for vs in values]) for i in range(len(got))]
+        if len(set(oks)) > 1:
+            yes = [str(s) for s, y in zip(got, oks, strict=True) if y]
+            no = [str(s) for s, y in zip(got, oks, strict=True) if not y]
+            differ.append(
+                f"{where} (holds in seed{'s' * (len(yes) > 1)} {', '.join(yes)}, not in {', '.join(no)}: "
+                f"{' / '.join(spread(vs) for vs in values)})"
+            )
+    text = f"holds at {', '.join(holds) or 'none'}; not at {', '.join(fails) or 'none'}"
+    if len(seeds) > 1:
+        text += (
+            "; **the seeds' verdicts differ** at " + "; ".join(differ)
+            if differ
+            else "; every seed gives the same verdict everywhere"
+        )
+    return text

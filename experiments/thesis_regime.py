@@ -761,9 +761,9 @@ setting has only that seed; the tables give every range):
   shuffled Poisson 0.8, thesis: about 5 %) but 24 % (trace 12,500 nodes) and 49 % (Poisson 0.95 in the
   sample's order) where the big long jobs arrive together. Hawk re-schedules far fewer probes than Eagle
   (about 50,000 stolen against 337,000-338,000 SSS re-placements at 12,500 nodes in every seed; thesis
-  15.70 M against 16.98 M): with leftover probes kept, as the authors' simulator does (`-keep` rows,
-  seed 0), Hawk steals 3.7x more (186,524; 13.6x at Poisson 0.95), still 24-55 % of Eagle's
-  re-placements; Eagle's counters do not change.
+  15.70 M against 16.98 M): with leftover probes kept, as the authors' simulator does (`-keep` rows),
+  Hawk steals 3.7x more (185,931 at the median, 184,383-186,524; 12.8-13.6x at Poisson 0.95), still
+  24-55 % of Eagle's re-placements, in every seed; Eagle's counters barely change (within 0.3 %).
 - **Kairos vs Eagle (Fig. 4.8): does not hold in this regime, in any seed.** Short jobs: equal at p50
   (0.91-1.00), worse at p90 (1.04-1.32) and p99 (1.07-2.70) from busy-part load 0.63 and Poisson load
   0.7 up, whether the jobs arrive at their own times, as Poisson arrivals in their order, or shuffled
@@ -773,7 +773,7 @@ setting has only that seed; the tables give every range):
   1.20-1.46): the opposite of the thesis' "better when the load is at least 50 %". Long p99:
   0.99-1.33, the thesis' range (1.11-1.33) at most busy settings (at Poisson 0.95 1.20-1.34 over the
   seeds). Kairos wins for short jobs only where Eagle's short partition saturates, the overloaded sizes
-  of `kairos_sim/kairos_sim.md` (short p90 0.05-0.39 at 5,000-8,000 nodes, seed 0). Why, with
+  of `kairos_sim/kairos_sim.md` (short p90 0.05-0.39 at 5,000-8,000 nodes, in every seed). Why, with
   controls: [`kairos_regime.md`](kairos_regime.md).
 - **Poisson arrivals and the sample.** `--load` draws Poisson gaps but keeps the sample's job order, so
   the run of big long jobs that makes the burst still arrives together: the peak 10,000 s load is
@@ -865,11 +865,10 @@ def anatomy_table() -> list[str]:
 KAIROS_TEXT = """\
 ## Findings
 
-When this was written, the controls (all but W = 1,000 s on the trace) had seed 0 only (the tables say
-which seeds each row has), and the instrumented runs are seed 0's: the figures quoted for them are seed
-0's. Kairos and Eagle themselves have seeds 0, 1 and 2 with the sample's own arrival times, at every
-Poisson load and in the shuffled order; where the text quotes seed 0 there, it says how the seeds
-compare.
+Every cell below has seeds 0, 1 and 2: Kairos and Eagle with the sample's own arrival times, at every
+Poisson load and in the shuffled order, and every control; the figures quoted are the medians over the
+seeds (the tables give every range), and where the text quotes seed 0 it says how the seeds compare.
+The instrumented runs are seed 0's: the figures quoted for them are seed 0's.
 
 Kairos / Eagle at 12,500 nodes with the sample's own arrival times (busy-part load 1.01): short
 p50 / p90 / p99 0.97 / 1.28 / 1.97, long 1.12 / 1.36 / 1.19 in seed 0, the figures issue 12 quotes;
@@ -884,26 +883,30 @@ causes and point to one parameter, W, in a regime where Eagle has nothing left t
    / 2.70; load 0.8: 0.97 / 1.11 / 1.47). Only at the lightest loads (25,000 nodes; Poisson 0.5 at p50 /
    p90, where short p99 is 1.16, 1.08-1.45 over the seeds) are the two about equal. The burst matters for
    the *overloaded* sizes, where it puts Eagle's short jobs in the 17 % partition; that is where Kairos
-   wins (`kairos_sim/kairos_sim.md`: short p90 0.05-0.39 at 5,000-8,000 nodes, seed 0), and it is the
+   wins (`kairos_sim/kairos_sim.md`: short p90 0.05-0.39 at 5,000-8,000 nodes, in every seed), and it is the
    reason the thesis gives for its own gains (§4.6.3: "when the load is very high, short jobs in Eagle are
    confined to the sub-cluster reserved for them").
 2. **Not Q, the central queue or admission control.** At 12,500 nodes the central queue never holds
    a job's first task (wait until the first task started: 0 s for every job), and the instrumented run
    puts the time until a short job's *last* task left the queue at 0 % of its completion time: the
-   N + Q cap never binds. Q = 4 and Q = 1,000 give bit-identical percentiles to Q = 2.
+   N + Q cap never binds. Q = 4 and Q = 1,000 give bit-identical percentiles to Q = 2, in every seed
+   (Q = 1,000 at Poisson 0.95 too).
 3. **Not the starvation guard** (it fires 20 times in the run; turned off, the percentiles are
-   identical) **and not the heartbeat period** (100 s instead of W / 10 = 1,000 s: short p90 / p99
-   1.22 / 2.01). The tie-break matters a little: random instead of the variance gives p90 1.11 but
-   p99 2.18 (the thesis' Fig. 4.6 has Var better at every percentile).
-4. **W, the LAS quantum, is the lever.** Short p90 / p99 over Eagle: 1.28 / 1.97 with W = 10,000 s
-   (thesis §4.6.2), 1.16 / 1.08 with 1,000 s, 1.05 / 0.96 with 100 s (long p90 1.36 -> 1.11 -> 1.10);
-   100,000 s is worse again (p99 2.03, long p99 2.46). The instrumented runs show what the tail is made
+   identical in every seed) **and not the heartbeat period** (100 s instead of W / 10 = 1,000 s: short
+   p90 / p99 1.22 / 2.01, 1.22-1.23 / 1.97-2.02 over the seeds). The tie-break matters a little: random
+   instead of the variance gives p90 1.09 (1.09-1.11) but p99 2.18 (2.17-2.20) (the thesis' Fig. 4.6
+   has Var better at every percentile).
+4. **W, the LAS quantum, is the lever, in every seed.** Short p90 / p99 over Eagle: 1.28 / 1.97 with
+   W = 10,000 s (thesis §4.6.2), 1.16 / 1.08 with 1,000 s, 1.05 / 0.96 with 100 s (0.94-0.96: below 1 in
+   every seed; long p90 1.35 -> 1.10 -> 1.09); 100,000 s is worse again (p99 2.03, 1.98-2.04; long p99
+   2.46). (Seed 0 alone gave long p90 1.36 -> 1.11 -> 1.10; with W = 100 s the seeds' long p50 falls on
+   both sides of 1, 0.99-1.01.) The instrumented runs show what the tail is made
    of: 65 % of the short jobs at or above their p90 had a task suspended, and the most-suspended task
    spent 56 % of the job's completion time suspended (median); at or above p99, 95 % and 93 %
    (Poisson 0.95: 95 % / 85 % and 99 % / 94 %). Where Eagle's own short tail is long (Poisson 0.95 in
    the sample's order: Eagle's short p99 8,519 s in seed 0), W = 1,000 s makes Kairos 59 % better at
-   short p99 (0.41; p90 1.08; seed 0), the size of gain Fig. 4.8 reports, while W = 10,000 s leaves it
-   24 % worse in seed 0 (32 % at the median of seeds 0-2, 24-36 %).
+   short p99 (0.41 at the median, 0.40-0.44 over the seeds, as seed 0's 0.41; p90 1.08, 1.08-1.13), the
+   size of gain Fig. 4.8 reports, while W = 10,000 s leaves it 32 % worse at the median (24-36 %).
    Mechanism, as Algorithm 2 prescribes: a task placed on a node always starts, preempting the running
    task (lines 8-15). The dispatcher places a task on a busy node only when no node is idle, which
    happens here 93,016 times (arrival preemptions; 0 at 25,000 nodes, where Kairos equals Eagle): the
@@ -930,8 +933,9 @@ causes and point to one parameter, W, in a regime where Eagle has nothing left t
 
 What would make Fig. 4.8 hold in this regime is a quantum comparable with the short tasks (W of
 100-1,000 s brings Kairos level with Eagle for short jobs at 12,500 nodes, and 59 % better at p99 where
-Eagle's tail is long, Poisson 0.95), or a load at which Eagle's short partition saturates (the
-overloaded sizes). Long jobs stay worse than Eagle's at p90 at every W tried (1.10-1.68). The thesis
+Eagle's tail is long, Poisson 0.95, in every seed), or a load at which Eagle's short partition
+saturates (the overloaded sizes). Long jobs stay worse than Eagle's at p90 at every W tried (medians
+1.09-1.67; every seed 1.08-1.68). The thesis
 sets W = 10,000 "time units" for Google; the authors' Eagle simulator, into which Kairos was integrated
 (§4.6.1), reads the trace's durations as seconds (`simulation/eagle_simulation.py`: `int(float(d))`,
 read in a public fork of epfl-labos/eagle), so W = 10,000 s is the thesis' setting as we read it; the
