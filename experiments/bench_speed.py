@@ -33,7 +33,7 @@ from pathlib import Path
 CELLS = ("sparrow:5000", "hawk:5000", "eagle:5000", "sparrow:12500", "hawk:12500", "eagle:12500")
 CHILD = (
     "import sys, aviary.speedups as s; print('aviary build:', s.ACTIVE, file=sys.stderr, flush=True); "
-    "from aviary.launch.cli import main; sys.exit(main())"
+    "from aviary.launch.cli.main import main; sys.exit(main())"
 )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio, spread
-from aviary.launch.compare import FactorStats, load_comparison
+from aviary.launch.results.compare import FactorStats, load_comparison
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

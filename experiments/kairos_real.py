@@ -50,9 +50,9 @@ from aviary.experiments.kairos_workload import (
     write_trace,
 )
 from aviary.experiments.tables import num
-from aviary.launch.cli import main as aviary
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.cli.main import main as aviary
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
 
 POLICIES = ("fifo", "kairos", "kairos-random", "kairos-sum")
 LABELS = {
@@ -256,7 +256,7 @@ def plot(stats: dict[str, dict[str, Any]], png: Path, runtime: str, workload: st
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from aviary.launch.compare import plain_log_ticks, save_figure
+    from aviary.launch.results.compare import plain_log_ticks, save_figure
 
     fig = Figure(figsize=(15, 4.8), layout="constrained")
     FigureCanvasAgg(fig)

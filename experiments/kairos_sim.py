@@ -49,9 +49,9 @@ from aviary.experiments.hawk_eagle_sim import busy_load
 from aviary.experiments.runs import read_summary
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import ratio
-from aviary.launch.cli import BUNDLED_TRACE
-from aviary.launch.cli import main as aviary
-from aviary.launch.registry import POLICIES
+from aviary.launch.cli.main import BUNDLED_TRACE
+from aviary.launch.cli.main import main as aviary
+from aviary.launch.policies.registry import POLICIES
 
 KAIROS = ["--kairos-q", "2", "--quantum", "10000", "--starvation-quanta", "3"]
 BASELINE_FLAGS = ["--schedulers", "10"]  # as experiments/hawk_eagle_sim.py
@@ -154,8 +154,8 @@ def reusable(policy: str, nodes: int, flags: list[str]) -> dict[str, Any] | None
     path = HAWK_EAGLE / f"{policy}-{nodes}" / "summary.json"
     if not path.exists():
         return None
-    from aviary.launch.parser import build_parser
-    from aviary.launch.replay import setup_replay
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.replay.run import setup_replay
 
     setup = setup_replay(build_parser().parse_args(flags))
     saved = json.loads(path.read_text())
@@ -330,10 +330,10 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
     from aviary.common.trace import read_trace
-    from aviary.launch.parser import build_parser
-    from aviary.launch.registry import build_core, get_policy
-    from aviary.launch.replay import setup_replay
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.policies.registry import build_core, get_policy
+    from aviary.launch.replay.run import setup_replay
 
     flags = flags_for("kairos", nodes, Path("/nonexistent"), KAIROS, seed, jobs_limit)
     setup = setup_replay(build_parser().parse_args(flags))
@@ -458,7 +458,7 @@ def plot(results: dict[int, dict[str, dict]], baseline: str, png: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from aviary.launch.compare import ratio_bars, save_figure
+    from aviary.launch.results.compare import ratio_bars, save_figure
 
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     FigureCanvasAgg(fig)

@@ -35,14 +35,15 @@ def failures(minutes: float) -> str:
 
 
 def testbed_processes(root: psutil.Process) -> dict[str, psutil.Process]:
-    """The replay's testbed children by process name (``python -m aviary.launch.process FILE NAME``)."""
+    """The replay's testbed children by process name
+    (``python -m aviary.launch.drivers.process FILE NAME``)."""
     out = {}
     for p in root.children(recursive=True):
         try:
             cmd = p.cmdline()
         except psutil.Error:
             continue
-        if "aviary.launch.process" in cmd:
+        if "aviary.launch.drivers.process" in cmd:
             out[cmd[-1]] = p
     return out
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.integration
 
@@ -107,9 +107,9 @@ def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
     import uvloop
 
     from aviary.common.model import JobSpec
-    from aviary.launch.local import LocalTestbed
-    from aviary.launch.real import FrontendSession
-    from aviary.launch.registry import get_policy, policy_cluster
+    from aviary.launch.drivers.local import LocalTestbed
+    from aviary.launch.drivers.real import FrontendSession
+    from aviary.launch.policies.registry import get_policy, policy_cluster
 
     cluster = policy_cluster("sparrow", nodes=2, slots=1, schedulers=1)
     route = get_policy("sparrow").route(cluster)

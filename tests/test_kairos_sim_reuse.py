@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from aviary.experiments import kairos_sim
-from aviary.launch.cli import build_parser
-from aviary.launch.replay import setup_replay
+from aviary.launch.cli.main import build_parser
+from aviary.launch.replay.run import setup_replay
 
 
 def saved_summary(folder: Path, flags: list[str], **changes: object) -> None:
