@@ -26,7 +26,8 @@ from typing import Any
 
 from .common.results import JobRecord, Metric, family_metrics, read_jobs, read_summary
 from .launch.flags.spec import ReplaySpec, UsageError
-from .launch.replay.run import run_replay, setup_replay
+from .launch.replay.resolve import setup_replay
+from .launch.replay.run import run_replay
 from .launch.results.compare import comparison_data, load_comparison
 
 __all__ = ["ReplaySpec", "Run", "UsageError", "compare", "replay"]

@@ -28,7 +28,7 @@ from aviary.common.resources import vector_sum
 from aviary.launch.drivers.sim import Simulator
 from aviary.launch.flags.parser import build_parser
 from aviary.launch.policies.registry import build_core, get_policy
-from aviary.launch.replay.run import setup_replay
+from aviary.launch.replay.resolve import setup_replay
 
 CELLS = (("tpch", 100, 300), ("tpch", 1000, 3000), ("alibaba", 100, 1000), ("tpcds", 100, 300))
 

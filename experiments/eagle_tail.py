@@ -147,7 +147,7 @@ def simulate_run(
     from aviary.launch.drivers.sim import Simulator
     from aviary.launch.flags.parser import build_parser
     from aviary.launch.policies.registry import build_core, get_policy
-    from aviary.launch.replay.run import setup_replay
+    from aviary.launch.replay.resolve import setup_replay
 
     flags = ["replay", "--runtime", "sim", "--policy", policy, "--nodes", str(nodes), "--schedulers", "10"]
     flags += ["--seed", str(seed), "--quiet", "--force", "--out", str(OUT / "tmp")]

@@ -155,7 +155,7 @@ def reusable(policy: str, nodes: int, flags: list[str]) -> dict[str, Any] | None
     if not path.exists():
         return None
     from aviary.launch.flags.parser import build_parser
-    from aviary.launch.replay.run import setup_replay
+    from aviary.launch.replay.resolve import setup_replay
 
     setup = setup_replay(build_parser().parse_args(flags))
     saved = json.loads(path.read_text())
@@ -333,7 +333,7 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     from aviary.launch.drivers.sim import Simulator
     from aviary.launch.flags.parser import build_parser
     from aviary.launch.policies.registry import build_core, get_policy
-    from aviary.launch.replay.run import setup_replay
+    from aviary.launch.replay.resolve import setup_replay
 
     flags = flags_for("kairos", nodes, Path("/nonexistent"), KAIROS, seed, jobs_limit)
     setup = setup_replay(build_parser().parse_args(flags))

@@ -341,7 +341,7 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
     from aviary.launch.drivers.sim import Simulator
     from aviary.launch.flags.parser import build_parser
     from aviary.launch.policies.registry import build_core, get_policy
-    from aviary.launch.replay.run import setup_replay
+    from aviary.launch.replay.resolve import setup_replay
 
     if arr.startswith("shuffled"):
         shuffled_trace()

@@ -12,8 +12,8 @@ from aviary.common.model import GOOGLE_CUTOFF
 from aviary.launch.cli.main import build_parser, main
 from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.replay.connect import not_listening
-from aviary.launch.replay.run import setup_replay
-from aviary.launch.replay.run import testbed_cluster as cluster_from
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.resolve import testbed_cluster as cluster_from
 
 
 def cluster_of(args):

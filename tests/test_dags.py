@@ -543,7 +543,7 @@ def test_tpcds_replays_on_the_simulator_through_the_cli(tmp_path, capsys):
     from aviary.launch.cli.main import main
     from aviary.launch.flags.spec import ReplaySpec
     from aviary.launch.replay.jobs import DEFAULT_TPCH_JOBS
-    from aviary.launch.replay.run import setup_replay, time_scale
+    from aviary.launch.replay.resolve import setup_replay, time_scale
 
     base = [
         "replay",

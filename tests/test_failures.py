@@ -320,12 +320,12 @@ def test_a_hybrid_node_drops_an_assignment_it_did_not_ask_for_and_forgets_a_dead
 
 def test_tetrisched_plans_again_the_part_of_a_gang_a_dead_node_ran() -> None:
     from aviary.launch.flags.spec import ReplaySpec
-    from aviary.launch.replay.run import _setup
+    from aviary.launch.replay.resolve import resolve
 
     spec = ReplaySpec(
         runtime="sim", policy="tetrisched", workload="gshet", nodes=16, jobs=15, fail="node-3@100s"
     )
-    setup = _setup(spec)
+    setup = resolve(spec)
     out = simulate(setup.cluster, setup.jobs, failures=setup.failures)
     central = out.cores["central"]
     assert out.frontend.unfinished() == [] and central.counters["tasks_rerun"] >= 1

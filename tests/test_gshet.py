@@ -185,7 +185,7 @@ def read_jobs_csv(path):
 def test_a_sim_replay_through_the_cli_finishes_and_reports_the_slo_metrics(tmp_path):
     from aviary.launch.cli.main import main
     from aviary.launch.flags.spec import ReplaySpec
-    from aviary.launch.replay.run import setup_replay, time_scale
+    from aviary.launch.replay.resolve import setup_replay, time_scale
 
     out = tmp_path / "drf"
     argv = ["replay", "--runtime", "sim", "--workload", "gshet", "--jobs", "30", "--policy", "drf"]

@@ -352,7 +352,7 @@ def test_cli_flags_reach_the_cores():
     from aviary.launch.cli.main import build_parser
     from aviary.launch.flags.spec import ReplaySpec
     from aviary.launch.policies.registry import build_core
-    from aviary.launch.replay.run import testbed_cluster
+    from aviary.launch.replay.resolve import testbed_cluster
 
     flags = ["replay", "--runtime", "sim", "--policy", "kairos-sum", "--nodes", "3", "--slots", "2",
              "--quantum", "2", "--kairos-q", "3", "--starvation-quanta", "4", "--starvation-multiple", "1.5",

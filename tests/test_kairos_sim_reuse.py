@@ -9,7 +9,7 @@ import pytest
 
 from aviary.experiments import kairos_sim
 from aviary.launch.cli.main import build_parser
-from aviary.launch.replay.run import setup_replay
+from aviary.launch.replay.resolve import setup_replay
 
 
 def saved_summary(folder: Path, flags: list[str], **changes: object) -> None:

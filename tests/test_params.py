@@ -12,7 +12,7 @@ from aviary.common.params import Param, resolve
 from aviary.launch.cli.main import build_parser, main
 from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.policies.registry import POLICIES, check_params, policy_cluster
-from aviary.launch.replay.run import testbed_cluster as cluster_from
+from aviary.launch.replay.resolve import testbed_cluster as cluster_from
 
 DECLARED = [(pol.name, p) for pol in POLICIES.values() for p in pol.declared]
 

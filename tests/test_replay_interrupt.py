@@ -19,7 +19,8 @@ import pytest
 
 from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.replay.progress import StopSignals
-from aviary.launch.replay.run import run_replay, setup_replay
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.run import run_replay
 
 
 def check_partial(out: Path, reason: str) -> dict:

@@ -16,7 +16,7 @@ from aviary.launch.cli.main import build_parser, main
 from aviary.launch.flags.spec import ReplaySpec, UsageError
 from aviary.launch.replay.jobs import DEFAULT_REAL_JOBS, TAIL_SHARE, arrival_span, longest_task
 from aviary.launch.replay.progress import ProgressBar, _EtaColumn
-from aviary.launch.replay.run import DEFAULT_BUDGET, setup_replay
+from aviary.launch.replay.resolve import DEFAULT_BUDGET, setup_replay
 
 LONG = ["replay", "--jobs", "300", "--start", "1629", "--time-scale", "1000", "--quiet"]
 """A real replay the simulator predicts at 11 minutes (10 nodes, the default task scale)."""
@@ -170,7 +170,7 @@ def test_a_real_replay_given_a_duration_ends_within_a_quarter_of_it(tmp_path, no
 
 def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_one_finishing():
     from aviary.common.model import JobSpec
-    from aviary.launch.replay.run import longest_quiet
+    from aviary.launch.replay.resolve import longest_quiet
 
     jobs = [JobSpec(i, submit, [1.0], 1.0, False) for i, submit in enumerate((0.0, 5.0, 10.0))]
     assert longest_quiet(jobs, [4.0, 12.0, 62.0]) == 50.0  # from 12 to 62; 4 came before the last submit

@@ -17,7 +17,8 @@ from aviary.common.resources import vector_sum
 from aviary.launch.cli import demo
 from aviary.launch.cli.main import build_parser, main
 from aviary.launch.flags.spec import ReplaySpec, UsageError
-from aviary.launch.replay.run import run_replay, setup_replay
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.run import run_replay
 
 
 def spec_of(*flags: str) -> ReplaySpec:

@@ -12,9 +12,10 @@ from pathlib import Path
 from rich.console import Console
 
 from ...common.results import ResultsError
-from ..flags.spec import ReplaySpec
+from ..flags.spec import ReplaySpec, UsageError
 from ..replay.connect import connect_problem
-from ..replay.run import UsageError, print_summary, run_replay, setup_replay, testbed_cluster
+from ..replay.resolve import setup_replay, testbed_cluster
+from ..replay.run import print_summary, run_replay
 
 
 def cmd_up(args: argparse.Namespace) -> int:

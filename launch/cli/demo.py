@@ -17,7 +17,8 @@ from pathlib import Path
 from rich.console import Console
 
 from ..flags.spec import ReplaySpec
-from ..replay.run import print_summary, run_replay, setup_replay
+from ..replay.resolve import setup_replay
+from ..replay.run import print_summary, run_replay
 from ..results.compare import compare
 
 DEMO_FLAGS = [

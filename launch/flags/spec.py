@@ -2,11 +2,11 @@
 
 ``aviary replay`` (and ``up``, ``cluster``: the testbed part) builds one from its flags with
 :meth:`ReplaySpec.from_args`; code builds one directly (``aviary demo``, experiments) and hands it to
-:func:`aviary.launch.replay.run.setup_replay` or :func:`~aviary.launch.replay.run.testbed_cluster`. The
-policy's own parameters go in ``params`` by the names its registry entry declares
-(:attr:`aviary.launch.policies.registry.Policy.declared`), in the units their help names (trace seconds
-for the durations that follow the time scale); a name the policy does not declare, or a bad value, is
-refused in one line.
+:func:`aviary.launch.replay.resolve.setup_replay` or
+:func:`~aviary.launch.replay.resolve.testbed_cluster`. The policy's own parameters go in ``params`` by
+the names its registry entry declares (:attr:`aviary.launch.policies.registry.Policy.declared`), in the
+units their help names (trace seconds for the durations that follow the time scale); a name the policy
+does not declare, or a bad value, is refused in one line.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ...common.resources import vector_sum
 from ...common.trace import TraceJob, read_trace
 from ...common.workload import build_workload
 from ..flags.spec import ReplaySpec, UsageError
-from ..policies.registry import POLICIES, get_policy
+from ..policies.registry import POLICIES, Policy
 from .gshet import replay_gshet
 
 DEFAULT_REAL_JOBS = 300
@@ -33,14 +33,13 @@ TAIL_SHARE = 0.25
 
 
 def replay_jobs(
-    spec: ReplaySpec, cluster: Cluster, scale: float, load: float | None
+    spec: ReplaySpec, policy: Policy, cluster: Cluster, scale: float, load: float | None
 ) -> tuple[list[JobSpec], float | None]:
     """The scaled jobs of the replay and the task scale they were merged with (None: none given, the
     DAG workloads'): the Google-format trace as flat jobs for the slot-based policies (:func:`flat_jobs`);
     DAG jobs with per-stage demands (:mod:`aviary.common.dags`) for the multi-resource ones, whose
     ``--load`` is the offered load of the dominant resource."""
     kind = spec.workload
-    policy = get_policy(cluster.policy)
     if spec.gshet is not None and kind != "gshet":
         raise UsageError(f"--gshet applies to --workload gshet, not {kind}")
     if spec.tpch_mix is not None and kind != "tpch":

@@ -24,7 +24,6 @@ from ...common.model import JobSpec
 from ...common.workload import merge_tasks, task_count
 from ..drivers.sim import simulate
 from ..flags.spec import ReplaySpec, UsageError
-from ..policies.registry import get_policy
 from .jobs import TAIL_SHARE, TASK_SCALES, arrival_span, google_trace
 from .progress import ProgressBar
 from .resolved import Prediction, ReplaySetup
@@ -87,7 +86,7 @@ def predict(setup: ReplaySetup, *, quiet: bool = True, limit: float = PREDICT_LI
     done = [f for f in finishes if f is not None]
     wall = outcome.virtual_seconds if outcome.stopped else max(done, default=0.0)
     utilization = None  # the DAG policies' is the dominant resource's: not estimated here
-    if wall > 0 and not get_policy(setup.cluster.policy).dag:
+    if wall > 0 and not setup.policy.dag:
         work = math.fsum(math.fsum(j.durations) for j in setup.jobs)
         utilization = work / (sum(p.slots for p in setup.cluster.nodes) * wall)
     return Prediction(wall, utilization, finishes, time.monotonic() - started, outcome.stopped is None)
@@ -128,7 +127,7 @@ def trace_index(spec: ReplaySpec, jobs: list[JobSpec]) -> int | None:
 
 def _flat(spec: ReplaySpec, setup: ReplaySetup) -> bool:
     """The replay is of the Google trace's flat jobs (a slot-based policy)."""
-    return spec.workload == "google" and not get_policy(setup.cluster.policy).dag
+    return spec.workload == "google" and not setup.policy.dag
 
 
 def prediction_notes(spec: ReplaySpec, setup: ReplaySetup, prediction: Prediction) -> list[str]:

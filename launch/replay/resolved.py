@@ -1,7 +1,7 @@
-"""What a replay is, once resolved: :class:`ReplaySetup` (the cluster, the jobs, the runtime and where
-results go) and the simulator's :class:`Prediction` of a real replay. Plain data: :mod:`.replay` builds
-them from a :class:`~.spec.ReplaySpec`, :mod:`.predict` makes the prediction, :mod:`.provenance` records
-them; none of those is imported here."""
+"""What a replay is, once resolved: :class:`ReplaySetup` (the policy, the cluster, the jobs, the runtime
+and where results go) and the simulator's :class:`Prediction` of a real replay. Plain data:
+:mod:`.resolve` builds them from a :class:`~..flags.spec.ReplaySpec`, :mod:`.predict` makes the
+prediction, :mod:`.provenance` records them; none of those is imported here."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 from ...common.cluster import Cluster
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.model import JobSpec
+from ..policies.registry import Policy
 
 
 @dataclass
@@ -40,8 +41,10 @@ class Prediction:
 
 @dataclass
 class ReplaySetup:
-    """Everything a replay needs, resolved from its :class:`ReplaySpec`."""
+    """Everything a replay needs, resolved from its :class:`ReplaySpec` once (:func:`.resolve.resolve`)."""
 
+    policy: Policy
+    """The registry's entry of the policy that runs (with ``--connect``, the testbed's)."""
     cluster: Cluster
     jobs: list[JobSpec]
     runtime: str

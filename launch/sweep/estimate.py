@@ -70,7 +70,7 @@ def cell_tasks(cell: Cell) -> int:
 
     from ..flags.parser import build_parser
     from ..flags.spec import ReplaySpec
-    from ..replay.run import setup_replay
+    from ..replay.resolve import setup_replay
 
     with tempfile.TemporaryDirectory(prefix="aviary-estimate-") as tmp:
         args = build_parser().parse_args(["replay", *cell.flags, "--quiet", "--out", tmp])

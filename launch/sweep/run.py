@@ -83,7 +83,8 @@ def run_cell(cell: Cell, scratch: Path | None = None) -> CellOutput:
 
     from ..flags.parser import build_parser
     from ..flags.spec import ReplaySpec
-    from ..replay.run import run_replay, setup_replay
+    from ..replay.resolve import setup_replay
+    from ..replay.run import run_replay
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="aviary-sweep-", dir=scratch) as tmp:
