@@ -1,5 +1,8 @@
 """The simulator: the same cores as the real runtime, driven on virtual time in one process (DESIGN §2).
 
+The second driver beside the real runtime (:mod:`aviary.common.runtime`): both execute the same cores'
+effects, this one on virtual time, that one on sockets, clocks and executors.
+
 Every process of the cluster gets exactly the core the real runtime would run (``registry.build_core``;
 the frontend a :class:`FrontendCore` that waits for nobody). Instead of sockets, clocks and executors
 there is an event queue:
