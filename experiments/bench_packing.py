@@ -121,12 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         graphene_offline()
         return 0
     extra = args.flags.split()
+    cells = [
+        (w, n, j)
+        for w, n, j in CELLS
+        if (not args.nodes or n in args.nodes) and (not args.workloads or w in args.workloads)
+    ]
+    if not cells:
+        shown = ", ".join(f"{w} at {n:,}" for w, n, _ in CELLS)
+        p.error(f"--workloads / --nodes: no cell matches (the cells: {shown} nodes)")
     print("| workload | nodes | jobs | tasks | policy | central µs / placed task | x ref (rounds) "
           "| central share of wall | events/s | wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for workload, nodes, jobs in CELLS:
-        if (args.nodes and nodes not in args.nodes) or (args.workloads and workload not in args.workloads):
-            continue
+    for workload, nodes, jobs in cells:
         n = args.jobs or jobs
         runs: dict[str, list[dict[str, Any]]] = {policy: [] for policy in args.policies}
         for _ in range(args.rounds):
