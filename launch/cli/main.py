@@ -1,5 +1,5 @@
-"""The ``aviary`` command: parse the command line (:mod:`.parser`, what the user types) and run the
-command (:mod:`.commands`), turning a usage error into one line and exit status 2."""
+"""The ``aviary`` command: parse the command line (:mod:`aviary.launch.flags.parser`, what the user
+types) and run the command (:mod:`.commands`), turning a usage error into one line and exit status 2."""
 
 from __future__ import annotations
 

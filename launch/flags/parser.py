@@ -1,9 +1,10 @@
 """What the user types: the ``aviary`` command line's grammar (DESIGN §7), every command's flags with
 their types, defaults and help, and the checks between flags that argparse cannot make.
 
-It knows the policies' declared parameters (:mod:`.registry`) and the replay's choices (:mod:`.spec`) and
-nothing of how a command runs: :mod:`.cli` parses with it and hands the flags to :mod:`.commands`, and the
-sweep reads a replay's flags from it (:mod:`.sweep_spec`)."""
+It knows the policies' declared parameters (:mod:`aviary.launch.policies.registry`) and the replay's
+choices (:mod:`.spec`) and nothing of how a command runs: :mod:`aviary.launch.cli.main` parses with it
+and hands the flags to :mod:`aviary.launch.cli.commands`, and the sweep reads a replay's flags from it
+(:mod:`aviary.launch.sweep.spec`)."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ class ReplaySpec:
     connect: Path | None = None
     out: Path | None = None
     force: bool = False
-    """Write into ``out`` even when it holds another run's results (:mod:`.run_folder`)."""
+    """Write into ``out`` even when it holds another run's results (:mod:`aviary.launch.replay.folder`)."""
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None

@@ -73,8 +73,8 @@ def connect_problem(args: argparse.Namespace, given: set[str]) -> str | None:
 def testbed_down(path: Path, cluster: Cluster) -> str | None:
     """One line when no process of the running ``cluster`` (described by ``path``) accepts a connection:
     a testbed that is down is said so at once, not after the registration wait; else None. Checked when
-    a replay starts (:func:`.replay.run_replay`), whoever started the testbed (``--cluster`` starts it
-    first)."""
+    a replay starts (:func:`aviary.launch.replay.run.run_replay`), whoever started the testbed
+    (``--cluster`` starts it first)."""
     processes = [p for p in cluster.processes if p.name != cluster.frontend.name]
     down = not_listening([(p.host, p.port) for p in processes])
     if not processes or len(down) < len(processes):

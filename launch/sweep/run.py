@@ -1,14 +1,14 @@
 """``aviary sweep SPEC.toml``: a grid of simulated replays, one results folder per cell, resumable, on
 every local core or on a Dask distributed cluster, then one combined table and normalized figures.
 
-The spec (:mod:`.sweep_spec`) names the flags every cell shares and the axes to vary. Each cell is one
-``aviary replay --runtime sim`` (:func:`run_cell`: :func:`~.replay.setup_replay` and
-:func:`~.replay.run_replay` in a worker process, into a scratch folder); its ``jobs.csv`` and
-``summary.json`` come back to this process as text and are written into ``OUT/<cell>/`` atomically,
-``jobs.csv`` first (:func:`write_cell`), so the workers of a cluster need no shared filesystem and a
-cell cut short (Ctrl-C, a crash, a killed worker) leaves nothing behind. The summary's ``extra.sweep``
-records the cell's flags: a cell whose ``summary.json`` holds the same flags (and was not interrupted)
-is done and skipped (:func:`cell_done`), so re-running the command resumes the sweep.
+The spec (:mod:`.spec`) names the flags every cell shares and the axes to vary. Each cell is one ``aviary
+replay --runtime sim`` (:func:`run_cell`: :func:`~aviary.launch.replay.resolve.setup_replay` and
+:func:`~aviary.launch.replay.run.run_replay` in a worker process, into a scratch folder); its ``jobs.csv``
+and ``summary.json`` come back to this process as text and are written into ``OUT/<cell>/`` atomically,
+``jobs.csv`` first (:func:`write_cell`), so the workers of a cluster need no shared filesystem and a cell
+cut short (Ctrl-C, a crash, a killed worker) leaves nothing behind. The summary's ``extra.sweep`` records
+the cell's flags: a cell whose ``summary.json`` holds the same flags (and was not interrupted) is done and
+skipped (:func:`cell_done`), so re-running the command resumes the sweep.
 
 Locally the cells run in a pool of ``--workers`` processes (default: every core); with ``--cluster
 ADDRESS`` they are submitted to a running Dask distributed scheduler instead (:func:`run_on_cluster`).
@@ -451,8 +451,8 @@ def normalized_figure(sweep: Sweep, ratios: Sequence[tuple[Cell, dict[str, Any]]
     """One row of panels per policy other than the baseline, one panel per class of jobs with finished
     ones (short, long: p50/p90/p99; all: mean JCT and makespan); on the x axis the values of the other
     axes that vary (the geometric mean over seeds when ``seed`` is an axis); bars of ratios to the
-    baseline (:func:`~.compare.ratio_bars`: a log axis when they span orders of magnitude, ``n/a`` where
-    missing). None when there is nothing to draw."""
+    baseline (:func:`~aviary.launch.results.compare.ratio_bars`: a log axis when they span orders of
+    magnitude, ``n/a`` where missing). None when there is nothing to draw."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -515,7 +515,7 @@ def normalized_figure(sweep: Sweep, ratios: Sequence[tuple[Cell, dict[str, Any]]
 
 def print_plan(sweep: Sweep, workers: int, force: bool = False) -> None:
     """``--dry-run``: each cell, done or to run, with its wall time (taken, or estimated:
-    :mod:`.sweep_estimate`), then the whole sweep's estimate on ``workers`` workers."""
+    :mod:`aviary.launch.sweep.estimate`), then the whole sweep's estimate on ``workers`` workers."""
     estimates, taken = Estimates(), {}
     for cell in sweep.cells:
         folder = sweep.out / cell.name

@@ -10,8 +10,9 @@ folder; its extension picks the format). A policy value may carry its own parame
 ``tetris:fair_fraction=0.5`` (as ``experiments/dag_sweep.py``'s variants); a ``load`` value may be
 ``"batch"`` (``--batch``) or ``"trace"`` (``--keep-arrivals``).
 
-Every value is checked by the replay's own parser and every cell by :class:`~.spec.ReplaySpec`; a bad
-one is a :class:`~.spec.UsageError` of one line naming the file, the line and the field.
+Every value is checked by the replay's own parser and every cell by
+:class:`~aviary.launch.flags.spec.ReplaySpec`; a bad one is a :class:`~aviary.launch.flags.spec.UsageError`
+of one line naming the file, the line and the field.
 """
 
 from __future__ import annotations
