@@ -231,3 +231,31 @@ def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start(
     assert docker.prediction.wall > timer.prediction.wall
     notes = prediction_notes(replace(spec, executor="docker"), docker, docker.prediction)
     assert any(f"{short} of " in n and "shorter than a container's start" in n for n in notes)
+
+
+def test_the_set_up_resolves_the_spec_once_into_the_policy_cluster_and_jobs(tmp_path, monkeypatch):
+    """One pass (launch/replay/resolve.py): a simulated replay, and a real one at a given time scale, are
+    resolved once; the set-up carries the registry's entry of the policy that runs. A real replay fitted
+    to ``--duration`` resolves again at each time scale it tries, and only then."""
+    from aviary.launch.replay import resolve as module
+
+    calls: list[ReplaySpec] = []
+    real_resolve = module.resolve
+
+    def counted(spec: ReplaySpec):  # type: ignore[no-untyped-def]
+        calls.append(spec)
+        return real_resolve(spec)
+
+    monkeypatch.setattr(module, "resolve", counted)
+    setup = setup_replay(ReplaySpec(runtime="sim", policy="eagle", nodes=20, jobs=20, out=tmp_path / "s"))
+    assert len(calls) == 1 and setup.policy.name == "eagle" and setup.cluster.policy == "eagle"
+    assert len(setup.jobs) == 20
+    calls.clear()
+    spec = ReplaySpec(
+        runtime="real", policy="sparrow", nodes=10, jobs=20, time_scale=1000, out=tmp_path / "r"
+    )
+    setup = setup_replay(spec, quiet=True)
+    assert len(calls) == 1 and setup.policy.name == "sparrow" and setup.prediction is not None
+    calls.clear()
+    setup_replay(replace(spec, time_scale=None, duration=20.0, out=tmp_path / "d"), quiet=True)
+    assert len(calls) >= 2 and len({c.time_scale for c in calls}) == len(calls)  # one per time scale tried
