@@ -121,18 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         graphene_offline()
         return 0
     extra = args.flags.split()
-    cells = [
+    chosen = [
         (w, n, j)
         for w, n, j in CELLS
         if (not args.nodes or n in args.nodes) and (not args.workloads or w in args.workloads)
     ]
-    if not cells:
+    if not chosen:
         shown = ", ".join(f"{w} at {n:,}" for w, n, _ in CELLS)
         p.error(f"--workloads / --nodes: no cell matches (the cells: {shown} nodes)")
     print("| workload | nodes | jobs | tasks | policy | central µs / placed task | x ref (rounds) "
           "| central share of wall | events/s | wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for workload, nodes, jobs in cells:
+    for workload, nodes, jobs in chosen:
         n = args.jobs or jobs
         runs: dict[str, list[dict[str, Any]]] = {policy: [] for policy in args.policies}
         for _ in range(args.rounds):

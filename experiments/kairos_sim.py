@@ -49,8 +49,8 @@ from aviary.experiments.hawk_eagle_sim import busy_load
 from aviary.experiments.runs import read_summary
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import ratio
-from aviary.launch.cli.main import BUNDLED_TRACE
 from aviary.launch.cli.main import main as aviary
+from aviary.launch.flags.parser import BUNDLED_TRACE
 from aviary.launch.policies.registry import POLICIES
 
 KAIROS = ["--kairos-q", "2", "--quantum", "10000", "--starvation-quanta", "3"]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from aviary.common.cluster import EXECUTORS, write_cluster
-from aviary.launch.cli.main import _commands, build_parser, given_flags, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import _commands, build_parser, given_flags
 from aviary.launch.flags.spec import CHOICES
 from aviary.launch.policies.registry import policy_cluster
 from aviary.launch.replay.connect import connect_problem

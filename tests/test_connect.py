@@ -9,7 +9,8 @@ import pytest
 
 from aviary.common.cluster import write_cluster
 from aviary.common.model import GOOGLE_CUTOFF
-from aviary.launch.cli.main import build_parser, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
 from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.replay.connect import not_listening
 from aviary.launch.replay.resolve import setup_replay

@@ -349,7 +349,7 @@ def test_many_nodes_with_churn_never_exceed_the_cap_and_always_pick_a_minimum():
 
 
 def test_cli_flags_reach_the_cores():
-    from aviary.launch.cli.main import build_parser
+    from aviary.launch.flags.parser import build_parser
     from aviary.launch.flags.spec import ReplaySpec
     from aviary.launch.policies.registry import build_core
     from aviary.launch.replay.resolve import testbed_cluster

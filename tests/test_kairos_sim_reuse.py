@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aviary.experiments import kairos_sim
-from aviary.launch.cli.main import build_parser
+from aviary.launch.flags.parser import build_parser
 from aviary.launch.replay.resolve import setup_replay
 
 

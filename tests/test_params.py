@@ -9,7 +9,8 @@ import pytest
 
 from aviary.common.cluster import ClusterError, write_cluster
 from aviary.common.params import Param, resolve
-from aviary.launch.cli.main import build_parser, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
 from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.policies.registry import POLICIES, check_params, policy_cluster
 from aviary.launch.replay.resolve import testbed_cluster as cluster_from

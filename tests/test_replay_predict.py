@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from aviary.launch.cli.main import build_parser, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
 from aviary.launch.flags.spec import ReplaySpec, UsageError
 from aviary.launch.replay.jobs import DEFAULT_REAL_JOBS, TAIL_SHARE, arrival_span, longest_task
 from aviary.launch.replay.progress import ProgressBar, _EtaColumn

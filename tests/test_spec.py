@@ -15,7 +15,8 @@ from aviary.common.dags import TPCH_LINE_STRIDE, build_dag_workload, read_tpch
 from aviary.common.model import GOOGLE_CUTOFF
 from aviary.common.resources import vector_sum
 from aviary.launch.cli import demo
-from aviary.launch.cli.main import build_parser, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
 from aviary.launch.flags.spec import ReplaySpec, UsageError
 from aviary.launch.replay.resolve import setup_replay
 from aviary.launch.replay.run import run_replay

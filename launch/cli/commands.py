@@ -1,4 +1,4 @@
-"""What each ``aviary`` sub-command does (the flags are in :mod:`aviary.launch.cli.main`)."""
+"""What each ``aviary`` sub-command does (the flags are in :mod:`aviary.launch.flags.parser`)."""
 
 from __future__ import annotations
 
@@ -111,8 +111,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    import sys
-
     from ..results.compare import compare
 
     try:

@@ -8,10 +8,8 @@ import shlex
 import sys
 
 from ...common.cluster import ClusterError
-from ..flags.parser import BUNDLED_TRACE, _commands, build_parser, check_flags, command_list, given_flags
+from ..flags.parser import build_parser, check_flags, command_list, given_flags
 from ..flags.spec import UsageError
-
-__all__ = ["BUNDLED_TRACE", "_commands", "build_parser", "check_flags", "given_flags", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
