@@ -46,12 +46,12 @@ class Sweep:
     from_sweep: tuple[str, Path] | None = None
     """Read the cells from ``aviary sweep`` runs instead: (the spec's name in experiments/sweeps/, the
     folder holding its folder: ``results/sweeps``); None: the script's own runs under :attr:`out`."""
-    results: Path = RESULTS
-    """Where the report goes, and the script's own runs (``--results``)."""
+    runs: Path = RESULTS
+    """The folder of the script's own runs' folder (``--runs``; its cells under ``runs/<name>/``)."""
 
     @property
     def out(self) -> Path:
-        return self.results / self.name
+        return self.runs / self.name
 
     def folder(self, cell: Cell) -> Path | None:
         """Where the results of ``cell`` are (None: no finished sweep cell has it)."""
@@ -171,9 +171,10 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
     from_sweep_flag(p, report_name or sweep.name)
-    p.add_argument("--results", type=Path, default=RESULTS, help="where the report and the runs go")
+    p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
+    p.add_argument("--runs", type=Path, default=RESULTS, help="where the runs go: RUNS/<name>/<cell>/")
     args = p.parse_args(argv)
-    sweep.jobs, sweep.nodes, sweep.results = args.jobs, args.nodes, args.results
+    sweep.jobs, sweep.nodes, sweep.runs = args.jobs, args.nodes, args.runs
     policies = list(args.policies)
     if sweep.baseline not in policies:
         policies.insert(0, sweep.baseline)
