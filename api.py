@@ -8,13 +8,13 @@
     [j.jct for j in tetris.jobs][:5]                          # the job table (jobs.csv)
     compare(drf, tetris)["rows"]                              # aviary compare --json, as data
 
-:func:`replay` takes the fields of :class:`~aviary.launch.spec.ReplaySpec` as keywords — the same names,
+:func:`replay` takes the fields of :class:`~aviary.launch.flags.spec.ReplaySpec` as keywords — the same names,
 defaults and checks as ``aviary replay``'s flags, declared once there (``time_scale=`` for
 ``--time-scale``, ``params={"probe_ratio": 3}`` for a policy's parameters), or a ``ReplaySpec`` itself
 for type checking. It writes the run's folder as the command does (``results/<workload>-<policy>-...``
 unless ``out=``) and returns a :class:`Run`: its folder, ``summary.json`` as a dict, the job table and
 its family's headline figures. :func:`compare` reads runs (or folders) as ``aviary compare`` does.
-Bad values raise :class:`~aviary.launch.spec.UsageError` with the command line's one-line messages.
+Bad values raise :class:`~aviary.launch.flags.spec.UsageError` with the command line's one-line messages.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from .common.results import JobRecord, Metric, family_metrics, read_jobs, read_summary
-from .launch.compare import comparison_data, load_comparison
-from .launch.replay import run_replay, setup_replay
-from .launch.spec import ReplaySpec, UsageError
+from .launch.flags.spec import ReplaySpec, UsageError
+from .launch.replay.resolve import setup_replay
+from .launch.replay.run import run_replay
+from .launch.results.compare import comparison_data, load_comparison
 
 __all__ = ["ReplaySpec", "Run", "UsageError", "compare", "replay"]
 

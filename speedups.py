@@ -47,7 +47,7 @@ MODULES = (
     "distributed.sparrow",
     "distributed.hawk",
     "distributed.eagle",
-    "launch.sim",
+    "launch.drivers.sim",
     "central.state",
     "central.lwl",
 )

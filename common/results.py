@@ -9,7 +9,7 @@ were named (:data:`OLD_JOBS_HEADER`).
 (replay seconds), utilization, message counts and counters, and, for runs that log their tasks' resource
 demands, per-resource utilization and Jain's fairness index over windows (:mod:`aviary.common.usage`),
 for workloads with SLO jobs ``slo_attainment`` and ``be_mean_latency`` (:func:`slo_metrics`), and, for a
-replay, ``workload``: what was replayed, exactly (:mod:`aviary.launch.provenance`). Both
+replay, ``workload``: what was replayed, exactly (:mod:`aviary.launch.replay.provenance`). Both
 files are written atomically (a temporary file renamed into place), ``jobs.csv`` first, so a folder
 with a ``summary.json`` always has a complete ``jobs.csv``. Identical inputs give byte-identical files.
 
@@ -242,7 +242,7 @@ def write_results(
     ``cycles``: a periodic planner's record per cycle (:meth:`~aviary.common.core.Core.cycle_log`); when
     given, the summary has ``solver`` (:func:`solver_summary`).
 
-    ``workload``: the record of what was replayed (:func:`aviary.launch.provenance.workload_record`),
+    ``workload``: the record of what was replayed (:func:`aviary.launch.replay.provenance.workload_record`),
     kept as the summary's ``workload`` (which ``aviary compare`` checks); without one, no such key.
     """
     out = Path(out_dir)

@@ -1,5 +1,8 @@
 """The real runtime: drives one core with an asyncio (uvloop) loop, one ZeroMQ socket and an executor.
 
+The first driver beside the simulator (:mod:`aviary.launch.drivers.sim`): both execute the same cores'
+effects, this one on sockets, clocks and executors, that one on virtual time.
+
 It decodes frames into messages for the core and carries out the core's effects. Control messages
 (``Hello``, ``GetStats``, ``Shutdown``) are answered here, for every role alike. Each message counts
 only from the roles that may send it (:mod:`aviary.common.senders`, by the names of the cluster

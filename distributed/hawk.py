@@ -4,7 +4,7 @@ cluster.
 "Distributed schedulers schedule tasks on the entire cluster. The first scheduling step is achieved as
 in Sparrow. To schedule a job with t tasks, a distributed scheduler sends probes to 2t servers." Long
 jobs normally go to the central LWL scheduler (the frontend routes them there by their estimate,
-:func:`aviary.launch.hybrid.hybrid_router`); a long job that reaches a distributed scheduler (the
+:func:`aviary.launch.policies.hybrid.hybrid_router`); a long job that reaches a distributed scheduler (the
 "Hawk without centralized scheduling" ablation of §2.4.4) is probed the same way but only over the
 general partition, since long tasks never use the short partition (§2.3.4), with its probes marked
 ``long`` so that nodes know what they hold (stealing takes short probes queued behind long entries).

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from aviary.common.results import percentile, read_jobs
-from aviary.launch.cli import main as aviary
+from aviary.launch.cli.main import main as aviary
 
 PERCENTILES = {"p10": 0.10, "p50": 0.50, "p90": 0.90, "p99": 0.99}
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from aviary.experiments.bench_codec import BEFORE
 from aviary.experiments.bench_codec import table as codec_table
 from aviary.experiments.tables import num
-from aviary.launch.cli import main as aviary
-from aviary.launch.registry import POLICIES
+from aviary.launch.cli.main import main as aviary
+from aviary.launch.policies.registry import POLICIES
 
 
 def run(policy: str, out: Path, args: argparse.Namespace) -> dict:

@@ -45,7 +45,7 @@ class Memory:
 
 def sample_tree(root: psutil.Process, memory: Memory, stop: threading.Event, period: float = 0.5) -> None:
     """Peak total RSS and PSS of ``root``'s testbed processes (its children running
-    ``aviary.launch.process``) until ``stop``."""
+    ``aviary.launch.drivers.process``) until ``stop``."""
     while not stop.wait(period):
         rss = pss = pack = count = 0
         try:
@@ -55,7 +55,7 @@ def sample_tree(root: psutil.Process, memory: Memory, stop: threading.Event, per
         for child in children:
             try:
                 cmd = child.cmdline()
-                if "aviary.launch.process" not in cmd:
+                if "aviary.launch.drivers.process" not in cmd:
                     continue
                 info = child.memory_full_info()
             except psutil.Error:

@@ -25,10 +25,10 @@ from typing import Any
 
 from aviary.common.frontend import FrontendCore
 from aviary.common.resources import vector_sum
-from aviary.launch.parser import build_parser
-from aviary.launch.registry import build_core, get_policy
-from aviary.launch.replay import setup_replay
-from aviary.launch.sim import Simulator
+from aviary.launch.drivers.sim import Simulator
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.policies.registry import build_core, get_policy
+from aviary.launch.replay.resolve import setup_replay
 
 CELLS = (("tpch", 100, 300), ("tpch", 1000, 3000), ("alibaba", 100, 1000), ("tpcds", 100, 300))
 
@@ -121,12 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         graphene_offline()
         return 0
     extra = args.flags.split()
+    chosen = [
+        (w, n, j)
+        for w, n, j in CELLS
+        if (not args.nodes or n in args.nodes) and (not args.workloads or w in args.workloads)
+    ]
+    if not chosen:
+        shown = ", ".join(f"{w} at {n:,}" for w, n, _ in CELLS)
+        p.error(f"--workloads / --nodes: no cell matches (the cells: {shown} nodes)")
     print("| workload | nodes | jobs | tasks | policy | central µs / placed task | x ref (rounds) "
           "| central share of wall | events/s | wall (s) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for workload, nodes, jobs in CELLS:
-        if (args.nodes and nodes not in args.nodes) or (args.workloads and workload not in args.workloads):
-            continue
+    for workload, nodes, jobs in chosen:
         n = args.jobs or jobs
         runs: dict[str, list[dict[str, Any]]] = {policy: [] for policy in args.policies}
         for _ in range(args.rounds):

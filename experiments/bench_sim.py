@@ -20,8 +20,8 @@ from pathlib import Path
 from aviary.common.model import JobSpec
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
 
 TRACE = Path(__file__).resolve().parent / "traces" / "google_10k.tr"
 

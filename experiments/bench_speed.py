@@ -32,9 +32,11 @@ from pathlib import Path
 
 CELLS = ("sparrow:5000", "hawk:5000", "eagle:5000", "sparrow:12500", "hawk:12500", "eagle:12500")
 CHILD = (
-    "import sys, aviary.speedups as s; print('aviary build:', s.ACTIVE, file=sys.stderr, flush=True); "
-    "from aviary.launch.cli import main; sys.exit(main())"
+    "import runpy, sys, aviary.speedups as s; print('aviary build:', s.ACTIVE, file=sys.stderr, flush=True); "
+    "runpy.run_module('aviary.launch.cli', run_name='__main__', alter_sys=True)"
 )
+"""A child's ``aviary`` command: ``aviary.launch.cli`` runs as ``python -m`` runs it, whether it is a
+module (a baseline from before launch/ was grouped) or a package."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 from aviary.experiments.runs import read_summary, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import num, ratio, spread
-from aviary.launch.compare import FactorStats, load_comparison
+from aviary.launch.results.compare import FactorStats, load_comparison
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -46,10 +46,12 @@ class Sweep:
     from_sweep: tuple[str, Path] | None = None
     """Read the cells from ``aviary sweep`` runs instead: (the spec's name in experiments/sweeps/, the
     folder holding its folder: ``results/sweeps``); None: the script's own runs under :attr:`out`."""
+    runs: Path = RESULTS
+    """The folder of the script's own runs' folder (``--runs``; its cells under ``runs/<name>/``)."""
 
     @property
     def out(self) -> Path:
-        return RESULTS / self.name
+        return self.runs / self.name
 
     def folder(self, cell: Cell) -> Path | None:
         """Where the results of ``cell`` are (None: no finished sweep cell has it)."""
@@ -170,8 +172,9 @@ def main(sweep: Sweep, argv: list[str] | None = None, *, report_name: str | None
     p.add_argument("--force", action="store_true", help="re-run cells whose results exist")
     from_sweep_flag(p, report_name or sweep.name)
     p.add_argument("--results", type=Path, default=RESULTS, help="where the report goes")
+    p.add_argument("--runs", type=Path, default=RESULTS, help="where the runs go: RUNS/<name>/<cell>/")
     args = p.parse_args(argv)
-    sweep.jobs, sweep.nodes = args.jobs, args.nodes
+    sweep.jobs, sweep.nodes, sweep.runs = args.jobs, args.nodes, args.runs
     policies = list(args.policies)
     if sweep.baseline not in policies:
         policies.insert(0, sweep.baseline)

@@ -144,10 +144,10 @@ def simulate_run(
 ) -> dict[str, Any]:
     """One instrumented run with ``seed``; returns its aggregates (see :func:`aggregate`)."""
     from aviary.common.frontend import FrontendCore
-    from aviary.launch.parser import build_parser
-    from aviary.launch.registry import build_core, get_policy
-    from aviary.launch.replay import setup_replay
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.policies.registry import build_core, get_policy
+    from aviary.launch.replay.resolve import setup_replay
 
     flags = ["replay", "--runtime", "sim", "--policy", policy, "--nodes", str(nodes), "--schedulers", "10"]
     flags += ["--seed", str(seed), "--quiet", "--force", "--out", str(OUT / "tmp")]

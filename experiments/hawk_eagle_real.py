@@ -38,8 +38,9 @@ def folder(policy: str, load: float, runtime: str) -> Path:
 
 
 def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) -> dict[str, Any]:
-    from aviary.launch.parser import build_parser
-    from aviary.launch.replay import print_summary, run_replay, setup_replay
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.replay.resolve import setup_replay
+    from aviary.launch.replay.run import print_summary, run_replay
 
     out = folder(policy, load, runtime)
     flags = [

@@ -304,7 +304,7 @@ def plot(sizes: list[int], png: Path, seeds: Sequence[int]) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from aviary.launch.compare import ratio_bars, save_figure
+    from aviary.launch.results.compare import ratio_bars, save_figure
 
     fig = Figure(figsize=(11, 7.5), layout="constrained")
     FigureCanvasAgg(fig)
@@ -350,8 +350,8 @@ def plot(sizes: list[int], png: Path, seeds: Sequence[int]) -> None:
 def whiskers(
     ax: Any, got: dict[str, list[list[float]]], medians: dict[str, list[float | None]], log: bool
 ) -> None:
-    """The range over the seeds of each of :func:`~aviary.launch.compare.ratio_bars`' bars (at its bars'
-    places), the axis widened to hold them."""
+    """The range over the seeds of each of :func:`~aviary.launch.results.compare.ratio_bars`' bars
+    (at its bars' places), the axis widened to hold them."""
     width = 0.8 / max(1, len(got))
     tops = []
     for i, q in enumerate(got):

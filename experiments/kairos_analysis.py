@@ -40,8 +40,8 @@ from aviary.common.messages import JobDone, PlaceTask, SubmitJob, TaskFinished
 from aviary.common.results import percentile
 from aviary.experiments.kairos_workload import CATEGORIES, GeneratedJob, job_stages, table41_jobs
 from aviary.experiments.tables import num
-from aviary.launch.registry import build_core, policy_cluster
-from aviary.launch.sim import Simulator
+from aviary.launch.drivers.sim import Simulator
+from aviary.launch.policies.registry import build_core, policy_cluster
 from aviary.worker.las import KairosNodeCore
 
 NODES, SLOTS, Q, QUANTUM = 30, 4, 4, 50.0

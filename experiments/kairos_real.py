@@ -50,9 +50,9 @@ from aviary.experiments.kairos_workload import (
     write_trace,
 )
 from aviary.experiments.tables import num
-from aviary.launch.cli import main as aviary
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.cli.main import main as aviary
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
 
 POLICIES = ("fifo", "kairos", "kairos-random", "kairos-sum")
 LABELS = {
@@ -70,10 +70,12 @@ THESIS = {"FIFO": {"p50": 808.0, "p99": 2061.0}, "Kairos (Var)": {"p50": 241.0, 
 
 def replay(trace: Path, out: Path, policy: str, runtime: str, executor: str, scale: float) -> dict[str, Any]:
     flags = ["replay", str(trace), "--runtime", runtime, "--policy", policy, "--nodes", str(NODES),
-             "--slots", str(SLOTS), "--executor", executor, "--keep-arrivals", "--task-scale", "1",
+             "--slots", str(SLOTS), "--keep-arrivals", "--task-scale", "1",
              "--time-scale", str(scale), "--cutoff", str(LONG_CUTOFF), "--quantum", str(QUANTUM / scale),
              "--kairos-q", str(Q), "--seed", "1", "--quiet", "--yes", "--force",
              "--out", str(out)]  # fmt: skip
+    if runtime == "real":  # the simulator runs tasks virtually and refuses --executor
+        flags += ["--executor", executor]
     cpu0, own0, t0 = psutil.cpu_times(), _own_cpu(), time.monotonic()
     code = aviary(flags)
     cpu1, own1, wall = psutil.cpu_times(), _own_cpu(), time.monotonic() - t0
@@ -256,7 +258,7 @@ def plot(stats: dict[str, dict[str, Any]], png: Path, runtime: str, workload: st
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from aviary.launch.compare import plain_log_ticks, save_figure
+    from aviary.launch.results.compare import plain_log_ticks, save_figure
 
     fig = Figure(figsize=(15, 4.8), layout="constrained")
     FigureCanvasAgg(fig)

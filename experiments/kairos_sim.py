@@ -73,9 +73,9 @@ from aviary.experiments.tables import (
     ratio,
     seeds_cell,
 )
-from aviary.launch.cli import BUNDLED_TRACE
-from aviary.launch.cli import main as aviary
-from aviary.launch.registry import POLICIES
+from aviary.launch.cli.main import main as aviary
+from aviary.launch.flags.parser import BUNDLED_TRACE
+from aviary.launch.policies.registry import POLICIES
 
 KAIROS = ["--kairos-q", "2", "--quantum", "10000", "--starvation-quanta", "3"]
 BASELINE_FLAGS = ["--schedulers", "10"]  # as experiments/hawk_eagle_sim.py
@@ -185,8 +185,8 @@ def reusable(policy: str, nodes: int, flags: list[str], seed: int = 0) -> dict[s
     path = HAWK_EAGLE / seeded(f"{policy}-{nodes}", seed) / "summary.json"
     if not path.exists():
         return None
-    from aviary.launch.parser import build_parser
-    from aviary.launch.replay import setup_replay
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.replay.resolve import setup_replay
 
     setup = setup_replay(build_parser().parse_args(flags))
     saved = json.loads(path.read_text())
@@ -487,10 +487,10 @@ def measure_kairos(nodes: int, seed: int, jobs_limit: int | None = None) -> dict
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
     from aviary.common.trace import read_trace
-    from aviary.launch.parser import build_parser
-    from aviary.launch.registry import build_core, get_policy
-    from aviary.launch.replay import setup_replay
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.policies.registry import build_core, get_policy
+    from aviary.launch.replay.resolve import setup_replay
 
     flags = flags_for("kairos", nodes, Path("/nonexistent"), KAIROS, seed, jobs_limit)
     setup = setup_replay(build_parser().parse_args(flags))
@@ -617,7 +617,7 @@ def plot(results: dict[int, Pairs], baseline: str, png: Path, seeds: Sequence[in
     from matplotlib.figure import Figure
 
     from aviary.experiments.hawk_eagle_sim import whiskers
-    from aviary.launch.compare import ratio_bars, save_figure
+    from aviary.launch.results.compare import ratio_bars, save_figure
 
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     FigureCanvasAgg(fig)

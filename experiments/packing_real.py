@@ -39,7 +39,7 @@ FLAGS = ["--workload", "tpch", "--nodes", "20", "--jobs", "60", "--time-scale", 
 
 
 def run(policy: str, runtime: str, force: bool, net_delay: float = NET_DELAYS[0]) -> dict[str, Any]:
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     delay = [] if net_delay == NET_DELAYS[0] else ["--net-delay", f"{net_delay:g}"]
     out = OUT / (f"{policy}-{runtime}" + (f"-delay{net_delay * 1000:g}ms" if delay else ""))

@@ -11,8 +11,9 @@ from typing import Any
 def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     """``aviary replay FLAGS --out OUT --quiet`` in this process; its summary, whose ``extra`` gains the
     wall time the run took (``sim_wall_seconds``), written back to ``OUT/summary.json``."""
-    from aviary.launch.parser import build_parser
-    from aviary.launch.replay import run_replay, setup_replay
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.replay.resolve import setup_replay
+    from aviary.launch.replay.run import run_replay
 
     args = build_parser().parse_args(["replay", *flags, "--quiet", "--force", "--out", str(out)])
     started = time.perf_counter()

@@ -27,22 +27,24 @@ import psutil
 OUT = Path(__file__).parent / "results" / "soak"
 
 
-def failures(minutes: float) -> str:
-    """Three nodes and one of four schedulers killed at 1/6, 2/6, 3/6 and 4/6 of the run."""
+def failures(minutes: float, nodes: int) -> str:
+    """Three nodes (at 7, 42 and 77 % of the nodes: node-7, node-42, node-77 of 100) and one of four
+    schedulers killed at 1/6, 2/6, 3/6 and 4/6 of the run."""
     at = [minutes * 60 * k / 6 for k in (1, 2, 3, 4)]
-    names = ["node-7", "node-42", "sched-1", "node-77"]
+    names = [f"node-{nodes * 7 // 100}", f"node-{nodes * 42 // 100}", "sched-1", f"node-{nodes * 77 // 100}"]
     return ",".join(f"{n}@{t:.0f}s" for n, t in zip(names, at, strict=True))
 
 
 def testbed_processes(root: psutil.Process) -> dict[str, psutil.Process]:
-    """The replay's testbed children by process name (``python -m aviary.launch.process FILE NAME``)."""
+    """The replay's testbed children by process name
+    (``python -m aviary.launch.drivers.process FILE NAME``)."""
     out = {}
     for p in root.children(recursive=True):
         try:
             cmd = p.cmdline()
         except psutil.Error:
             continue
-        if "aviary.launch.process" in cmd:
+        if "aviary.launch.drivers.process" in cmd:
             out[cmd[-1]] = p
     return out
 
@@ -50,12 +52,14 @@ def testbed_processes(root: psutil.Process) -> dict[str, psutil.Process]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=30.0, help="replay length (default %(default)s)")
-    ap.add_argument("--nodes", type=int, default=100, help="node monitors (default %(default)s)")
+    ap.add_argument("--nodes", type=int, default=100, help="node monitors, at least 3 (default %(default)s)")
     ap.add_argument("--every", type=float, default=10.0, help="seconds between samples (default %(default)s)")
     ap.add_argument("--out", type=Path, default=OUT, help="results folder (default %(default)s)")
     args = ap.parse_args(argv)
+    if args.nodes < 3:
+        ap.error(f"--nodes: at least 3 (three of them are killed), got {args.nodes}")
     args.out.mkdir(parents=True, exist_ok=True)
-    fail = failures(args.minutes)
+    fail = failures(args.minutes, args.nodes)
     cmd = [
         sys.executable, "-m", "aviary.launch.cli", "replay", "--nodes", str(args.nodes), "--slots", "2",
         "--schedulers", "4", "--jobs", "6000", "--start", "2000", "--load", "0.8", "--seed", "1",
@@ -81,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.writer(f)
         w.writerow(["seconds", "process", "rss_mib"])
         w.writerows((f"{t:.1f}", n, f"{r:.2f}") for t, n, r in rows)
-    summary = json.loads((args.out / "run" / "summary.json").read_text())
+    written = args.out / "run" / "summary.json"
+    if not written.exists():  # the replay refused or crashed: its own last line, and its status
+        last = output.strip().splitlines()[-1:] or ["no output"]
+        print(f"soak: the replay exited with {proc.returncode} and wrote no results: {last[0]} (see {log})")
+        return proc.returncode or 1
+    summary = json.loads(written.read_text())
     report(args, fail, wall, rows, summary, proc.returncode, output)
     return 0 if proc.returncode == 0 else 1
 

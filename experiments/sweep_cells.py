@@ -3,7 +3,7 @@
 ``results/sweeps/<name>/``, with ``DIR = results/sweeps``) leaves one folder per cell; a script finds the
 folder of one of its cells by the cell's values (the spec's ``[replay]`` flags and the cell's axes, as
 the sweep shows them: ``policy = "hawk:stealers=general"``, ``nodes = 5000``, ``load = "trace"``).
-Only finished cells count (:func:`aviary.launch.sweep.cell_done`: a ``summary.json`` recording the
+Only finished cells count (:func:`aviary.launch.sweep.run.cell_done`: a ``summary.json`` recording the
 spec's flags)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aviary.launch.sweep import cell_done
-from aviary.launch.sweep_spec import Sweep, load_sweep, shown
+from aviary.launch.sweep.run import cell_done
+from aviary.launch.sweep.spec import Sweep, load_sweep, shown
 
 SPECS = Path(__file__).resolve().parent / "sweeps"
 

@@ -240,7 +240,7 @@ def folder(label: str, nodes: int, arr: str, seed: int = 0) -> Path | None:
 
 def load_cell(label: str, nodes: int, arr: str, seed: int = 0) -> dict[str, Any] | None:
     """The cell's summary with ``seed`` if it was made with the flags this script gives it now (a sweep
-    cell: if it is finished, :func:`aviary.launch.sweep.cell_done`)."""
+    cell: if it is finished, :func:`aviary.launch.sweep.run.cell_done`)."""
     s = read_summary(folder(label, nodes, arr, seed))
     if s is None or FROM_SWEEP is not None:
         return s
@@ -338,10 +338,10 @@ def anatomy(label: str, nodes: int, arr: str) -> dict[str, Any]:
     from aviary.common.effects import Resume, Suspend
     from aviary.common.frontend import FrontendCore
     from aviary.common.messages import PlaceTask
-    from aviary.launch.parser import build_parser
-    from aviary.launch.registry import build_core, get_policy
-    from aviary.launch.replay import setup_replay
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.policies.registry import build_core, get_policy
+    from aviary.launch.replay.resolve import setup_replay
 
     if arr.startswith("shuffled"):
         shuffled_trace()

@@ -53,7 +53,10 @@ def compiled_files() -> list[Path]:
     none but the build's, so this also finds those of modules compiled by an older :data:`MODULES`
     (another checkout), which would otherwise shadow their sources."""
     suffixes = tuple(__import__("importlib.machinery").machinery.EXTENSION_SUFFIXES)
-    folders = [ROOT, *(d for d in ROOT.iterdir() if (d / "__init__.py").is_file())]
+    folders, i = [ROOT], 0
+    while i < len(folders):  # the package and its sub-packages, at any depth (launch/drivers/)
+        folders += [d for d in folders[i].iterdir() if d.is_dir() and (d / "__init__.py").is_file()]
+        i += 1
     return [p for d in folders for p in d.iterdir() if p.name.endswith(suffixes)]
 
 

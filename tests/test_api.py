@@ -23,7 +23,7 @@ def test_the_documented_example_runs_as_written(tmp_path, monkeypatch, capsys):
 def test_a_run_is_what_its_folder_holds_and_a_bad_parameter_is_one_clear_error(tmp_path):
     from aviary import ReplaySpec, Run, replay
     from aviary.common.results import read_jobs, read_summary
-    from aviary.launch.spec import UsageError
+    from aviary.launch.flags.spec import UsageError
 
     run = replay(
         ReplaySpec(policy="sparrow", runtime="sim", jobs=30, nodes=4, out=tmp_path / "s", force=True)
@@ -43,6 +43,6 @@ def test_importing_aviary_does_not_load_the_launcher():
     import subprocess
     import sys
 
-    script = "import sys, aviary; print('aviary.launch.replay' in sys.modules, 'rich' in sys.modules)"
+    script = "import sys, aviary; print('aviary.launch.replay.run' in sys.modules, 'rich' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

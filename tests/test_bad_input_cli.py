@@ -17,7 +17,7 @@ import pytest
 from aviary.common.cluster import write_cluster
 from aviary.common.dags import ALIBABA_CSV, TPCH_JSON
 from aviary.common.trace import MAX_TIME
-from aviary.launch.registry import policy_cluster
+from aviary.launch.policies.registry import policy_cluster
 
 SPEC = '[replay]\njobs = 5\nnodes = 4\n\n[grid]\npolicy = ["sparrow"]\n'
 

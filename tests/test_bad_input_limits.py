@@ -13,7 +13,7 @@ from aviary.common.cluster import ClusterError, load_cluster, write_cluster
 from aviary.common.messages import PeerDown, PeerUp
 from aviary.common.resources import Resources
 from aviary.common.usage import TaskRecord, fairness_over_windows
-from aviary.launch.registry import policy_cluster
+from aviary.launch.policies.registry import policy_cluster
 from aviary.worker.resource_node import ResourceNodeCore
 
 

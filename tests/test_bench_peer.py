@@ -3,8 +3,8 @@ figure points (throughput up, times down)."""
 
 from __future__ import annotations
 
-from aviary.launch.bench_dask import ratios
-from aviary.launch.parser import build_parser
+from aviary.launch.cli.bench_dask import ratios
+from aviary.launch.flags.parser import build_parser
 
 
 def test_each_ratio_is_aviary_s_advantage_whichever_way_the_figure_points():

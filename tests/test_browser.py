@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.system
 

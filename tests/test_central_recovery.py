@@ -27,8 +27,8 @@ from aviary.common.messages import (
 )
 from aviary.common.model import JobSpec
 from aviary.common.resources import Resources
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
 from aviary.worker.resource_node import ResourceNodeCore
 
 NODES = [("a", Resources(4, 8), {}), ("b", Resources(4, 8), {})]
@@ -227,7 +227,7 @@ def test_tetrisched_comes_back_with_its_gangs(tmp_path) -> None:
     """TetriSched on its own workload (GS_HET-like gangs with SLOs), killed mid-replay."""
     import json
 
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     flags = ["--runtime", "sim", "--policy", "tetrisched", "--workload", "gshet", "--nodes", "20"]
     assert main(["replay", *flags, "--jobs", "30", "--fail", "central@300s", "--out", str(tmp_path)]) == 0

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from aviary.common.cluster import EXECUTORS, write_cluster
-from aviary.launch.cli import _commands, build_parser, given_flags, main
-from aviary.launch.connect_check import connect_problem
-from aviary.launch.registry import policy_cluster
-from aviary.launch.spec import CHOICES
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import _commands, build_parser, given_flags
+from aviary.launch.flags.spec import CHOICES
+from aviary.launch.policies.registry import policy_cluster
+from aviary.launch.replay.connect import connect_problem
 
 
 def aviary(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -188,7 +189,7 @@ def test_a_process_that_dies_at_its_start_is_one_line_with_its_own(
     tmp_path, cluster_file, held, monkeypatch, capsys, no_leftover_children
 ):
     """Should another process take a port between the check and the start: the dead process's own line."""
-    from aviary.launch import up
+    from aviary.launch.drivers import up
 
     monkeypatch.setattr(up, "check_ports", lambda *args: None)
     port = held.getsockname()[1]

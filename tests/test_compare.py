@@ -8,8 +8,8 @@ import pytest
 from rich.console import Console
 
 from aviary.common.results import JobRecord, write_results
-from aviary.launch.cli import main
-from aviary.launch.compare import CompareError, compare, comparison_figure, load_comparison
+from aviary.launch.cli.main import main
+from aviary.launch.results.compare import CompareError, compare, comparison_figure, load_comparison
 
 
 def run(out, policy, jcts_short, jcts_long=()):

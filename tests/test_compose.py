@@ -1,5 +1,5 @@
-"""A testbed in containers (launch/compose.py, ``aviary compose``): the compose file, the commands, and
-replays against containers started by the real docker-compose and by the docker SDK.
+"""A testbed in containers (launch/drivers/compose.py, ``aviary compose``): the compose file, the commands,
+and replays against containers started by the real docker-compose and by the docker SDK.
 
 The system tests need a docker engine and docker-compose (scripts/setup-docker.sh installs both and
 starts the engine; CI runs it). Without them they skip, saying why, unless AVIARY_REQUIRE_DOCKER=1
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from aviary.launch.cli import main
-from aviary.launch.compose import (
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.compose import (
     COMPOSE_FILE,
     PROJECT_LABEL,
     compose_env,
@@ -31,7 +31,7 @@ from aviary.launch.compose import (
     up,
     write,
 )
-from aviary.launch.registry import policy_cluster
+from aviary.launch.policies.registry import policy_cluster
 
 
 def _unavailable(reason: str) -> None:

@@ -9,11 +9,12 @@ import pytest
 
 from aviary.common.cluster import write_cluster
 from aviary.common.model import GOOGLE_CUTOFF
-from aviary.launch.cli import build_parser, main
-from aviary.launch.connect_check import not_listening
-from aviary.launch.replay import setup_replay
-from aviary.launch.replay import testbed_cluster as cluster_from
-from aviary.launch.spec import ReplaySpec
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.flags.spec import ReplaySpec
+from aviary.launch.replay.connect import not_listening
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.resolve import testbed_cluster as cluster_from
 
 
 def cluster_of(args):

@@ -21,7 +21,7 @@ from aviary.common.messages import PlaceTask, TaskFinished, decode, encode
 from aviary.common.resources import Resources
 from aviary.common.runtime import Runtime
 from aviary.common.transport import Transport
-from aviary.launch.sim import Simulator
+from aviary.launch.drivers.sim import Simulator
 from aviary.worker.executors import make_executor
 from aviary.worker.resource_node import ResourceNodeCore
 

@@ -540,10 +540,10 @@ def test_bad_tpcds_parameters_raise_one_line(kw, match):
 
 
 def test_tpcds_replays_on_the_simulator_through_the_cli(tmp_path, capsys):
-    from aviary.launch.cli import main
-    from aviary.launch.replay import setup_replay, time_scale
-    from aviary.launch.replay_jobs import DEFAULT_TPCH_JOBS
-    from aviary.launch.spec import ReplaySpec
+    from aviary.launch.cli.main import main
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.replay.jobs import DEFAULT_TPCH_JOBS
+    from aviary.launch.replay.resolve import setup_replay, time_scale
 
     base = [
         "replay",

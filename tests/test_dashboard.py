@@ -16,8 +16,8 @@ from aviary.common.frontend import FrontendCore
 from aviary.common.messages import Counters, SubmitJob, decode, encode
 from aviary.common.model import JobSpec
 from aviary.common.resources import Resources
-from aviary.launch.cli import main
-from aviary.launch.dashboard import Page, exposed, slo_so_far
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.dashboard import Page, exposed, slo_so_far
 
 pytest.importorskip("bokeh")
 
@@ -178,7 +178,7 @@ def test_a_headless_page_updates_every_second_and_asks_for_counters_as_an_open_o
     import time
 
     from aviary.common.frontend import COUNTERS_EVERY
-    from aviary.launch.dashboard import Dashboard
+    from aviary.launch.drivers.dashboard import Dashboard
 
     core = FrontendCore("fe", [flat(0, 0.0)], lambda job: "central", roles={"node-0": "node"})
 

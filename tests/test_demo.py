@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from aviary.common.messages import (
 )
 from aviary.distributed.dlwl import DlwlSchedulerCore
 from aviary.distributed.eagle import update_due
-from aviary.launch.registry import build_core, policy_cluster
+from aviary.launch.policies.registry import build_core, policy_cluster
 
 NODES = ["a", "b", "c", "d"]
 

@@ -491,7 +491,7 @@ async def test_containers_of_a_crashed_owner_stop_and_are_removed_by_the_next_on
 
 
 def test_replay_with_the_docker_executor_finishes_every_job(engine, tmp_path, no_leftover_children):
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     out = tmp_path / "run"
     flags = [

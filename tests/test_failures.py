@@ -28,8 +28,8 @@ from aviary.common.messages import (
 )
 from aviary.common.model import JobSpec
 from aviary.distributed.sparrow import SparrowCore
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
 from aviary.worker.node_monitor import NodeMonitorCore
 
 
@@ -319,13 +319,13 @@ def test_a_hybrid_node_drops_an_assignment_it_did_not_ask_for_and_forgets_a_dead
 
 
 def test_tetrisched_plans_again_the_part_of_a_gang_a_dead_node_ran() -> None:
-    from aviary.launch.replay import _setup
-    from aviary.launch.spec import ReplaySpec
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.replay.resolve import resolve
 
     spec = ReplaySpec(
         runtime="sim", policy="tetrisched", workload="gshet", nodes=16, jobs=15, fail="node-3@100s"
     )
-    setup = _setup(spec)
+    setup = resolve(spec)
     out = simulate(setup.cluster, setup.jobs, failures=setup.failures)
     central = out.cores["central"]
     assert out.frontend.unfinished() == [] and central.counters["tasks_rerun"] >= 1
@@ -417,7 +417,7 @@ def test_a_failed_replay_submits_nothing_more() -> None:
 def test_a_get_task_a_dead_node_sent_before_it_died_gets_no_task(policy: str) -> None:
     """The node's GetTask was on its way when it died; it arrives after PeerDown: a task handed out then
     would run nowhere and its job never finish (a packed testbed, 1 replay in 3)."""
-    from aviary.launch.registry import build_core
+    from aviary.launch.policies.registry import build_core
 
     cluster = policy_cluster(policy, nodes=4, slots=1, schedulers=1, bind_ports=False)
     core = build_core(cluster.get("sched-0"), cluster)
@@ -436,8 +436,8 @@ def test_a_simulated_replay_in_which_no_job_can_finish_gives_up_instead_of_runni
     the simulator gives up, and the replay says so."""
     import json
 
-    from aviary.launch.cli import main
-    from aviary.launch.sim import STALLED, quiet_limit
+    from aviary.launch.cli.main import main
+    from aviary.launch.drivers.sim import STALLED, quiet_limit
     from aviary.worker.las import KairosNodeCore
 
     exit_ = KairosNodeCore.on_task_exit

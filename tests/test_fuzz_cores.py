@@ -78,8 +78,8 @@ from aviary.common.messages import (
 from aviary.common.model import JobSpec
 from aviary.common.resources import EPS
 from aviary.distributed.dlwl import DlwlSchedulerCore
-from aviary.launch.registry import POLICIES, build_core, policy_cluster
-from aviary.launch.sim import simulate
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import POLICIES, build_core, policy_cluster
 from aviary.worker.hybrid import HybridNodeCore
 
 FUZZ = settings(

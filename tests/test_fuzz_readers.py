@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from aviary.common.cluster import NAME, ClusterError, load_cluster
 from aviary.common.dags import DagTraceError, read_alibaba, read_tpch, tpch_profiles
 from aviary.common.trace import MAX_DURATION, MAX_JOB_TASKS, MAX_TIME, TraceError, read_trace
-from aviary.launch.spec import UsageError
-from aviary.launch.sweep_spec import load_sweep
+from aviary.launch.flags.spec import UsageError
+from aviary.launch.sweep.spec import load_sweep
 
 FUZZ = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

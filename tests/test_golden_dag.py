@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 GOLDEN_DAG = Path(__file__).parent / "golden" / "dag"
 """jobs.csv of the DAG policies at 6d7865e, before contention and YARN-like accounting: 40 jobs on 10

@@ -183,9 +183,9 @@ def read_jobs_csv(path):
 
 
 def test_a_sim_replay_through_the_cli_finishes_and_reports_the_slo_metrics(tmp_path):
-    from aviary.launch.cli import main
-    from aviary.launch.replay import setup_replay, time_scale
-    from aviary.launch.spec import ReplaySpec
+    from aviary.launch.cli.main import main
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.replay.resolve import setup_replay, time_scale
 
     out = tmp_path / "drf"
     argv = ["replay", "--runtime", "sim", "--workload", "gshet", "--jobs", "30", "--policy", "drf"]
@@ -230,7 +230,7 @@ def test_a_sim_replay_through_the_cli_finishes_and_reports_the_slo_metrics(tmp_p
 
 
 def test_a_replay_of_a_workload_without_slo_jobs_has_no_slo_metrics(tmp_path):
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     argv = ["replay", "--runtime", "sim", "--workload", "tpcds", "--jobs", "5", "--policy", "drf", "--quiet"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
@@ -239,7 +239,7 @@ def test_a_replay_of_a_workload_without_slo_jobs_has_no_slo_metrics(tmp_path):
 
 
 def test_bad_gshet_replays_give_one_line(tmp_path, capsys):
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     base = ["replay", "--runtime", "sim", "--workload", "gshet", "--jobs", "5", "--quiet"]
     trace = tmp_path / "some.tr"
@@ -264,7 +264,7 @@ def test_bad_gshet_replays_give_one_line(tmp_path, capsys):
 
 def test_a_cluster_description_for_gshet_carries_the_attributes(tmp_path, capsys):
     from aviary.common.cluster import load_cluster
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     plain, gshet = tmp_path / "plain.toml", tmp_path / "gshet.toml"
     base = ["cluster", "--policy", "drf", "--hosts", "127.0.0.1", "--nodes", "20"]
@@ -282,7 +282,7 @@ def test_a_cluster_description_for_gshet_carries_the_attributes(tmp_path, capsys
 
 
 def test_the_gshet_flag_sets_the_mix_and_refuses_unknown_keys_in_one_line(tmp_path, capsys):
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     flags = ["replay", "--runtime", "sim", "--workload", "gshet", "--policy", "drf", "--jobs", "40",
              "--nodes", "20", "--quiet"]  # fmt: skip

@@ -34,9 +34,9 @@ from aviary.common.messages import (
 from aviary.common.model import JobSpec
 from aviary.distributed.eagle import EagleSchedulerCore
 from aviary.distributed.hawk import HawkSchedulerCore
-from aviary.launch.hybrid import hybrid_router
-from aviary.launch.registry import build_core, policy_cluster
-from aviary.launch.sim import Simulator, simulate
+from aviary.launch.drivers.sim import Simulator, simulate
+from aviary.launch.policies.hybrid import hybrid_router
+from aviary.launch.policies.registry import build_core, policy_cluster
 from aviary.worker.hybrid import LAST_ATTEMPT, HybridNodeCore
 from aviary.worker.stealing import Stealer
 
@@ -610,7 +610,7 @@ TABLE_3_2 = ("probes", "probes_behind_long", "short_ran_behind_long", "steals", 
 def test_the_counters_of_table_3_2_are_written_even_when_zero(tmp_path):
     import json
 
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     for policy in ("hawk", "eagle", "hawk-nosteal"):
         out = tmp_path / policy

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from aviary.common.cluster import ClusterError, load_cluster
-from aviary.launch.cli import main
-from aviary.launch.hosts import processes_on
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.hosts import processes_on
 
 HOSTS = ["10.9.0.2", "10.9.0.3", "10.9.0.4"]
 

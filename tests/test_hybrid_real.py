@@ -15,7 +15,7 @@ import pytest
 from helpers import dropped
 
 from aviary.common.results import jobs_rows
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -349,10 +349,10 @@ def test_many_nodes_with_churn_never_exceed_the_cap_and_always_pick_a_minimum():
 
 
 def test_cli_flags_reach_the_cores():
-    from aviary.launch.cli import build_parser
-    from aviary.launch.registry import build_core
-    from aviary.launch.replay import testbed_cluster
-    from aviary.launch.spec import ReplaySpec
+    from aviary.launch.flags.parser import build_parser
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.policies.registry import build_core
+    from aviary.launch.replay.resolve import testbed_cluster
 
     flags = ["replay", "--runtime", "sim", "--policy", "kairos-sum", "--nodes", "3", "--slots", "2",
              "--quantum", "2", "--kairos-q", "3", "--starvation-quanta", "4", "--starvation-multiple", "1.5",

@@ -18,7 +18,7 @@ from aviary.common.results import jobs_rows
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
 from aviary.experiments.kairos_workload import LONG_CUTOFF, table41_jobs, write_trace
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.integration
 

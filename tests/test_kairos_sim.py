@@ -12,9 +12,9 @@ import pytest
 from aviary.common.effects import Launch, Resume, Suspend
 from aviary.common.frontend import FrontendCore
 from aviary.common.model import JobSpec
-from aviary.launch.cli import main
-from aviary.launch.registry import build_core, get_policy, policy_cluster
-from aviary.launch.sim import Simulator, simulate
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.sim import Simulator, simulate
+from aviary.launch.policies.registry import build_core, get_policy, policy_cluster
 from aviary.worker.las import KairosNodeCore
 
 

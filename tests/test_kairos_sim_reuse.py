@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from aviary.experiments import kairos_sim
-from aviary.launch.cli import build_parser
-from aviary.launch.replay import setup_replay
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.replay.resolve import setup_replay
 
 
 def saved_summary(folder: Path, flags: list[str], **changes: object) -> None:

@@ -19,7 +19,7 @@ import pytest
 from helpers import namespace_hosts, need_root
 
 from aviary.common.cluster import load_cluster
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.system
 
@@ -51,7 +51,15 @@ def test_replay_across_network_namespaces(hosts, tmp_path: Path):
     launchers = {}
     try:
         for ns in hosts:
-            cmd = [sys.executable, "-m", "aviary.launch.cli", "host", str(path), "--dir", str(tmp_path / ns)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "aviary.launch.cli",
+                "host",
+                str(path),
+                "--dir",
+                str(tmp_path / ns),
+            ]
             launchers[ns] = subprocess.Popen(
                 ["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
             )

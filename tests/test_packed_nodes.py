@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from aviary.common.cluster import ClusterError, dump_cluster, load_cluster, local_cluster, write_cluster
-from aviary.launch.cli import main
-from aviary.launch.hosts import spread
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.hosts import spread
 
 
 def names(units: dict) -> dict[str, list[str]]:
@@ -83,8 +83,8 @@ def test_a_testbed_process_imports_only_what_its_role_needs():
     solver's libraries in its memory (the central process of TetriSched needs HiGHS; the others not)."""
     script = """
 import sys
-from aviary.launch import process
-from aviary.launch.registry import POLICIES, build_core, policy_cluster
+from aviary.launch.drivers import process
+from aviary.launch.policies.registry import POLICIES, build_core, policy_cluster
 for name in sorted(POLICIES):
     cluster = policy_cluster(name, nodes=2, bind_ports=False)
     for spec in cluster.processes:

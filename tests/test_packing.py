@@ -16,7 +16,7 @@ from aviary.central.tetris import Tetris, aligned, alignment
 from aviary.common.effects import Launch, Send, SetTimer
 from aviary.common.messages import JobDone, PlaceTask, SubmitJob, TaskFinished
 from aviary.common.resources import Resources
-from aviary.launch.sim import Simulator
+from aviary.launch.drivers.sim import Simulator
 from aviary.worker.resource_node import ResourceNodeCore
 
 

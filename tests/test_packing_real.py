@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import dropped
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,11 @@ import pytest
 
 from aviary.common.cluster import ClusterError, write_cluster
 from aviary.common.params import Param, resolve
-from aviary.launch.cli import build_parser, main
-from aviary.launch.registry import POLICIES, check_params, policy_cluster
-from aviary.launch.replay import testbed_cluster as cluster_from
-from aviary.launch.spec import ReplaySpec
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.flags.spec import ReplaySpec
+from aviary.launch.policies.registry import POLICIES, check_params, policy_cluster
+from aviary.launch.replay.resolve import testbed_cluster as cluster_from
 
 DECLARED = [(pol.name, p) for pol in POLICIES.values() for p in pol.declared]
 

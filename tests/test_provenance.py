@@ -10,8 +10,8 @@ import pytest
 from aviary.common.dags import GOOGLE_TRACE
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
-from aviary.launch.cli import main
-from aviary.launch.provenance import describe_workload, index_ranges, workload_differences
+from aviary.launch.cli.main import main
+from aviary.launch.replay.provenance import describe_workload, index_ranges, workload_differences
 
 SIM = ["replay", "--runtime", "sim", "--nodes", "10", "--slots", "2", "--load", "0.8", "--quiet"]
 

@@ -312,7 +312,7 @@ def workload(seed=0, n=24, nodes=6):
 
 def test_a_simulated_run_preempts_and_finishes_every_job_with_each_task_counted_once():
     from aviary.common.frontend import FrontendCore, round_robin
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
 
     nodes = cluster(racks=3, per_rack=2, gpu_racks=1)
     central = PackingCore("central", nodes, RayonCS(cycle=1.0))
@@ -330,7 +330,7 @@ def test_a_simulated_run_preempts_and_finishes_every_job_with_each_task_counted_
 
 @pytest.mark.integration
 def test_rayon_cs_preempts_on_real_processes_and_every_job_finishes(tmp_path, no_leftover_children):
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     flags = ["replay", "--workload", "gshet", "--policy", "rayon-cs", "--nodes", "12", "--jobs", "12",
              "--time-scale", "100", "--seed", "0", "--quiet"]  # fmt: skip

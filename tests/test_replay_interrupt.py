@@ -17,9 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from aviary.launch.progress import StopSignals
-from aviary.launch.replay import run_replay, setup_replay
-from aviary.launch.spec import ReplaySpec
+from aviary.launch.flags.spec import ReplaySpec
+from aviary.launch.replay.progress import StopSignals
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.run import run_replay
 
 
 def check_partial(out: Path, reason: str) -> dict:

@@ -12,11 +12,12 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from aviary.launch.cli import build_parser, main
-from aviary.launch.progress import ProgressBar, _EtaColumn
-from aviary.launch.replay import DEFAULT_BUDGET, setup_replay
-from aviary.launch.replay_jobs import DEFAULT_REAL_JOBS, TAIL_SHARE, arrival_span, longest_task
-from aviary.launch.spec import ReplaySpec, UsageError
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.flags.spec import ReplaySpec, UsageError
+from aviary.launch.replay.jobs import DEFAULT_REAL_JOBS, TAIL_SHARE, arrival_span, longest_task
+from aviary.launch.replay.progress import ProgressBar, _EtaColumn
+from aviary.launch.replay.resolve import DEFAULT_BUDGET, setup_replay
 
 LONG = ["replay", "--jobs", "300", "--start", "1629", "--time-scale", "1000", "--quiet"]
 """A real replay the simulator predicts at 11 minutes (10 nodes, the default task scale)."""
@@ -135,7 +136,7 @@ def test_off_a_terminal_a_plain_line_every_n_seconds_and_one_at_the_end(monkeypa
     out = io.StringIO()
     console = Console(file=out, width=80)  # a file: not a terminal
     clock = [100.0]
-    monkeypatch.setattr("aviary.launch.progress.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("aviary.launch.replay.progress.time.monotonic", lambda: clock[0])
     with ProgressBar(300, "carbyne (sim, 100 nodes)", True, virtual=True, last_arrival=900.0, every=10.0,
                      console=console) as bar:  # fmt: skip
         bar.update(_Frontend(0, 0, ready=False), None)  # type: ignore[arg-type]
@@ -170,7 +171,7 @@ def test_a_real_replay_given_a_duration_ends_within_a_quarter_of_it(tmp_path, no
 
 def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_one_finishing():
     from aviary.common.model import JobSpec
-    from aviary.launch.replay import longest_quiet
+    from aviary.launch.replay.resolve import longest_quiet
 
     jobs = [JobSpec(i, submit, [1.0], 1.0, False) for i, submit in enumerate((0.0, 5.0, 10.0))]
     assert longest_quiet(jobs, [4.0, 12.0, 62.0]) == 50.0  # from 12 to 62; 4 came before the last submit
@@ -181,8 +182,8 @@ def test_a_real_replay_waits_for_a_job_as_long_as_its_prediction_went_without_on
 def test_a_batch_s_span_is_the_busiest_resource_s_work_over_its_capacity():
     from aviary.common.model import JobSpec, Stage
     from aviary.common.resources import Resources
-    from aviary.launch.registry import policy_cluster
-    from aviary.launch.replay import work_bound
+    from aviary.launch.policies.registry import policy_cluster
+    from aviary.launch.replay.run import work_bound
 
     cluster = policy_cluster("drf", nodes=2, capacity=Resources(4, 16, 1, 1), bind_ports=False)
     # 2 tasks of 10 s using 1 core and 1 disk each, then 1 of 4 s on 4 cores: disk 20/2, cores 36/8
@@ -194,7 +195,7 @@ def test_a_batch_s_span_is_the_busiest_resource_s_work_over_its_capacity():
 
 
 def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_flags_a_long_one():
-    from aviary.launch.replay import wall_estimate
+    from aviary.launch.replay.run import wall_estimate
 
     class Fe:
         finished, jobs = 10, [None] * 100
@@ -220,7 +221,7 @@ def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start(
     """With --executor docker a task takes at least its container's start (~0.3 s, counted as running
     time): the prediction runs every shorter task that long, and says so (predicted 20.4 s, ran 34.1 s
     before)."""
-    from aviary.launch.predict import CONTAINER_START, prediction_notes, started_tasks
+    from aviary.launch.replay.predict import CONTAINER_START, prediction_notes, started_tasks
 
     spec = ReplaySpec(policy="sparrow", jobs=60, nodes=4, slots=2, time_scale=2000.0)
     timer, docker = (setup_replay(replace(spec, executor=e), quiet=True) for e in ("timer", "docker"))
@@ -231,3 +232,31 @@ def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start(
     assert docker.prediction.wall > timer.prediction.wall
     notes = prediction_notes(replace(spec, executor="docker"), docker, docker.prediction)
     assert any(f"{short} of " in n and "shorter than a container's start" in n for n in notes)
+
+
+def test_the_set_up_resolves_the_spec_once_into_the_policy_cluster_and_jobs(tmp_path, monkeypatch):
+    """One pass (launch/replay/resolve.py): a simulated replay, and a real one at a given time scale, are
+    resolved once; the set-up carries the registry's entry of the policy that runs. A real replay fitted
+    to ``--duration`` resolves again at each time scale it tries, and only then."""
+    from aviary.launch.replay import resolve as module
+
+    calls: list[ReplaySpec] = []
+    real_resolve = module.resolve
+
+    def counted(spec: ReplaySpec):  # type: ignore[no-untyped-def]
+        calls.append(spec)
+        return real_resolve(spec)
+
+    monkeypatch.setattr(module, "resolve", counted)
+    setup = setup_replay(ReplaySpec(runtime="sim", policy="eagle", nodes=20, jobs=20, out=tmp_path / "s"))
+    assert len(calls) == 1 and setup.policy.name == "eagle" and setup.cluster.policy == "eagle"
+    assert len(setup.jobs) == 20
+    calls.clear()
+    spec = ReplaySpec(
+        runtime="real", policy="sparrow", nodes=10, jobs=20, time_scale=1000, out=tmp_path / "r"
+    )
+    setup = setup_replay(spec, quiet=True)
+    assert len(calls) == 1 and setup.policy.name == "sparrow" and setup.prediction is not None
+    calls.clear()
+    setup_replay(replace(spec, time_scale=None, duration=20.0, out=tmp_path / "d"), quiet=True)
+    assert len(calls) >= 2 and len({c.time_scale for c in calls}) == len(calls)  # one per time scale tried

@@ -11,7 +11,8 @@ from helpers import dropped
 from aviary.common.results import jct_stats, jobs_rows
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
-from aviary.launch.cli import BUNDLED_TRACE, main
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import BUNDLED_TRACE
 
 pytestmark = pytest.mark.integration
 

@@ -33,10 +33,10 @@ from aviary.common.messages import (
     encode,
 )
 from aviary.common.model import JobSpec
-from aviary.launch.cli import main
-from aviary.launch.local import LocalTestbed
-from aviary.launch.real import FrontendSession, run_real
-from aviary.launch.registry import get_policy, policy_cluster
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.local import LocalTestbed
+from aviary.launch.drivers.real import FrontendSession, run_real
+from aviary.launch.policies.registry import get_policy, policy_cluster
 
 pytestmark = pytest.mark.integration
 

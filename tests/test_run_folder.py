@@ -7,7 +7,7 @@ import json
 import os
 import stat
 
-from aviary.launch.cli import main
+from aviary.launch.cli.main import main
 
 FLAGS = ["replay", "--runtime", "sim", "--nodes", "4", "--jobs", "5", "--quiet"]
 

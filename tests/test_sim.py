@@ -1,4 +1,4 @@
-"""The simulator driver (launch/sim.py): the real cores on virtual time."""
+"""The simulator driver (launch/drivers/sim.py): the real cores on virtual time."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from aviary.common.effects import CancelTimer, Kill, Launch, Resume, Send, SetTi
 from aviary.common.frontend import FrontendCore
 from aviary.common.messages import GetTask, NoTask
 from aviary.common.model import JobSpec
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import Simulator, simulate
+from aviary.launch.drivers.sim import Simulator, simulate
+from aviary.launch.policies.registry import policy_cluster
 
 
 def job(job_id: int, submit: float, *durations: float) -> JobSpec:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from aviary.common.trace import read_trace
-from aviary.launch.cli import BUNDLED_TRACE, main
-from aviary.launch.registry import POLICIES
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import BUNDLED_TRACE
+from aviary.launch.policies.registry import POLICIES
 
 FLAGS = [
     "--runtime",

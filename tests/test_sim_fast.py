@@ -18,8 +18,8 @@ from aviary.common.core import Core
 from aviary.common.effects import Launch, Multicast, Send, SetTimer
 from aviary.common.messages import GetTask, RemainingUpdate
 from aviary.common.model import JobSpec
-from aviary.launch.registry import policy_cluster
-from aviary.launch.sim import Simulator, _Proc, simulate
+from aviary.launch.drivers.sim import Simulator, _Proc, simulate
+from aviary.launch.policies.registry import policy_cluster
 from aviary.worker.queues import Entry, HybridQueue
 
 

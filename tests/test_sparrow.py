@@ -115,7 +115,7 @@ def test_leftover_probes_are_cancelled_by_default_or_kept_and_counted_either_way
 def test_cancel_probes_is_a_declared_parameter_and_the_summary_says_which_mode_ran(tmp_path):
     import json
 
-    from aviary.launch.cli import main
+    from aviary.launch.cli.main import main
 
     args = ["replay", "--runtime", "sim", "--policy", "sparrow", "--jobs", "30", "--start", "6000",
             "--nodes", "40", "--load", "0.8", "--quiet"]  # fmt: skip

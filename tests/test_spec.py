@@ -14,10 +14,12 @@ import pytest
 from aviary.common.dags import TPCH_LINE_STRIDE, build_dag_workload, read_tpch
 from aviary.common.model import GOOGLE_CUTOFF
 from aviary.common.resources import vector_sum
-from aviary.launch import demo
-from aviary.launch.cli import build_parser, main
-from aviary.launch.replay import run_replay, setup_replay
-from aviary.launch.spec import ReplaySpec, UsageError
+from aviary.launch.cli import demo
+from aviary.launch.cli.main import main
+from aviary.launch.flags.parser import build_parser
+from aviary.launch.flags.spec import ReplaySpec, UsageError
+from aviary.launch.replay.resolve import setup_replay
+from aviary.launch.replay.run import run_replay
 
 
 def spec_of(*flags: str) -> ReplaySpec:
@@ -62,7 +64,7 @@ def test_demo_does_not_import_the_command_line():
     source = Path(demo.__file__).read_text()
     imported = [node.module or "" for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)]
     assert not [m for m in imported if m == "cli" or m.endswith(".cli")]
-    code = "import sys, aviary.launch.demo; sys.exit('aviary.launch.cli' in sys.modules)"
+    code = "import sys, aviary.launch.cli.demo; sys.exit('aviary.launch.cli.main' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from aviary.experiments.tables import num, spread
-from aviary.launch.cli import main
-from aviary.launch.sweep import cell_done, dask_distributed, run_cell, write_cell
-from aviary.launch.sweep_spec import load_sweep
+from aviary.launch.cli.main import main
+from aviary.launch.sweep.run import cell_done, dask_distributed, run_cell, write_cell
+from aviary.launch.sweep.spec import load_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKING = ROOT / "experiments" / "sweeps" / "packing_sim.toml"
@@ -146,7 +146,17 @@ def test_interrupted_sweep_resumes_with_only_the_missing_cells(tmp_path: Path) -
     spec = tmp_path / "four.toml"
     spec.write_text(TINY.replace("12", "40"))  # 4 cells of ~5 s: Ctrl-C lands while the second runs
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "aviary.launch.cli", "sweep", str(spec), "--out", str(out), "--workers", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aviary.launch.cli",
+        "sweep",
+        str(spec),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+    ]
     scratch = tmp_path / "scratch"  # the system's temporary folder for the sweep and its workers
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
@@ -235,7 +245,7 @@ def test_sweep_on_a_dask_cluster_gives_the_local_results(
 def test_an_unreachable_cluster_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aviary.launch import sweep
+    from aviary.launch.sweep import run as sweep
 
     monkeypatch.setattr(sweep, "CONNECT_TIMEOUT", "1s")  # nothing listens there: no need to wait 10 s
     spec = tmp_path / "tiny.toml"
@@ -330,8 +340,8 @@ def test_dry_run_lists_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_estimates_come_from_the_cells_of_the_same_setting_then_of_the_policy() -> None:
-    from aviary.launch.sweep_estimate import Estimates
-    from aviary.launch.sweep_spec import Cell
+    from aviary.launch.sweep.estimate import Estimates
+    from aviary.launch.sweep.spec import Cell
 
     def cell(policy: str, load: float, seed: int) -> Cell:
         return Cell(f"{policy},{load},{seed}", {"policy": policy, "load": load, "seed": seed}, [])
@@ -526,7 +536,7 @@ def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) ->
     shuffled group's trace is the script's shuffled copy, not committed: its spec is checked to name that
     file; its flags are the poisson group's with that trace.)"""
     from aviary.experiments import thesis_regime as tr
-    from aviary.launch.sweep_spec import shown
+    from aviary.launch.sweep.spec import shown
 
     def arrivals(values: dict, base: dict) -> str:
         load = values.get("load", base.get("load"))
@@ -585,7 +595,7 @@ def test_the_tetrisched_specs_are_the_tetrisched_script(tmp_path: Path) -> None:
     and flags; small versions (8 jobs, some cells) give the jobs.csv of the script's run_cell, byte for
     byte."""
     from aviary.experiments import tetrisched_sim as ts
-    from aviary.launch.sweep_spec import shown
+    from aviary.launch.sweep.spec import shown
 
     def cell_of(values: dict, base: dict) -> ts.Cell:
         both = {**base, **values}

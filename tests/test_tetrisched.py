@@ -321,7 +321,7 @@ def tiny_workload(n=14, seed=1, nodes=6):
 
 def simulate(policy, jobs, nodes):
     from aviary.common.frontend import FrontendCore, round_robin
-    from aviary.launch.sim import Simulator
+    from aviary.launch.drivers.sim import Simulator
     from aviary.worker.resource_node import ResourceNodeCore
 
     central = PackingCore("central", nodes, policy)

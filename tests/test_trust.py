@@ -37,11 +37,11 @@ from aviary.common.messages import (
 )
 from aviary.common.model import JobSpec
 from aviary.common.transport import FrameTooLarge, Transport, is_loopback
-from aviary.launch.cli import main
-from aviary.launch.local import LocalTestbed
-from aviary.launch.real import FrontendSession, RealOutcome, run_real
-from aviary.launch.registry import get_policy, policy_cluster
-from aviary.launch.up import cluster_table, exposure
+from aviary.launch.cli.main import main
+from aviary.launch.drivers.local import LocalTestbed
+from aviary.launch.drivers.real import FrontendSession, RealOutcome, run_real
+from aviary.launch.drivers.up import cluster_table, exposure
+from aviary.launch.policies.registry import get_policy, policy_cluster
 
 pytestmark = pytest.mark.integration
 

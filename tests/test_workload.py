@@ -226,8 +226,8 @@ def test_poisson_single_task_jobs():
 
 
 def test_reporting_classes_use_the_reference_cutoff_whatever_cutoff_the_policy_schedules_with(tmp_path):
-    from aviary.launch.replay import setup_replay
-    from aviary.launch.spec import ReplaySpec
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.replay.resolve import setup_replay
 
     def long_jobs(**kw):
         spec = ReplaySpec(runtime="sim", policy="hawk", nodes=50, jobs=300, start=4000, out=tmp_path, **kw)

@@ -7,8 +7,8 @@ node asks up to ``attempts`` distinct random general-partition nodes (default 10
 the other, and stops at the first that gives it probes. The victim's side (which probes it gives) is
 :meth:`aviary.worker.queues.HybridQueue.steal_group`.
 
-Which nodes get a :class:`Stealer` is the registry's choice (``--stealers``, ``launch/hybrid.py``): every
-node, as quoted above, or, as Hawk is configured for the Eagle comparison (§3.6.1: "idle nodes in the
+Which nodes get a :class:`Stealer` is the registry's choice (``--stealers``, ``launch/policies/hybrid.py``):
+every node, as quoted above, or, as Hawk is configured for the Eagle comparison (§3.6.1: "idle nodes in the
 general partition perform ten attempts to steal probes from other nodes in that partition"), only the
 general partition's. Victims are general-partition nodes either way.
 

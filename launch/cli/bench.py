@@ -1,0 +1,152 @@
+"""``aviary bench``: the real runtime's overhead on this machine (issue: Foundation).
+
+- ``roundtrip_p50_ms`` / ``roundtrip_p99_ms``: submit of a one-task job with a no-op task to its
+  ``JobDone`` at the frontend, on an idle testbed (one job at a time), 300 samples;
+- ``noop_tasks_per_s``: 5,000 no-op tasks in 50 jobs of 100 tasks, all submitted at once, on 4
+  single-slot node monitors and 1 Sparrow scheduler: tasks / (last finish - first submit);
+- ``sleep10ms_efficiency``: 400 tasks of 10 ms (4 jobs of 100) on the same 4 single-slot nodes:
+  makespan / the ideal 1.0 s (1.0 is perfect), with the timer executor, and the same with the
+  process executor (a real child process per task) as ``sleep10ms_efficiency_process``.
+
+Messages per task are reported too. The testbed runs with CurveZMQ keys, as every testbed does by
+default; the timer figures are measured again without keys (``no_keys``) in the same run, and
+``keys_cost`` gives each keyed figure over the unkeyed one (> 1: keys cost that much). The comparison with
+Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. All figures
+come from one run on one machine: compare ratios between runs, not bare times, on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from ...common.cluster import local_cluster
+from ...common.model import JobSpec
+from ..drivers.dashboard import Dashboard, node_slots
+from ..drivers.local import LocalTestbed
+from ..drivers.real import FrontendSession
+from ..policies.registry import get_policy
+
+
+def _percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    pos = (len(values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+async def _measure(
+    cluster: Any, jobs: list[JobSpec], dead: Any, dashboard: str | None = None
+) -> tuple[FrontendSession, float]:
+    """One replay of ``jobs``; ``dashboard``: with the dashboard served (``"idle"``: no page open;
+    ``"page"``: a page computed every second, as a browser showing it makes the server do)."""
+    route = get_policy(cluster.policy).route(cluster)
+    async with FrontendSession(cluster, jobs, route, dead=dead) as session:
+        board = None
+        if dashboard is not None:
+            board = Dashboard(session.core, session.runtime.now, node_slots(cluster), port=0)
+            if dashboard == "page":
+                board.headless()
+        try:
+            await session.registered()
+            await session.replay(stall_timeout=30.0, tick=0.005)
+        finally:
+            if board is not None:
+                board.stop()
+        if session.problems:
+            raise RuntimeError("; ".join(session.problems))
+        messages, _ = await session.collect(shutdown=False)
+    makespan = max(t.finish or 0.0 for t in session.core.times.values())
+    session.messages = messages  # type: ignore[attr-defined]
+    return session, makespan
+
+
+async def _timer_figures(workdir: Path, keys: bool, dashboard: str | None = None) -> dict[str, Any]:
+    """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
+    dashboard: :func:`_measure`)."""
+    results: dict[str, Any] = {}
+    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor="timer")
+    with LocalTestbed(cluster, workdir, keys=keys) as bed:
+        # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
+        jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
+        session, _ = await _measure(cluster, jobs, bed.dead, dashboard)
+        rtts = [(t.finish - t.submit) * 1000 for t in session.core.times.values()]  # type: ignore[operator]
+        results["roundtrip_p50_ms"] = round(statistics.median(rtts), 3)
+        results["roundtrip_p99_ms"] = round(_percentile(rtts, 0.99), 3)
+        results["roundtrip_samples"] = len(rtts)
+
+        jobs = [JobSpec(i, 0.0, [0.0] * 100, 0.0, False) for i in range(50)]
+        session, makespan = await _measure(cluster, jobs, bed.dead, dashboard)
+        results["noop_tasks_per_s"] = round(5000 / makespan, 1)
+        results["noop_messages_per_task"] = round(sum(session.messages.values()) / 5000, 3)  # type: ignore[attr-defined]
+
+        jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
+        _, makespan = await _measure(cluster, jobs, bed.dead, dashboard)
+        results["sleep10ms_efficiency"] = round(makespan / 1.0, 4)
+    return results
+
+
+def _cost(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float]:
+    """Each figure of ``other`` over ``base``'s, oriented so that > 1 means ``other`` costs that much."""
+    return {
+        "roundtrip_p50_ms": round(other["roundtrip_p50_ms"] / base["roundtrip_p50_ms"], 3),
+        "noop_tasks_per_s": round(base["noop_tasks_per_s"] / other["noop_tasks_per_s"], 3),
+        "sleep10ms_efficiency": round(other["sleep10ms_efficiency"] / base["sleep10ms_efficiency"], 4),
+    }
+
+
+async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False) -> dict[str, Any]:
+    results = await _timer_figures(workdir / "timer", keys=True)
+    results["no_keys"] = unkeyed = await _timer_figures(workdir / "timer-no-keys", keys=False)
+    results["keys_cost"] = _cost(unkeyed, results)
+    if dashboard:
+        for mode in ("idle", "page"):
+            figures = await _timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
+            results[f"dashboard_{mode}"] = figures
+            results[f"dashboard_{mode}_cost"] = _cost(results, figures)
+    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor=executor_for_sleep)
+    with LocalTestbed(cluster, workdir / executor_for_sleep) as bed:
+        jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
+        _, makespan = await _measure(cluster, jobs, bed.dead)
+        results[f"sleep10ms_efficiency_{executor_for_sleep}"] = round(makespan / 1.0, 4)
+    return results
+
+
+def run_bench(out: Path, peer: str | None = None, dashboard: bool = False) -> dict[str, Any]:
+    """The figures above in ``out/bench.json``; with ``peer="dask"`` also Dask distributed's, measured
+    the same way right after (:mod:`.bench_dask`), and Aviary's advantage on each as a ratio; with
+    ``dashboard`` the keyed timer figures again with the live dashboard served, idle and with a page
+    computed every second, and their cost over the plain ones."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aviary-bench-") as tmp:
+        results = uvloop.run(_bench("process", Path(tmp), dashboard))
+    results["targets"] = {
+        "roundtrip_p50_ms": "<= 0.5",
+        "noop_tasks_per_s": ">= 20x Dask's",
+        "sleep10ms_efficiency": "<= 1.03",
+    }
+    if peer == "dask":
+        from .bench_dask import ratios, run_dask
+
+        results["dask"] = run_dask(_percentile)
+        results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
+    results["machine"] = {
+        "python": platform.python_version(),
+        "cpus": _cpus(),
+        "platform": platform.platform(),
+    }
+    (out / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))

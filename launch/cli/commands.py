@@ -1,0 +1,227 @@
+"""What each ``aviary`` sub-command does (the flags are in :mod:`aviary.launch.flags.parser`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from ...common.results import ResultsError
+from ..flags.spec import ReplaySpec, UsageError
+from ..replay.connect import connect_problem
+from ..replay.resolve import setup_replay, testbed_cluster
+from ..replay.run import print_summary, run_replay
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from ..drivers.hosts import spread
+    from ..drivers.up import run_up
+
+    if args.cluster is not None:
+        from ..drivers.remote import hold
+
+        given = sorted(getattr(args, "given", set()) - {"cluster", "dir", "remote_aviary"})
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{flag}: with --cluster the testbed is {args.cluster}'s: drop the flag")
+        import tempfile
+
+        return hold(args.cluster, args.dir or Path(tempfile.mkdtemp(prefix="aviary-up-")), args.remote_aviary)
+
+    base_port = getattr(args, "base_port", None)
+    cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=base_port is None)
+    if base_port is not None:
+        spread(cluster, ["127.0.0.1"], base_port=base_port)
+    dashboard = None if args.dashboard is None else (args.dashboard, args.dashboard_address)
+    return run_up(cluster, args.dir, keys=args.keys, dashboard=dashboard)
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from ...common.cluster import write_cluster
+    from ..drivers.hosts import spread
+    from ..drivers.up import cluster_table
+
+    cluster = spread(
+        testbed_cluster(ReplaySpec.from_args(args), bind_ports=False),
+        args.hosts,
+        base_port=args.base_port,
+        frontend_host=args.frontend_host,
+        bind=args.bind,
+    )
+    write_cluster(cluster, args.out)
+    if args.keys:
+        from ...common.cluster import load_cluster
+        from ...common.keys import make_keys
+
+        folder = make_keys(load_cluster(args.out), args.out)
+        cluster = load_cluster(args.out)
+        print(
+            f"keys: secret keys in {folder}/ (mode 0600), public keys in {args.out}: copy both to every host"
+        )
+    Console().print(cluster_table(cluster))
+    print(f"written: {args.out}; on each host: aviary host {args.out.name}")
+    return 0
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    from ...common.cluster import load_cluster
+    from ..drivers.hosts import processes_on
+    from ..drivers.up import run_up
+    from ..policies.registry import check_params
+
+    cluster = load_cluster(args.cluster)
+    check_params(cluster, str(args.cluster))
+    names = processes_on(cluster, args.cluster, args.host)
+    return run_up(cluster, args.dir, names, str(args.cluster), lifeline=args.lifeline)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.cluster is not None:
+        if args.connect is not None:
+            raise UsageError("--cluster and --connect: give one (--cluster starts the testbed it replays on)")
+        args.connect = args.cluster
+    if args.connect is not None:
+        problem = connect_problem(args, getattr(args, "given", set()))
+        if problem:
+            raise UsageError(problem)
+    setup = setup_replay(ReplaySpec.from_args(args))
+    if command := getattr(args, "command_line", None):
+        setup.extra["command"] = command
+    if args.cluster is not None:
+        from ..drivers.remote import RemoteTestbed
+
+        with RemoteTestbed(args.cluster, setup.out, aviary=args.remote_aviary):
+            summary = run_replay(setup, quiet=args.quiet, progress_every=args.progress_every)
+    else:
+        summary = run_replay(setup, quiet=args.quiet, progress_every=args.progress_every)
+    print_summary(summary, setup.out)
+    return 0 if summary["finished"] == summary["jobs"] else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..results.report import write_report
+
+    print(f"written: {write_report(args.dirs, args.html)}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..results.compare import compare
+
+    try:
+        table, comp = compare(args.dirs, args.plot, force=args.force)
+    except ResultsError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in comp.warnings:
+        print(f"aviary compare: warning: {warning}", file=sys.stderr)
+    if comp.differs:
+        print(f"aviary compare: warning: {comp.differs_note()}", file=sys.stderr)
+    if args.json:
+        from ..results.compare import comparison_data
+
+        print(json.dumps(comparison_data(comp), indent=2))
+        return 0
+    console = Console()
+    console.print(table)
+    if args.plot:
+        console.print(f"figure: {args.plot}", markup=False, highlight=False)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args.out)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+
+    results = run_bench(args.out, peer=args.peer, dashboard=args.dashboard)
+    print(json.dumps(results, indent=2))
+    print(f"written: {Path(args.out) / 'bench.json'}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from ..sweep.run import main_sweep
+
+    return main_sweep(
+        args.spec,
+        out=args.out,
+        workers=args.workers,
+        cluster=args.cluster,
+        force=args.force,
+        quiet=args.quiet,
+        dry_run=args.dry_run,
+    )
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from ...common.cluster import load_cluster
+    from ...common.keys import make_keys
+
+    cluster = load_cluster(args.cluster)
+    folder = make_keys(cluster, args.cluster)
+    print(
+        f"keys: {len(cluster.processes) + 1} key pairs (every process and the launchers' control); "
+        f"public keys in {args.cluster}, secret keys in {folder}/ (mode 0600): copy it to every host"
+    )
+    return 0
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    """``aviary compose write|up|down``."""
+    from ..drivers.compose import down, up, write
+
+    action = args.compose_command
+    if action == "write":
+        cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=True)
+        path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory, keys=args.keys)
+        print(
+            f"written: {path} ({len(cluster.units()) - 1} services), {args.dir / 'cluster.toml'}; then: "
+            f"aviary compose up {args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
+        )
+        return 0
+    if action == "up":
+        started = up(args.dir, sdk=args.sdk, wait=args.wait)
+        total = len(started.running) + len(started.failed)
+        for line in started.failed:
+            print(f"aviary compose up: {line}", file=sys.stderr)
+        if started.failed:
+            print(
+                f"aviary compose up: {len(started.failed)} of {total} containers did not start (the others "
+                f"run; their logs: docker logs NAME); stop them: aviary compose down {args.dir}",
+                file=sys.stderr,
+            )
+            return 1
+        print(
+            f"started {total} containers with {started.via} in {started.launched:.1f} s, every process "
+            f"listening after {started.seconds:.1f} s; then: aviary replay --connect "
+            f"{args.dir / 'cluster.toml'} ..."
+        )
+        return 0
+    t0 = time.monotonic()
+    removed = down(args.dir)
+    print(f"removed {removed} containers in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "up": cmd_up,
+    "cluster": cmd_cluster,
+    "host": cmd_host,
+    "keys": cmd_keys,
+    "report": cmd_report,
+    "replay": cmd_replay,
+    "compare": cmd_compare,
+    "demo": cmd_demo,
+    "bench": cmd_bench,
+    "sweep": cmd_sweep,
+    "compose": cmd_compose,
+}

@@ -1,0 +1,39 @@
+"""The ``aviary`` command: parse the command line (:mod:`aviary.launch.flags.parser`, what the user
+types) and run the command (:mod:`.commands`), turning a usage error into one line and exit status 2."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+from ...common.cluster import ClusterError
+from ..flags.parser import build_parser, check_flags, command_list, given_flags
+from ..flags.spec import UsageError
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare ``aviary``
+        print(command_list(parser))
+        return 0
+    from . import commands
+
+    try:
+        if args.command in ("replay", "up"):
+            args.given = given_flags(argv)  # a replay --connect refuses testbed flags given
+            args.command_line = "aviary " + shlex.join(argv)  # what summary.json records
+        for warning in check_flags(args):
+            print(f"aviary {args.command}: warning: {warning}", file=sys.stderr)
+        return commands.COMMANDS[args.command](args)
+    except (UsageError, ClusterError) as exc:
+        print(f"aviary {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aviary: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader of the output went away (`aviary sweep --dry-run | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141

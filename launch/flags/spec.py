@@ -1,0 +1,190 @@
+"""What a replay is told, typed: :class:`ReplaySpec`.
+
+``aviary replay`` (and ``up``, ``cluster``: the testbed part) builds one from its flags with
+:meth:`ReplaySpec.from_args`; code builds one directly (``aviary demo``, experiments) and hands it to
+:func:`aviary.launch.replay.resolve.setup_replay` or
+:func:`~aviary.launch.replay.resolve.testbed_cluster`. The policy's own parameters go in ``params`` by
+the names its registry entry declares (:attr:`aviary.launch.policies.registry.Policy.declared`), in the
+units their help names (trace seconds for the durations that follow the time scale); a name the policy
+does not declare, or a bad value, is refused in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ...common.dags import GOOGLE_TRACE
+from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
+from ...common.resources import Resources
+from ..policies.registry import POLICIES, get_policy
+
+__all__ = ["DEFAULT_MAX_WALL", "SHARED", "ReplaySpec", "UsageError"]
+
+DEFAULT_MAX_WALL = 300.0
+"""A real replay predicted to run longer than this (seconds of wall time) is refused unless ``yes``."""
+
+DASHBOARD_PORT = 8789
+"""``--dashboard`` without a port (Dask's is 8787)."""
+
+REAL_TIME_SCALE = {"google": 1000.0, "alibaba": 10.0, "tpch": 1.0, "tpcds": 10.0, "gshet": 10.0}
+"""Default time scale of a real replay per workload: Google tasks run minutes (seconds become ms),
+Alibaba's seconds (p50 3 s, p90 52 s), TPC-H's stage runtimes are already 0.1-8 s, the generated
+TPC-DS-like stages' mean task durations are p50 8 s, p95 41 s (:mod:`aviary.common.dag_shapes`), the
+GS_HET-like tasks 10-120 s (:mod:`aviary.common.gshet`; 1-12 s at 10, TetriSched's 4 s cycle 0.4 s)."""
+
+
+class UsageError(Exception):
+    """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
+
+
+SHARED = ("cutoff",)
+"""Declared parameters that are also fields of the spec: the short/long cutoff sets every replay's
+reporting classes, and the scheduling cutoff of the policies that declare it unless ``params`` gives
+another."""
+
+Runtime = Literal["real", "sim"]
+Workload = Literal["google", "alibaba", "tpch", "tpcds", "gshet"]
+Sample = Literal["consecutive", "random"]
+Demands = Literal["synth", "alibaba-plan"]
+Executor = Literal["timer", "process", "docker"]
+CHOICES = {
+    "runtime": get_args(Runtime),
+    "workload": get_args(Workload),
+    "sample": get_args(Sample),
+    "demands": get_args(Demands),
+    "executor": get_args(Executor),
+}
+
+
+@dataclass
+class ReplaySpec:
+    """One replay (or testbed): the defaults are those of ``aviary replay``'s flags.
+
+    ``trace``: a Google-format trace (or the ``workload``'s own format; the bundled Google sample by
+    default, the workload's bundled jobs for alibaba and tpch; tpcds and gshet take none, their jobs are
+    drawn; gshet: TetriSched's GS_HET-like mix, :mod:`aviary.common.gshet`, on nodes of ``slots``
+    one-core slots labelled with ``rack`` and ``gpu`` attributes).
+    ``time_scale``: ``None`` for the default (1 simulated; on real processes the one that fits
+    ``duration``, or the default budget ``replay.DEFAULT_BUDGET``, on the simulator's prediction, at
+    least the workload's :data:`REAL_TIME_SCALE`). ``jobs``: ``None`` for all (on real processes
+    ``replay_jobs.DEFAULT_REAL_JOBS`` of a trace). ``duration``: the wall-clock budget (s) of a real replay,
+    which picks the time scale. ``max_wall``: a real replay predicted to take longer is refused (None:
+    no limit) unless ``yes``. ``load``: offered load of Poisson arrivals (``None``: 0.8; gshet 1.0) unless
+    ``keep_arrivals`` or ``batch`` (DAG workloads: every job at time 0). ``cutoff``: short/long cutoff in
+    trace seconds (``None``: the Google trace's). ``connect``: the cluster description of a running
+    testbed (its own policy and parameters apply). ``params``: the policy's declared parameters."""
+
+    policy: str = "sparrow"
+    trace: Path = GOOGLE_TRACE
+    workload: Workload = "google"
+    runtime: Runtime = "real"
+    nodes: int = 10
+    nodes_per_process: int = 1
+    """Real processes: node monitors hosted by one OS process, each its own endpoint (issue 27)."""
+    keys: bool = True
+    """Real processes: CurveZMQ keys made for the testbed (``--no-keys``: none; issue 26)."""
+    slots: int = 1
+    schedulers: int = 2
+    executor: Executor = "timer"
+    seed: int = 0
+    jobs: int | None = None
+    sample: Sample = "consecutive"
+    start: int | None = None
+    task_scale: float | None = None
+    reference_nodes: int = 10000
+    load: float | None = None
+    keep_arrivals: bool = False
+    batch: bool = False
+    cutoff: float | None = None
+    misestimate: tuple[float, float] | None = None
+    net_delay: float = 0.0005
+    stall_timeout: float | None = None
+    duration: float | None = None
+    max_wall: float | None = DEFAULT_MAX_WALL
+    yes: bool = False
+    connect: Path | None = None
+    out: Path | None = None
+    force: bool = False
+    """Write into ``out`` even when it holds another run's results (:mod:`aviary.launch.replay.folder`)."""
+    demands: Demands = "synth"
+    capacity: Resources | None = None
+    time_scale: float | None = None
+    fail: str | None = None
+    """Processes to kill at replay times, ``NAME@TIME,...`` (:mod:`aviary.common.failures`)."""
+    liveness_period: float = LIVENESS_PERIOD
+    """Real processes: seconds between the frontend's liveness ``Hello``s."""
+    liveness_misses: int = LIVENESS_MISSES
+    """Real processes: heartbeats unanswered before a process is declared dead."""
+    dashboard: int | None = None
+    """Real processes: the port of the live dashboard (0: any free one), or None for none."""
+    dashboard_address: str = "127.0.0.1"
+    """The address the dashboard listens on (beyond loopback: with a warning)."""
+    gshet: str | None = None
+    """``--workload gshet``'s mix and sizes, ``KEY=VALUE,...`` (see ``gshet_replay.gshet_options``)."""
+    tpch_mix: str | None = None
+    """``--workload tpch``: the profiles (input sizes) its jobs are drawn from, a name of
+    ``common.dags.TPCH_MIXES`` or ``PROFILE[:WEIGHT],...`` (``None``: ``common.dags.TPCH_MIX``;
+    ``"50g"``: the single profile of replays before the mixes)."""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.misestimate is not None:
+            lo, hi = self.misestimate
+            self.misestimate = (lo, hi)
+        for name in ("duration", "max_wall"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise UsageError(f"{name} must be greater than 0 seconds, got {value}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        self.given()  # the policy exists, and its params are declared and valid
+
+    def given(self) -> dict[str, Any]:
+        """The given values of the policy's declared parameters (checked; ``params``, then the fields
+        in :data:`SHARED`); a name it does not declare, or a bad value, is a one-line ``UsageError``."""
+        policy = get_policy(self.policy)
+        out = {}
+        for name, value in self.params.items():
+            p = policy.param(name)
+            if p is None:
+                raise UsageError(f"params: field '{name}': policy {policy.name!r} has no such parameter")
+            if value is not None:
+                try:
+                    out[name] = p.check(value)
+                except ValueError as exc:
+                    raise UsageError(f"params: field '{name}': {exc}") from None
+        for name in SHARED:
+            p = policy.param(name)
+            if p is not None and out.get(name) is None and getattr(self, name) is not None:
+                try:
+                    out[name] = p.check(getattr(self, name))
+                except ValueError as exc:
+                    raise UsageError(f"{name}: {exc}") from None
+        return out
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReplaySpec:
+        """The spec of ``aviary replay``, ``up`` or ``cluster`` flags (a field the sub-command has no
+        flag for keeps its default). The flags of the policy's declared parameters that were given go to
+        ``params``. One of a parameter the policy does not declare is refused when the policy, or a
+        policy declaring it, schedules DAG jobs; among the slot-based policies it is ignored, so that
+        one command line runs several of them (``experiments/kairos_real.py`` gives FIFO Kairos'
+        flags). With ``--connect`` the testbed's own parameters apply and these flags are ignored."""
+        names = {f.name for f in fields(cls)} - {"params"}
+        values = {name: getattr(args, name) for name in names if hasattr(args, name)}
+        policy = get_policy(values.get("policy", cls.policy))
+        params: dict[str, Any] = {}
+        for other in POLICIES.values():
+            for p in other.declared:
+                value = getattr(args, p.dest, None)
+                if value is None or p.name in SHARED:
+                    continue
+                if policy.param(p.name) is not None:
+                    params[p.name] = value
+                elif (policy.dag or other.dag) and values.get("connect") is None:
+                    raise UsageError(f"{p.flag}: policy {policy.name!r} has no such parameter")
+        return cls(**values, params=params)

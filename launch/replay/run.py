@@ -1,0 +1,310 @@
+"""``aviary replay``: a trace sample against a real testbed or the simulator, to results files.
+
+The same workload, the same cores and the same results files on both runtimes (DESIGN §2, §7):
+``--runtime real`` starts a local testbed (or uses one with ``--connect``) and drives it from a
+frontend in this process; ``--runtime sim`` runs every core in this process on virtual time.
+
+Know before you wait: a real replay is first simulated (the same cluster and jobs on virtual time,
+usually well under a second), which gives its wall time and utilization in advance. That prediction
+picks the time scale that fits ``--duration`` (by default, without ``--time-scale``, one minute), and a
+replay predicted to run longer than ``--max-wall`` (5 min) is refused with one line naming the
+``--time-scale``, ``--jobs`` or ``--task-scale`` that would fit, unless ``--yes``.
+
+Never lose a run: SIGINT (Ctrl-C) or SIGTERM during a replay stops it cleanly (the testbed's processes
+are asked for their counters, then stopped) and still writes ``jobs.csv`` and ``summary.json`` for what
+finished, with ``extra.interrupted`` true, ``extra.interrupted_by`` the signal and the unfinished jobs in
+``unfinished``; the command then exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
+
+This module runs a replay set up by :func:`~.resolve.setup_replay` (:func:`run_replay`): on the
+simulator or on real processes (:mod:`aviary.launch.drivers`), then writes the results; the progress bar
+and the stop signals come from :mod:`~.progress`.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from rich.console import Console
+
+from ...common.cluster import Cluster
+from ...common.frontend import FrontendCore
+from ...common.model import JobSpec
+from ...common.resources import Resources, vector_sum
+from ...common.results import JobRecord, format_summary_table, write_results
+from ...common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
+from ..drivers.dashboard import Dashboard, serve
+from ..drivers.local import LocalTestbed
+from ..drivers.real import ReplayError, run_real
+from ..drivers.sim import STALLED, quiet_limit, simulate
+from ..flags.spec import UsageError
+from .connect import testbed_down
+from .folder import point_latest
+from .predict import human, print_prediction
+from .progress import ProgressBar, StopSignals
+from .resolved import ReplaySetup
+
+
+def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
+    records = []
+    for job in frontend.jobs:
+        t = frontend.times[job.job_id]
+        submit = job.submit if t.submit is None else t.submit
+        records.append(JobRecord(job.job_id, job.cls, job.tasks, submit, t.first_start, t.finish, policy))
+    return records
+
+
+def run_replay(
+    setup: ReplaySetup, *, quiet: bool = False, console: Console | None = None, progress_every: float = 10.0
+) -> dict[str, Any]:
+    """Run the replay and write the results; returns the summary. A real replay first prints its
+    prediction. Progress: a bar on a terminal, else a line every ``progress_every`` seconds (unless
+    ``quiet``). Interrupted by SIGINT or SIGTERM, it still writes the results of what finished
+    (``extra.interrupted``, ``extra.interrupted_by``, the jobs left in ``unfinished``), prints them,
+    and raises ``KeyboardInterrupt`` (SIGINT: the command exits 130) or ``SystemExit(143)`` (SIGTERM)."""
+    console = console or Console(stderr=True)
+    cluster, jobs = setup.cluster, setup.jobs
+    policy = setup.policy
+    label = f"{policy.name} ({setup.runtime}, {len(cluster.nodes)} nodes)"
+    problems: list[str] = []
+    if setup.connect is not None and (down := testbed_down(setup.connect, cluster)):
+        raise UsageError(down)  # at once, not after the registration wait
+    if setup.runtime == "real":
+        print_prediction(setup, console)
+    end = None if setup.prediction is None else setup.prediction.wall
+    arrivals = max(j.submit for j in jobs)
+    span = max(arrivals, work_bound(cluster, jobs)) if setup.runtime == "sim" else arrivals
+    bar = ProgressBar(
+        len(jobs),
+        label,
+        not quiet,
+        end=end,
+        virtual=setup.runtime == "sim",
+        last_arrival=arrivals or None,  # a batch: no arrivals to show the clock against
+        every=progress_every,
+        console=console,
+    )
+    with StopSignals(raise_first=False) as stop, bar:
+        if setup.runtime == "sim":
+            estimated = quiet
+
+            def progress(fe: FrontendCore, now: float) -> None:
+                # The simulator stops here, in its own frame: a KeyboardInterrupt raised by the signal
+                # handler could land in a gc callback, where Python only prints it.
+                nonlocal estimated
+                bar.update(fe, now)
+                if not estimated and (line := wall_estimate(time.monotonic() - started, fe, now, span)):
+                    estimated = True
+                    bar.console.print(line)
+                if stop.reason is not None:
+                    raise KeyboardInterrupt
+
+            started = time.monotonic()
+            outcome = simulate(
+                cluster,
+                jobs,
+                net_delay=setup.net_delay,
+                progress=progress,
+                interruptible=True,
+                failures=setup.failures,
+                stall_detect=setup.liveness[0] * setup.liveness[1],
+            )
+            wall = time.monotonic() - started
+            frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
+            log = [entry for core in outcome.cores.values() for entry in core.task_log()]
+            cycles = [entry for core in outcome.cores.values() for entry in core.cycle_log()]
+            setup.extra["events"] = outcome.events
+            setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
+            setup.extra["virtual_seconds"] = outcome.virtual_seconds
+            interrupted = None if outcome.stopped is None else stop.reason or outcome.stopped
+            if interrupted == STALLED:  # gave up, as a real replay does when no job finishes
+                interrupted = None
+                problems.append(
+                    f"gave up at virtual time {outcome.virtual_seconds:,.1f} s: no job finished for "
+                    f"{quiet_limit(jobs):,.0f} s (ten times all the jobs' work); "
+                    f"{len(frontend.unfinished())} of {len(jobs)} jobs did not finish"
+                )
+            if interrupted is not None:
+                left = len(frontend.unfinished())
+                problems.append(
+                    f"interrupted by {interrupted} at virtual time {outcome.virtual_seconds:,.1f} s: "
+                    f"{left} of {len(jobs)} jobs did not finish"
+                )
+        else:
+            result = _run_real(setup, bar, console, stop)
+            frontend, wall, messages, counters = (
+                result.frontend,
+                result.wall_seconds,
+                result.messages,
+                result.counters,
+            )
+            problems = result.problems
+            log = result.task_log
+            cycles = result.cycles
+            interrupted = result.interrupted
+    records = job_records(frontend, policy.name)
+    if frontend.dead or frontend.resubmitted:  # which processes died when, and the jobs that moved
+        setup.extra["declared_dead"] = {name: round(at, 3) for name, at in frontend.dead.items()}
+        setup.extra["resubmitted"] = sorted(frontend.resubmitted)
+    dag: dict[str, Any] = {}
+    if policy.dag:
+        dag = {
+            "task_log": [TaskRecord(e[0], e[2], e[3], Resources(*e[4]), *e[5:6]) for e in log],
+            "capacity_total": vector_sum(n.resources for n in cluster.nodes),
+            "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
+        }
+    ran = jobs if interrupted is None else [j for j in jobs if frontend.times[j.job_id].finish is not None]
+    task_seconds = math.fsum(math.fsum(j.durations) for j in ran)  # interrupted: the finished jobs'
+    if interrupted is not None:
+        setup.extra["interrupted"], setup.extra["interrupted_by"] = True, interrupted
+    slo = {j.job_id: (j.slo, j.deadline) for j in jobs if j.slo is not None or j.deadline is not None}
+    from .provenance import workload_record
+
+    summary = write_results(
+        setup.out,
+        records,
+        workload=workload_record(setup),
+        policy=policy.name,
+        runtime=setup.runtime,
+        nodes=len(cluster.nodes),
+        slots=max(p.slots for p in cluster.nodes),
+        wall_seconds=wall,
+        task_seconds=task_seconds,
+        messages=Counter(messages),
+        counters=Counter(counters),
+        extra={**setup.extra, "problems": problems},
+        slo=slo or None,
+        cycles=cycles,
+        **dag,
+    )
+    if setup.latest:
+        point_latest(setup.out)
+    for problem in problems:
+        console.print(f"[yellow]{problem}[/yellow]")
+    if interrupted is not None:
+        print_summary(summary, setup.out)
+        console.print(
+            f"interrupted by {interrupted}: partial results of the {summary['finished']} finished jobs "
+            f"of {summary['jobs']} (the others are listed as unfinished)"
+        )
+        if interrupted == "SIGTERM":
+            raise SystemExit(128 + signal.SIGTERM)
+        raise KeyboardInterrupt
+    return summary
+
+
+def _dashboard(setup: ReplaySetup, console: Console) -> Callable[[Any], Dashboard]:
+    """What starts the replay's dashboard on its frontend session and prints its URL."""
+
+    def start(session: Any) -> Dashboard:
+        port, address = setup.dashboard or 0, setup.dashboard_address
+        say = partial(console.print, soft_wrap=True, markup=False, highlight=False)
+        return serve(session, setup.cluster, port, address, say)
+
+    return start
+
+
+def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: StopSignals) -> Any:
+    """The replay on real processes: a testbed of its own, or the running one of ``setup.connect``;
+    a signal recorded by ``stop`` ends it early."""
+    cluster = setup.cluster
+    route = setup.policy.route(cluster)
+    bed = None if setup.connect else LocalTestbed(cluster, setup.out / "testbed", keys=setup.keys)
+    started = time.monotonic()
+    try:
+        if bed is not None:
+            bed.start()
+        try:
+            outcome = uvloop.run(
+                run_real(
+                    cluster,
+                    setup.jobs,
+                    route,
+                    stall_timeout=setup.stall_timeout,
+                    shutdown=bed is not None,  # a running testbed outlives the replay
+                    dead=dict if bed is None else bed.dead,
+                    progress=bar.update,
+                    stop=lambda: stop.reason,
+                    failures=setup.failures,
+                    fail=None if bed is None else bed.fail,
+                    restart=None if bed is None else bed.restart,
+                    liveness=setup.liveness,
+                    watch=None if setup.dashboard is None else _dashboard(setup, console),
+                )
+            )
+            if outcome.registered_at is not None:  # from the first process started to the last registered
+                setup.extra["startup_seconds"] = round(outcome.registered_at - started, 3)
+            return outcome
+        except ReplayError as exc:
+            if bed is None:
+                raise UsageError(f"{setup.connect}: {exc}") from None
+            dead = sorted(bed.dead())
+            tail = f"; last lines of {dead[0]}'s log:\n{bed.log_tail(dead[0])}" if dead else ""
+            raise UsageError(f"{exc}{tail}") from None
+        finally:
+            if bed is not None:
+                bed.wait(5.0)
+    finally:
+        if bed is not None:
+            bed.stop()
+
+
+CALIBRATION = 3.0
+"""Seconds of a simulated replay after which it estimates its own wall time."""
+LONG_SIMULATION = 180.0
+"""A simulated replay estimated to take longer than this (s) is flagged."""
+
+
+def work_bound(cluster: Cluster, jobs: list[JobSpec]) -> float:
+    """The least virtual time the jobs' work takes on the cluster: the busiest resource's work (each
+    task's duration times its demand, summed) over the cluster's capacity of it. A batch's makespan is
+    at least this; with contention, DAG barriers and fragmentation it is more (1.0-1.5x in the packing
+    experiments)."""
+    capacity = vector_sum(p.resources for p in cluster.nodes)
+    work = [0.0, 0.0, 0.0, 0.0]
+    for job in jobs:
+        offset = 0
+        for stage in job.dag():
+            seconds = sum(job.durations[offset : offset + stage.tasks])
+            offset += stage.tasks
+            for r, d in enumerate(stage.demand):
+                work[r] += seconds * d
+    return max((w / c for w, c in zip(work, capacity, strict=True) if c > 0), default=0.0)
+
+
+def wall_estimate(elapsed: float, frontend: FrontendCore, now: float, span: float) -> str | None:
+    """After :data:`CALIBRATION` seconds of a simulated replay, one line estimating its whole wall time
+    from the share done so far (of the jobs finished, or of the virtual ``span`` the run takes at the least:
+    the last arrival, or the work's bound for a batch, whichever is further), with a warning when it looks
+    long; None before then or with nothing done yet."""
+    if elapsed < CALIBRATION:
+        return None
+    by_time = now / span if span > 0 else 0.0
+    done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
+    if done <= 0:
+        return None
+    total = elapsed / min(1.0, done)
+    share = min(1.0, done)
+    line = f"estimate: about {human(total)} of wall time in all (after {human(elapsed)}, {share:.0%} done)"
+    if total > LONG_SIMULATION:
+        line += (
+            " [yellow]— a long simulation: fewer --jobs or --nodes, or 'aviary sweep' to use every core"
+            "[/yellow]"
+        )
+    return line
+
+
+def print_summary(summary: dict[str, Any], out: Path, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(format_summary_table(summary))
+    console.print(f"results: {out}/jobs.csv, {out}/summary.json")
+
+
+__all__ = ["print_summary", "run_replay"]

@@ -1,0 +1,125 @@
+"""The experiment scripts run, at a tiny size, in the build a user gets (the compiled cores where
+scripts/setup.sh built them, as in CI), and the ones that drive the cores hardest once in pure Python
+too: a failure only one build shows (``bench_tetrisched``'s once) cannot land. Each writes to a folder
+of the test's own, never over the committed results. (``bench_tetrisched``, ``bench_codec``,
+``bench_speed``, ``agreement``, ``eagle_tail``, ``kairos_analysis`` and the sweeps have tests of their
+own.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TINY = [
+    "--workloads",
+    "tpch",
+    "--loads",
+    "0.9",
+    "--jobs",
+    "4",
+    "--nodes",
+    "8",
+    "--seeds",
+    "0",
+    "--workers",
+    "1",
+]
+
+
+def experiment(name: str, *args: str, pure: bool = False) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "AVIARY_PURE_PYTHON"}
+    if pure:
+        env["AVIARY_PURE_PYTHON"] = "1"
+    cmd = [sys.executable, "-m", f"aviary.experiments.{name}", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def rows(text: str, first: str) -> list[list[str]]:
+    """The cells of the Markdown table rows that start with ``| first``."""
+    return [
+        [c.strip() for c in line.split("|")[1:-1]]
+        for line in text.splitlines()
+        if line.startswith(f"| {first}")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "policies", "pure"),
+    [
+        ("packing_sim", ["drf", "tetris"], False),
+        ("packing_sim", ["drf", "tetris"], True),
+        ("carbyne_sim", ["drf", "carbyne"], False),
+        ("graphene_sim", ["cs", "graphene"], False),
+    ],
+    ids=["packing_sim", "packing_sim-pure-python", "carbyne_sim", "graphene_sim"],
+)
+def test_a_dag_comparison_runs_its_cells_and_reports_each_policy(tmp_path, name, policies, pure):
+    experiment(
+        name, *TINY, "--policies", *policies, "--results", str(tmp_path), "--runs", str(tmp_path), pure=pure
+    )
+    report = (tmp_path / f"{name}.md").read_text()
+    for policy in policies:  # the baseline first, its ratios 1; every job of every cell finished
+        (row,) = rows(report, policy + " ")
+        assert row[1] == "4/4" and float(row[2].replace(",", "")) > 0, row
+    (base,) = rows(report, policies[0] + " ")
+    assert base[3] == base[5] == base[7] == "1.00"
+    cells = sorted(p.name for p in (tmp_path / name).iterdir())
+    assert cells == sorted(f"tpch-0.9-{p}-seed0" for p in policies)  # under --runs, not the committed ones
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["default-build", "pure-python"])
+def test_bench_packing_times_each_policy_per_placed_task(pure):
+    out = experiment(
+        "bench_packing", "--policies", "tetris", "carbyne", "--workloads", "tpch", "--nodes", "100",
+        "--jobs", "4", pure=pure,
+    )  # fmt: skip
+    got = {r[4]: r for r in rows(out, "tpch")}
+    assert sorted(got) == ["carbyne", "tetris"]
+    assert got["tetris"][6].startswith("1.00")  # the reference divides by itself
+    for row in got.values():
+        assert int(row[3].replace(",", "")) > 0 and float(row[5].replace(",", "")) > 0
+
+
+def test_bench_packing_refuses_a_selection_that_matches_no_cell():
+    cmd = [sys.executable, "-m", "aviary.experiments.bench_packing", "--workloads", "tpch", "--nodes", "7"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no cell matches" in done.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["default-build", "pure-python"])
+def test_bench_sim_replays_the_first_jobs_of_the_sample(pure):
+    out = experiment("bench_sim", "--jobs", "30", "--nodes", "50", "--quiet", pure=pure)
+    assert "jobs finished    30/30" in out
+
+
+def test_kairos_real_on_the_simulator_alone(tmp_path):
+    experiment("kairos_real", "--runtimes", "sim", "--jobs", "10", "--no-sweep", "--out", str(tmp_path))
+    for policy in ("fifo", "kairos", "kairos-random", "kairos-sum"):
+        summary = json.loads(Path(tmp_path / f"sim-{policy}" / "summary.json").read_text())
+        assert summary["runtime"] == "sim" and summary["finished"] == summary["jobs"] == 10
+    assert (tmp_path / "kairos_real.md").read_text().count("sim") >= 4
+
+
+COMMITTED = Path(__file__).resolve().parent.parent / "experiments" / "results"
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("packing_sim", ["--workers", "1"]),
+        ("carbyne_sim", ["--workers", "1"]),
+        ("hawk_eagle_sim", ["--report-only"]),
+    ],
+)
+def test_a_committed_report_regenerates_byte_for_byte_from_its_committed_runs(tmp_path, name, args):
+    """The report of the committed runs, written elsewhere, is the committed report (every cell of the
+    script's default grid is committed, so nothing runs)."""
+    experiment(name, *args, "--results", str(tmp_path))
+    assert (tmp_path / f"{name}.md").read_text() == (COMMITTED / f"{name}.md").read_text()
