@@ -506,26 +506,31 @@ def test_the_kairos_specs_are_the_kairos_script(tmp_path: Path) -> None:
     )
     variants = {kairos: ("kairos", ks.KAIROS), "eagle:schedulers=10": ("eagle", ks.BASELINE_FLAGS)}
     data = tomllib.loads((SPECS / "kairos_sim.toml").read_text())
-    assert data["grid"] == {"nodes": [5000, 5500, 6500, 8000], "policy": list(variants)}
-    assert data["replay"] == {"load": "trace", "time_scale": 1, "task_scale": 1, "seed": 0}
+    assert data["grid"] == {
+        "nodes": [5000, 5500, 6500, 8000],
+        "policy": list(variants),
+        "seed": list(ks.SEEDS),
+    }
+    assert data["replay"] == {"load": "trace", "time_scale": 1, "task_scale": 1}
     for n in ks.CONTROL_NODES:
         control = tomllib.loads((SPECS / f"kairos_sim_poisson_{n}.toml").read_text())
         assert (
             control["replay"]["load"] == float(f"{ks.mean_load(n):.4f}") and control["replay"]["nodes"] == n
         )
-        assert control["grid"]["policy"] == list(variants)
+        assert control["grid"] == {"policy": list(variants), "seed": list(ks.SEEDS)}
     small = {"jobs": 30, "start": 0}
-    _, out = small_sweep(tmp_path, "kairos_sim", small, {"nodes": [20]})
-    _, poisson = small_sweep(tmp_path, "kairos_sim_poisson_8000", {**small, "nodes": 20}, {})
+    _, out = small_sweep(tmp_path, "kairos_sim", small, {"nodes": [20], "seed": [0]})
+    _, poisson = small_sweep(tmp_path, "kairos_sim_poisson_8000", {**small, "nodes": 20}, {"seed": [0]})
     for value, (policy, extra) in variants.items():
         ks.run(policy, 20, tmp_path / "script", extra, 0, 30)
         same_jobs(
-            out / f"{value.replace(':', '+').replace(',', '+')},nodes=20",
+            out / f"{value.replace(':', '+').replace(',', '+')},nodes=20,seed=0",
             tmp_path / "script" / f"{policy}-20",
         )
         ks.run(policy, 20, tmp_path / "script", extra, 0, 30, load=ks.mean_load(8000))
         same_jobs(
-            poisson / value.replace(":", "+").replace(",", "+"), tmp_path / "script" / f"{policy}-20-poisson"
+            poisson / f"{value.replace(':', '+').replace(',', '+')},seed=0",
+            tmp_path / "script" / f"{policy}-20-poisson",
         )
 
 
@@ -653,9 +658,9 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
     monkeypatch.setattr(ks, "SPECS", ("kairos_sim", "kairos_sim_poisson_8000"))
     monkeypatch.setattr(ks, "CONTROL_NODES", (20,))
     small = {"jobs": 30, "start": 3000}  # short and long jobs
-    small_sweep(root, "kairos_sim", small, {"nodes": [10, 20]})
+    small_sweep(root, "kairos_sim", small, {"nodes": [10, 20], "seed": [0]})
     control = {**small, "nodes": 20, "load": round(ks.mean_load(20), 4)}
-    small_sweep(root, "kairos_sim_poisson_8000", control, {})
+    small_sweep(root, "kairos_sim_poisson_8000", control, {"seed": [0]})
     out = root / "r"
     assert ks.main(["--from-sweep", str(root), "--nodes", "10", "20", "--out", str(out)]) == 0
     md = (out / "kairos_sim.md").read_text()
@@ -666,8 +671,8 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
     kairos = ks.spec_policy("kairos").replace(":", "+").replace(",", "+")
     ratios = set()
     for n in (10, 20):
-        k = summary("kairos_sim", f"{kairos},nodes={n}")
-        e = summary("kairos_sim", f"eagle+schedulers=10,nodes={n}")
+        k = summary("kairos_sim", f"{kairos},nodes={n},seed=0")
+        e = summary("kairos_sim", f"eagle+schedulers=10,nodes={n},seed=0")
         want = k["jct"]["long"]["p50"] / e["jct"]["long"]["p50"]
         row = md_row(md, f"| {n:,} |")
         long_row = md_row(md, f"| {n:,} | {row[1]} | {row[2]} | long |")
@@ -675,8 +680,8 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
         assert long_row[7] == " / ".join(f"{k['jct']['long'][p]:,.0f}" for p in ks.PCTS)
         ratios.add(long_row[4])
     assert len(ratios) == 2  # the two sizes' cells differ: a wrong lookup would show
-    k = summary("kairos_sim_poisson_8000", kairos)
-    e = summary("kairos_sim_poisson_8000", "eagle+schedulers=10")
+    k = summary("kairos_sim_poisson_8000", f"{kairos},seed=0")
+    e = summary("kairos_sim_poisson_8000", "eagle+schedulers=10,seed=0")
     assert "### Control: Poisson arrivals" in md
     row = md_row(md, "| long |")
     assert row[1] == f"{k['jct']['long']['p50'] / e['jct']['long']['p50']:.2f}"
