@@ -94,6 +94,12 @@ def claim_verdict(
                 f"{where} (holds in seed{'s' * (len(yes) > 1)} {', '.join(yes)}, not in {', '.join(no)}: "
                 f"{' / '.join(spread(vs) for vs in values)})"
             )
+    return verdict_text(holds, fails, differ, seeds)
+
+
+def verdict_text(holds: list[str], fails: list[str], differ: list[str], seeds: Sequence[int]) -> str:
+    """``holds at ...; not at ...``, then, over several seeds, where the seeds' own verdicts differ or
+    that they give the same everywhere."""
     text = f"holds at {', '.join(holds) or 'none'}; not at {', '.join(fails) or 'none'}"
     if len(seeds) > 1:
         text += (

@@ -70,6 +70,7 @@ from aviary.experiments.tables import (
     ratio,
     seeds_cell,
     spread,
+    verdict_text,
     which_seeds,
 )
 
@@ -555,17 +556,6 @@ def counters_table(seeds: Sequence[int]) -> list[str]:
             row = " | ".join(cells)
             lines.append(f"| {arrivals_label(nodes, arr)} | {lab} | {row} | {seeds_cell(got, seeds)} |")
     return [*lines, ""]
-
-
-def verdict_text(holds: list[str], fails: list[str], differ: list[str], seeds: Sequence[int]) -> str:
-    text = f"holds at {', '.join(holds) or 'none'}; not at {', '.join(fails) or 'none'}"
-    if len(seeds) > 1:
-        text += (
-            "; **the seeds' verdicts differ** at " + "; ".join(differ)
-            if differ
-            else "; every seed gives the same verdict everywhere"
-        )
-    return text
 
 
 def split_verdict(
