@@ -68,6 +68,7 @@ from aviary.experiments.tables import (
     both_sides,
     claim_verdict,
     disagreement,
+    median,
     num,
     over_seeds,
     ratio,
@@ -206,15 +207,19 @@ Pairs = list[tuple[int, dict[str, Any], dict[str, Any]]]
 """The runs of one setting: (seed, Kairos' summary, the baseline's summary) for each seed with both."""
 
 
-def median(values: Sequence[float | None]) -> float | None:
-    """The median of ``values`` (None: missing, left out); None without any."""
-    got = [v for v in values if v is not None]
-    return statistics.median(got) if got else None
-
-
 def pair_ratios(runs: Pairs, cls: str) -> dict[str, list[float | None]]:
     """Kairos over the baseline per percentile of ``cls``, each within a seed, in the seeds' order."""
     return {p: [ratio(k["jct"][cls][p], b["jct"][cls][p]) for _, k, b in runs] for p in PCTS}
+
+
+def ratio_cells(runs: Pairs, cls: str, where: str, split: list[str]) -> str:
+    """The p50 | p90 | p99 cells of Kairos over the baseline for ``cls`` (each within a seed, then over
+    the seeds), adding to ``split`` the percentiles whose seeds fall on both sides of 1."""
+    each = pair_ratios(runs, cls)
+    for p, values in each.items():
+        if (sides := both_sides(values)) is not None:
+            split.append(f"{where}{cls} {p} {sides}")
+    return " | ".join(over_seeds(v) for v in each.values())
 
 
 def medians(runs: Pairs, kairos: bool, cls: str) -> str:
@@ -252,7 +257,7 @@ def table(results: dict[int, Pairs], baseline: str, note: str, cmd: str, seeds: 
         f"| {baseline} p50 / p90 / p99 (s) | util. Kairos | util. {baseline} | preemptions | seeds |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    split = []
+    split: list[str] = []
     for nodes, runs in results.items():
         got = [seed for seed, _, _ in runs]
         util = [
@@ -261,11 +266,7 @@ def table(results: dict[int, Pairs], baseline: str, note: str, cmd: str, seeds: 
         ]
         preempt = over_seeds([float(k["counters"].get("preemptions", 0)) for _, k, _ in runs], "{:,.0f}")
         for cls in ("short", "long"):
-            each = pair_ratios(runs, cls)
-            for p, values in each.items():
-                if (sides := both_sides(values)) is not None:
-                    split.append(f"{nodes:,} nodes {cls} {p} {sides}")
-            rs = " | ".join(over_seeds(v) for v in each.values())
+            rs = ratio_cells(runs, cls, f"{nodes:,} nodes ", split)
             lines.append(
                 f"| {nodes:,} | {BUSY_NODES / nodes:.0%} | {busy_load(nodes):.2f} | {cls} | {rs} "
                 f"| {medians(runs, True, cls)} | {medians(runs, False, cls)} | "
@@ -461,13 +462,9 @@ def control_lines(runs: Pairs, baseline: str, seeds: Sequence[int], nodes: int) 
         f"| {baseline} p50 / p90 / p99 (s) | seeds |",
         "|---|---|---|---|---|---|---|",
     ]
-    split = []
+    split: list[str] = []
     for cls in ("short", "long"):
-        each = pair_ratios(runs, cls)
-        for p, values in each.items():
-            if (sides := both_sides(values)) is not None:
-                split.append(f"{cls} {p} {sides}")
-        rs = " | ".join(over_seeds(v) for v in each.values())
+        rs = ratio_cells(runs, cls, "", split)
         lines.append(
             f"| {cls} | {rs} | {medians(runs, True, cls)} | {medians(runs, False, cls)} "
             f"| {seeds_cell(got, seeds)} |"

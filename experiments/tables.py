@@ -15,6 +15,12 @@ def num(x: float | None, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
 
+def median(values: Iterable[float | None]) -> float | None:
+    """The median of ``values`` (None: missing, left out); None without any."""
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     """``a / b``, or None when either is missing or ``b`` is not positive."""
     return None if a is None or b is None or b <= 0 else a / b
@@ -83,7 +89,7 @@ def claim_verdict(
     fails: list[str] = []
     differ: list[str] = []
     for where, got, values in rows:
-        mids = [statistics.median(g) if (g := [v for v in vs if v is not None]) else None for vs in values]
+        mids = [median(vs) for vs in values]
         fewer = "" if len(got) >= len(seeds) else f"; **{which_seeds(got)}**"
         (holds if ok(mids) else fails).append(f"{where} ({' / '.join(num(v, 2) for v in mids)}{fewer})")
         oks = [ok([vs[i] for vs in values]) for i in range(len(got))]

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,6 +64,7 @@ from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import (
     both_sides,
     disagreement,
+    median,
     num,
     over_seeds,
     ratio,
@@ -454,12 +454,6 @@ def ratios(
             for q in PCT:
                 each[f"{c} {q}"].append(ratio(a["jct"][c][q], b["jct"][c][q]))
     return (got, each) if got else None
-
-
-def median(values: Sequence[float | None]) -> float | None:
-    """The median of ``values`` (None: missing, left out); None without any."""
-    got = [v for v in values if v is not None]
-    return statistics.median(got) if got else None
 
 
 def only(got: Sequence[int], seeds: Sequence[int]) -> str:
