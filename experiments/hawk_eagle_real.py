@@ -1,16 +1,18 @@
 """Eagle vs Hawk on the real runtime (thesis Figure 3.9): a local testbed of 100 node monitors, 10
 distributed schedulers and the central scheduler, replaying a scaled sample of the bundled Google trace.
 
-    python -m aviary.experiments.hawk_eagle_real                  # loads 0.8, both policies
-    python -m aviary.experiments.hawk_eagle_real --loads 0.6 0.8 --time-scale 2000
+    python -m aviary.experiments.hawk_eagle_real                  # load 0.8, both policies, seeds 0-2
+    python -m aviary.experiments.hawk_eagle_real --loads 0.6 0.8 --seeds 0 --time-scale 2000
 
 The sample: 3,300 consecutive jobs from job 6,000 (inside the busy part of the sample), durations
 divided by the time scale (default 4,000), task counts multiplied by 100 / 10,000 (tasks merged, each
-job keeping its task-seconds, DESIGN §4), Poisson arrivals at the offered load. Timer executors (a task
-is a timer in its node monitor). Each run is repeated on the simulator (same cores, workload and seed;
-a second each). Results: ``experiments/results/hawk_eagle_real/<policy>-load<L>[-sim]/``
-(``summary.json`` committed) and the table ``experiments/results/hawk_eagle_real.md``; runs whose
-results exist are not repeated without ``--force``.
+job keeping its task-seconds, DESIGN §4), Poisson arrivals at the offered load, drawn with the seed (and the
+schedulers' probes too). Timer executors (a task is a timer in its node monitor). Each run is repeated
+on the simulator (same cores, workload and seed; a second each). Results:
+``experiments/results/hawk_eagle_real/<policy>-load<L>[-sim]/`` (seed S > 0: ``-sS`` at the end;
+``summary.json`` committed) and the table ``experiments/results/hawk_eagle_real.md``: each ratio is
+taken within a seed (the same jobs), then its median over the seeds [min, max]. Runs whose results
+exist are not repeated without ``--force``.
 """
 
 from __future__ import annotations
@@ -24,29 +26,31 @@ from aviary.common.model import GOOGLE_CUTOFF, JobSpec
 from aviary.common.results import jobs_rows, percentile
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
-from aviary.experiments.tables import num, ratio
+from aviary.experiments.runs import seeded
+from aviary.experiments.tables import num, over_seeds, ratio
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 OUT = RESULTS / "hawk_eagle_real"
 PCT = ("p50", "p90", "p99")
 TASK_SCALE = 100 / 10_000  # 100 nodes for the reference 10,000 (the real runtime's default)
+SEEDS = (0, 1, 2)
 
 
-def folder(policy: str, load: float, runtime: str) -> Path:
-    return OUT / (f"{policy}-load{load:g}" + ("-sim" if runtime == "sim" else ""))
+def folder(policy: str, load: float, runtime: str, seed: int = 0) -> Path:
+    return OUT / seeded(f"{policy}-load{load:g}" + ("-sim" if runtime == "sim" else ""), seed)
 
 
-def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_one(policy: str, load: float, runtime: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from aviary.launch.flags.parser import build_parser
     from aviary.launch.replay.resolve import setup_replay
     from aviary.launch.replay.run import print_summary, run_replay
 
-    out = folder(policy, load, runtime)
+    out = folder(policy, load, runtime, seed)
     flags = [
         "replay", "--runtime", runtime, "--policy", policy, "--nodes", "100", "--schedulers", "10",
         "--jobs", str(args.jobs), "--start", str(args.start), "--time-scale", str(args.time_scale),
-        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", "0", "--yes", "--force",
+        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", str(seed), "--yes", "--force",
         "--out", str(out),
     ]  # fmt: skip
     setup = setup_replay(build_parser().parse_args(flags))
@@ -58,8 +62,8 @@ def run_one(policy: str, load: float, runtime: str, args: argparse.Namespace) ->
     return summary
 
 
-def load_summary(policy: str, load: float, runtime: str = "real") -> dict[str, Any] | None:
-    path = folder(policy, load, runtime) / "summary.json"
+def load_summary(policy: str, load: float, runtime: str = "real", seed: int = 0) -> dict[str, Any] | None:
+    path = folder(policy, load, runtime, seed) / "summary.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -84,47 +88,58 @@ def floor(jobs: list[JobSpec]) -> dict[str, dict[str, float]]:
 
 
 def seen_as_short(
-    jobs: list[JobSpec], cutoff: float, policy: str, load: float, runtime: str
+    jobs: list[JobSpec], cutoff: float, policy: str, load: float, runtime: str, seed: int
 ) -> dict[str, float] | None:
     """Percentiles of the short jobs whose merged tasks left them short to the schedulers too."""
-    path = folder(policy, load, runtime) / "jobs.csv"
+    path = folder(policy, load, runtime, seed) / "jobs.csv"
     if not path.exists():
         return None
     jct = {int(r["job_id"]): float(r["jct"]) for r in jobs_rows(path)}
     return pcts([jct[j.job_id] for j in jobs if not j.long and j.estimate < cutoff])
 
 
-def report(loads: list[float]) -> str:
+def report(loads: list[float], seeds: list[int]) -> str:
+    """The tables: Eagle / Hawk per load and runtime, then every run's figures and counters."""
     lines = [
         "# Eagle vs Hawk on the real runtime (thesis Figure 3.9)",
         "",
         "Generated by `python -m aviary.experiments.hawk_eagle_real`; set-up and discussion in",
         "experiments/README.md. Eagle's percentiles divided by Hawk's (below 1: Eagle better), on the",
         "real testbed and, for comparison, on the simulator with the same cores, workload and seed.",
+        f"Seeds {', '.join(map(str, seeds))}: each ratio is taken within a seed (the same jobs), then its",
+        "median over the seeds [min, max].",
         "",
-        "| load | runtime | " + " | ".join(f"{c} {q}" for c in ("short", "long") for q in PCT) + " |",
-        "|" + "---|" * 8,
+        "| load | runtime | seeds | " + " | ".join(f"{c} {q}" for c in ("short", "long") for q in PCT) + " |",
+        "|" + "---|" * 9,
     ]
     seen: list[str] = []
     for load in loads:
-        first = load_summary("hawk", load) or load_summary("hawk", load, "sim")
-        jobs = workload(first) if first is not None else []
         for runtime in ("real", "sim"):
-            e, h = load_summary("eagle", load, runtime), load_summary("hawk", load, runtime)
-            if e is None or h is None:
+            runs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+            for seed in seeds:
+                e, h = (load_summary(p, load, runtime, seed) for p in ("eagle", "hawk"))
+                if e is not None and h is not None:
+                    runs[seed] = (e, h)
+            if not runs:
                 continue
-            cells = []
-            for c in ("short", "long"):
-                for q in PCT:
-                    a, b = e["jct"][c][q], h["jct"][c][q]
-                    cells.append(num(ratio(a, b), 2))
-            lines.append(f"| {load:g} | {runtime} | " + " | ".join(cells) + " |")
-            cutoff = GOOGLE_CUTOFF / h["extra"]["time_scale"]
-            es, hs = (seen_as_short(jobs, cutoff, p, load, runtime) for p in ("eagle", "hawk"))
-            if es is not None and hs is not None:
-                n = sum(1 for j in jobs if not j.long and j.estimate < cutoff)
-                cells = [num(es[q] / hs[q], 2) for q in PCT] + [num(hs[q], 3) for q in PCT]
-                seen.append(f"| {load:g} | {runtime} | {n} | " + " | ".join(cells) + " |")
+            cells = [
+                over_seeds([ratio(e["jct"][c][q], h["jct"][c][q]) for e, h in runs.values()])
+                for c in ("short", "long")
+                for q in PCT
+            ]
+            lines.append(f"| {load:g} | {runtime} | {len(runs)} | " + " | ".join(cells) + " |")
+            short: list[tuple[int, dict[str, float], dict[str, float]]] = []
+            for seed, (_, h) in runs.items():
+                jobs = workload(h)
+                cutoff = GOOGLE_CUTOFF / h["extra"]["time_scale"]
+                es, hs = (seen_as_short(jobs, cutoff, p, load, runtime, seed) for p in ("eagle", "hawk"))
+                if es is not None and hs is not None:
+                    short.append((sum(1 for j in jobs if not j.long and j.estimate < cutoff), es, hs))
+            if short:
+                cells = [over_seeds([float(n) for n, _, _ in short], "{:,.0f}")]
+                cells += [over_seeds([es[q] / hs[q] for _, es, hs in short]) for q in PCT]
+                cells += [over_seeds([hs[q] for _, _, hs in short], "{:,.3f}") for q in PCT]
+                seen.append(f"| {load:g} | {runtime} | " + " | ".join(cells) + " |")
     if seen:
         lines += [
             "",
@@ -138,42 +153,42 @@ def report(loads: list[float]) -> str:
     keys = ("probes", "probes_behind_long", "short_ran_behind_long", "steals", "probes_rescheduled")
     lines += [
         "",
-        "Completion times in seconds of the scaled run (trace seconds / time scale); counters as in",
-        "thesis Table 3.2. *longest task*: the same percentiles of each job's longest task, the floor",
-        "no scheduler can beat (task merging makes some short jobs' tasks long: see the discussion).",
+        "Every run: completion times in seconds of the scaled run (trace seconds / time scale); counters",
+        "as in thesis Table 3.2. *longest task*: the same percentiles of each job's longest task, the",
+        "floor no scheduler can beat (task merging makes some short jobs' tasks long: see the discussion).",
         "",
-        "| policy | load | runtime | jobs (short/long) | "
+        "| policy | load | seed | runtime | jobs (short/long) | "
         + " | ".join(f"{c} {q}" for c in ("short", "long") for q in PCT)
         + " | finished | class changed | wall (s) | messages | "
         + " | ".join(keys)
         + " |",
-        "|" + "---|" * (12 + len(keys)),
+        "|" + "---|" * (13 + len(keys)),
     ]
     for load in loads:
-        first = load_summary("hawk", load) or load_summary("hawk", load, "sim")
-        if first is not None:
-            bound = floor(workload(first))
-            cells = [num(bound[cl][q], 3) for cl in ("short", "long") for q in PCT]
-            lines.append(f"| longest task | {load:g} | - | - | " + " | ".join(cells) + " |" + " - |" * 9)
-        for p in ("hawk", "eagle"):
-            for runtime in ("real", "sim"):
-                s = load_summary(p, load, runtime)
-                if s is None:
-                    continue
-                j, c = s["jct"], s["counters"]
-                cells = [num(j[cl][q], 3) for cl in ("short", "long") for q in PCT]
-                cells += [
-                    f"{s['finished']}/{s['jobs']}",
-                    str(s["extra"].get("class_changed", "?")),
-                    f"{s['wall_seconds']:.0f}",
-                    f"{s['messages']['total']:,}",
-                ]
-                cells += [f"{c.get(k, 0):,}" for k in keys]
+        for seed in seeds:
+            first = load_summary("hawk", load, "real", seed) or load_summary("hawk", load, "sim", seed)
+            if first is not None:
+                bound = floor(workload(first))
+                cells = [num(bound[cl][q], 3) for cl in ("short", "long") for q in PCT]
                 lines.append(
-                    f"| {p} | {load:g} | {runtime} | {j['short']['count']}/{j['long']['count']} | "
-                    + " | ".join(cells)
-                    + " |"
+                    f"| longest task | {load:g} | {seed} | - | - | " + " | ".join(cells) + " |" + " - |" * 9
                 )
+            for p in ("hawk", "eagle"):
+                for runtime in ("real", "sim"):
+                    s = load_summary(p, load, runtime, seed)
+                    if s is None:
+                        continue
+                    j, c = s["jct"], s["counters"]
+                    cells = [num(j[cl][q], 3) for cl in ("short", "long") for q in PCT]
+                    cells += [
+                        f"{s['finished']}/{s['jobs']}",
+                        str(s["extra"].get("class_changed", "?")),
+                        f"{s['wall_seconds']:.0f}",
+                        f"{s['messages']['total']:,}",
+                    ]
+                    cells += [f"{c.get(k, 0):,}" for k in keys]
+                    cells.insert(0, f"{j['short']['count']}/{j['long']['count']}")
+                    lines.append(f"| {p} | {load:g} | {seed} | {runtime} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -181,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loads", type=float, nargs="+", default=[0.8])
     ap.add_argument("--policies", nargs="+", default=["hawk", "eagle"])
+    ap.add_argument(
+        "--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds of every run (default 0 1 2)"
+    )
     ap.add_argument("--jobs", type=int, default=3300)
     ap.add_argument("--start", type=int, default=6000)
     ap.add_argument("--time-scale", type=float, default=4000.0)
@@ -189,15 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true", help="re-run the replays whose results exist")
     args = ap.parse_args(argv)
     if not args.report_only:
-        for load in args.loads:
-            for policy in args.policies:
-                for runtime in ("real", "sim"):
-                    if args.force or load_summary(policy, load, runtime) is None:
-                        run_one(policy, load, runtime, args)
-    found = {float(p.name.split("load", 1)[1].removesuffix("-sim")) for p in OUT.glob("*-load*")}
+        for seed in args.seeds:  # all runs of a seed, then the next
+            for load in args.loads:
+                for policy in args.policies:
+                    for runtime in ("real", "sim"):
+                        if args.force or load_summary(policy, load, runtime, seed) is None:
+                            run_one(policy, load, runtime, seed, args)
+    found = {float(p.name.split("load", 1)[1].split("-")[0]) for p in OUT.glob("*-load*")}
     loads = sorted(found | set(args.loads))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "hawk_eagle_real.md").write_text(report(loads))
+    (RESULTS / "hawk_eagle_real.md").write_text(report(loads, args.seeds))
     print(f"written: {RESULTS / 'hawk_eagle_real.md'}")
     return 0
 

@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from aviary.experiments.figures import whiskers
+from aviary.experiments.google_sample import busy_load
 from aviary.experiments.runs import read_summary, seeded, sim_wall, timed_replay
 from aviary.experiments.sweep_cells import from_sweep_flag
 from aviary.experiments.tables import both_sides, disagreement, num, over_seeds, seeds_cell
@@ -121,24 +123,6 @@ def paired(
         if a is not None and b is not None:
             out.append((s, a, b))
     return out
-
-
-def busy_load(nodes: int, start: float = 60_000.0) -> float:
-    """Offered load of the busy part of the sample: task-seconds of the jobs submitted from ``start``
-    (the first 60,000 s hold 32 of the 10,000 jobs) over node-seconds until the last submission."""
-    from aviary.common.trace import read_trace
-
-    global _BUSY
-    if _BUSY is None:
-        trace = read_trace(HERE / "traces" / "google_10k.tr")
-        first = trace[0].submit
-        busy = [j for j in trace if j.submit - first >= start]
-        _BUSY = (sum(j.task_seconds for j in busy), busy[-1].submit - first - start)
-    work, span = _BUSY
-    return work / (nodes * span)
-
-
-_BUSY: tuple[float, float] | None = None
 
 
 def ratio_table(title: str, top: str, den: str, sizes: list[int], seeds: Sequence[int]) -> list[str]:
@@ -345,26 +329,6 @@ def plot(sizes: list[int], png: Path, seeds: Sequence[int]) -> None:
         fontsize=11,
     )
     save_figure(fig, png)
-
-
-def whiskers(
-    ax: Any, got: dict[str, list[list[float]]], medians: dict[str, list[float | None]], log: bool
-) -> None:
-    """The range over the seeds of each of :func:`~aviary.launch.results.compare.ratio_bars`' bars
-    (at its bars' places), the axis widened to hold them."""
-    width = 0.8 / max(1, len(got))
-    tops = []
-    for i, q in enumerate(got):
-        for g, (vs, mid) in enumerate(zip(got[q], medians[q], strict=True)):
-            if len(vs) < 2 or mid is None or (log and min(vs) <= 0):
-                continue
-            x = g - 0.4 + width * (i + 0.5)
-            ax.errorbar([x], [mid], yerr=[[mid - min(vs)], [max(vs) - mid]], fmt="none", ecolor="black",
-                        elinewidth=0.8, capsize=2)  # fmt: skip
-            tops.append(max(vs))
-    if tops and not log:
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, max(high, 1.05 * max(tops)))
 
 
 def main(argv: list[str] | None = None) -> int:

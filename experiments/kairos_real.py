@@ -1,24 +1,27 @@
 """Kairos vs central FIFO, and the Var / Random / Sum tie-breaks, on a 30 x 4 local testbed (thesis §4.5,
 Figures 4.4 and 4.6), with the heavy-tailed workload of Table 4.1.
 
-    python experiments/kairos_real.py [--executor process] [--time-scale 12] [--out DIR]
+    python experiments/kairos_real.py [--executor process] [--time-scale 12] [--seeds 1 2 3] [--out DIR]
 
 What it runs (every replay through ``aviary replay``):
 
-1. 100 jobs drawn from Table 4.1 (seed 1) with Poisson arrivals of mean 60 s, as in the thesis, written
-   as a trace (:mod:`aviary.experiments.kairos_workload`); durations and arrivals divided by the time
-   scale (12: the ~1.6 h workload runs in ~8 min);
+1. for each workload seed (default 1, 2, 3), 100 jobs drawn from Table 4.1 with Poisson arrivals of mean
+   60 s, as in the thesis, written as a trace (:mod:`aviary.experiments.kairos_workload`); durations and
+   arrivals divided by the time scale (12: the ~1.6 h workload runs in ~8 min);
 2. policies ``fifo``, ``kairos`` (Var), ``kairos-random``, ``kairos-sum`` on a real local testbed of 30
    node processes x 4 slots + 1 central process, with the chosen executor, Q = 4 and W = 50 s (thesis
    testbed settings, W scaled like the durations); then the same four on the simulator;
 3. (sim only, fast) a load sweep: mean inter-arrival 60, 75, 90 and 120 s, 5 workload seeds each.
 
 It writes ``DIR/kairos_real.md`` (tables), ``DIR/kairos_real.png`` (CDFs of completion time and
-slowdown, Fig. 4.4; CDF of completion time per tie-break, Fig. 4.6) and each replay's ``jobs.csv`` and
-``summary.json`` under ``DIR/<runtime>-<policy>/``. Times in the tables are in *trace seconds* (replay
-seconds x time scale) so they read like the thesis' numbers; a job's slowdown is its completion time
-over its makespan alone on the 120 slots. The host's CPU use during each real run is reported, since
-this machine has 2 cores for 120 task slots and 31 scheduler processes.
+slowdown, Fig. 4.4; CDF of completion time per tie-break, Fig. 4.6; the first seed's runs) and each
+replay's ``jobs.csv`` and ``summary.json`` under ``DIR/<runtime>-<policy>/`` (seed S other than 1:
+``-sS`` at the end; runs whose results exist are not repeated without ``--force``). Over the seeds, each
+ratio to FIFO is taken within a seed (the same jobs), then its median [min, max]. Times in the tables
+are in *trace seconds* (replay seconds x time scale) so they read like the thesis' numbers; a job's
+slowdown is its completion time over its makespan alone on the 120 slots. The host's CPU use during
+each real run is reported, since this machine has 2 cores for 120 task slots and 31 scheduler
+processes.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from aviary.common.frontend import JobTimes
 from aviary.common.results import percentile, read_jobs, read_summary
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
-from aviary.experiments.kairos_analysis import SUMMARY_BEGIN, SUMMARY_END
+from aviary.experiments.kairos_analysis.report import SUMMARY_BEGIN, SUMMARY_END
 from aviary.experiments.kairos_workload import (
     CATEGORIES,
     LONG_CUTOFF,
@@ -49,7 +52,7 @@ from aviary.experiments.kairos_workload import (
     table41_jobs,
     write_trace,
 )
-from aviary.experiments.tables import num
+from aviary.experiments.tables import num, over_seeds, ratio, seeds_cell
 from aviary.launch.cli.main import main as aviary
 from aviary.launch.drivers.sim import simulate
 from aviary.launch.policies.registry import policy_cluster
@@ -64,8 +67,22 @@ LABELS = {
 NODES, SLOTS = 30, 4
 QUANTUM, Q = 50.0, 4  # thesis testbed (§4.5.2)
 PCTS = {"p10": 0.10, "p30": 0.30, "p50": 0.50, "p90": 0.90, "p99": 0.99}
+SEEDS = (1, 2, 3)
+"""Workload seeds; the first keeps the folders and trace name runs had before seeds."""
 THESIS = {"FIFO": {"p50": 808.0, "p99": 2061.0}, "Kairos (Var)": {"p50": 241.0, "p99": 1452.0}}
 """Figure 4.4a as quoted in the thesis text (s)."""
+
+
+Stats = dict[str, dict[str, Any]]
+"""Per run (``runtime:policy``), its job statistics (or, for ``host``, its CPU use and wall time)."""
+
+
+def run_folder(out: Path, runtime: str, policy: str, seed: int) -> Path:
+    return out / (f"{runtime}-{policy}" + ("" if seed == SEEDS[0] else f"-s{seed}"))
+
+
+def trace_file(out: Path, seed: int) -> Path:
+    return out / ("table41.tr" if seed == SEEDS[0] else f"table41-s{seed}.tr")
 
 
 def replay(trace: Path, out: Path, policy: str, runtime: str, executor: str, scale: float) -> dict[str, Any]:
@@ -148,15 +165,20 @@ def sweep(gaps: list[float], seeds: list[int], tmp: Path) -> dict[float, dict[st
     return out
 
 
-def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dict[str, dict[str, float]],
-           swept: dict[float, dict[str, dict[str, float]]], load: float) -> str:  # fmt: skip
+def tables(args: argparse.Namespace, runs: dict[int, tuple[Stats, Stats]],
+           swept: dict[float, dict[str, dict[str, float]]], loads: dict[int, float]) -> str:  # fmt: skip
+    """The report: the first seed's runs (percentiles, slowdowns, categories), then every seed's ratios
+    to FIFO, the simulator's load sweep and why the numbers differ from the thesis."""
+    seed = args.seeds[0]
+    stats, host = runs[seed]
+    load = loads[seed]
     cmd = " ".join(["python experiments/kairos_real.py", *(a for a in sys.argv[1:] if a != "--report-only")])
     lines = [
         "# Kairos on a 30 x 4 local testbed: Table 4.1 workload (thesis §4.5, Fig. 4.4 and 4.6)",
         "",
         f"Regenerate: `{cmd}` (each real run takes ~{5800 / args.time_scale / 60:.0f} min).",
         "",
-        f"100 jobs of Table 4.1 (seed {args.seed}), Poisson arrivals of mean {args.mean_gap:g} s "
+        f"100 jobs of Table 4.1 (seed {seed}), Poisson arrivals of mean {args.mean_gap:g} s "
         f"(offered load {load:.2f} of 120 slots), 30 nodes x 4 slots, Q = {Q}, W = {QUANTUM:g} s, starvation "
         "guard after 3 "
         f"missed quanta for 2 W. Durations and arrivals divided by {args.time_scale:g} for the real runs "
@@ -207,6 +229,8 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
         runtime, policy = key.split(":")
         lines.append(f"| {LABELS[policy]} ({runtime}) | "
                      + " | ".join(num(st["category"].get(c.number)) for c in CATEGORIES) + " |")  # fmt: skip
+    if len(runs) > 1:
+        lines += over_workload_seeds(runs, loads)
     if not swept:
         return "\n".join([*lines, *why(args.out)]) + "\n"
     lines += [
@@ -229,21 +253,55 @@ def tables(args: argparse.Namespace, stats: dict[str, dict[str, Any]], host: dic
     return "\n".join([*lines, *why(args.out)]) + "\n"
 
 
+def over_workload_seeds(runs: dict[int, tuple[Stats, Stats]], loads: dict[int, float]) -> list[str]:
+    """Each run's percentiles and ratios to FIFO over the workload seeds: median [min, max]."""
+    seeds = list(runs)
+    lines = [
+        "",
+        f"## Over workload seeds {', '.join(map(str, seeds))} (offered load "
+        + ", ".join(f"{loads[s]:.2f}" for s in seeds)
+        + ")",
+        "",
+        "Each value is the median over the seeds [min, max]; each ratio to FIFO is taken within a seed (the",
+        "same jobs), then its median [min, max]. Times in trace seconds.",
+        "",
+        "| run | seeds | p50 | p99 | p50 / FIFO | p99 / FIFO | slowdown p50 | slowdown p99 | preemptions "
+        "| finished (all seeds) |",
+        "|---|" + "---|" * 9,
+    ]
+    keys = list(dict.fromkeys(k for stats, _ in runs.values() for k in stats))
+    for key in keys:
+        runtime, policy = key.split(":")
+        got = [s for s in seeds if key in runs[s][0]]
+        sts = [runs[s][0][key] for s in got]
+        base = [runs[s][0].get(f"{runtime}:fifo") for s in got]
+        cells = [seeds_cell(got, seeds)]
+        cells += [over_seeds([st["jct"][q] for st in sts], "{:,.0f}") for q in ("p50", "p99")]
+        pairs = list(zip(sts, base, strict=True))
+        for q in ("p50", "p99"):
+            cells.append(over_seeds([ratio(st["jct"][q], b["jct"][q]) if b else None for st, b in pairs]))
+        cells += [over_seeds([st["slowdown"][q] for st in sts]) for q in ("p50", "p99")]
+        cells += [over_seeds([float(st["preemptions"]) for st in sts], "{:,.0f}")]
+        cells += [f"{sum(st['finished'] for st in sts)}/{sum(st['jobs'] for st in sts)}"]
+        lines.append(f"| {LABELS[policy]} ({runtime}) | " + " | ".join(cells) + " |")
+    return lines
+
+
 def why(out: Path) -> list[str]:
-    """The "why the numbers differ" section: the summary of ``analysis.md`` (``kairos_analysis.py``)."""
+    """The "why the numbers differ" section: the summary of ``analysis.md`` (``kairos_analysis``)."""
     lines = ["", "## Why the numbers differ from the thesis", ""]
     text = (out / "analysis.md").read_text() if (out / "analysis.md").exists() else ""
     if SUMMARY_BEGIN not in text or SUMMARY_END not in text:
         return [
             *lines,
-            "Not measured yet: run `python experiments/kairos_analysis.py`, then this report again.",
+            "Not measured yet: run `python -m aviary.experiments.kairos_analysis`, then this report again.",
         ]
     body = "\n".join(
         x for x in text.split(SUMMARY_BEGIN)[1].split(SUMMARY_END)[0].splitlines() if x[:3] != "## "
     )
     return [
         *lines,
-        "Measured on the simulator by `experiments/kairos_analysis.py`; tables and method in "
+        "Measured on the simulator by `experiments/kairos_analysis/`; tables and method in "
         "[analysis.md](analysis.md), reading in `docs/kairos.md`.",
         "",
         *body.strip().splitlines(),
@@ -318,7 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", default="process", choices=["timer", "process", "docker"])
     ap.add_argument("--time-scale", type=float, default=12.0)
     ap.add_argument("--jobs", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=list(SEEDS),
+        help="workload seeds (default 1 2 3); the first's runs make the plot and first tables",
+    )
+    ap.add_argument("--force", action="store_true", help="re-run the replays whose results exist")
     ap.add_argument("--mean-gap", type=float, default=60.0)
     ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     ap.add_argument("--runtimes", nargs="+", default=["real", "sim"], choices=["real", "sim"])
@@ -329,38 +394,43 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    trace = args.out / "table41.tr"
-    if not (args.report_only and trace.exists()):
-        write_trace(table41_jobs(args.jobs, seed=args.seed, mean_gap=args.mean_gap), trace)
-    tjobs = read_trace(trace)
-    durations = [tj.durations for tj in tjobs]
-    cats = categories_of(trace)
-    load = sum(map(math.fsum, durations)) / (NODES * SLOTS * args.jobs * args.mean_gap)
-
-    stats: dict[str, dict[str, Any]] = {}
-    host: dict[str, dict[str, float]] = {}
-    for runtime in args.runtimes:
-        scale = args.time_scale if runtime == "real" else 1.0
-        for policy in args.policies:
-            folder = args.out / f"{runtime}-{policy}"
-            info = folder / "host.json"
-            if args.report_only:
+    runs: dict[int, tuple[Stats, Stats]] = {}
+    loads: dict[int, float] = {}
+    for seed in args.seeds:
+        trace = trace_file(args.out, seed)
+        if not (args.report_only and trace.exists()):
+            write_trace(table41_jobs(args.jobs, seed=seed, mean_gap=args.mean_gap), trace)
+        tjobs = read_trace(trace)
+        durations = [tj.durations for tj in tjobs]
+        cats = categories_of(trace)
+        loads[seed] = sum(map(math.fsum, durations)) / (NODES * SLOTS * args.jobs * args.mean_gap)
+        stats: Stats = {}
+        host: Stats = {}
+        for runtime in ("real", "sim"):
+            scale = args.time_scale if runtime == "real" else 1.0
+            for policy in POLICIES:
+                folder = run_folder(args.out, runtime, policy, seed)
+                info = folder / "host.json"
+                wanted = not args.report_only and runtime in args.runtimes and policy in args.policies
+                if wanted and (args.force or not (folder / "summary.json").exists()):
+                    print(f"seed {seed}: {runtime} {policy} ...", flush=True)
+                    info.parent.mkdir(parents=True, exist_ok=True)
+                    run_info = replay(trace, folder, policy, runtime, args.executor, scale)
+                    info.write_text(json.dumps(run_info, indent=2) + "\n")
                 if not (folder / "summary.json").exists():
                     continue
                 host[f"{runtime}:{policy}"] = json.loads(info.read_text()) if info.exists() else {}
-            else:
-                print(f"{runtime} {policy} ...", flush=True)
-                host[f"{runtime}:{policy}"] = replay(trace, folder, policy, runtime, args.executor, scale)
-                info.write_text(json.dumps(host[f"{runtime}:{policy}"], indent=2) + "\n")
-            stats[f"{runtime}:{policy}"] = job_stats(folder, durations, cats, scale)
+                stats[f"{runtime}:{policy}"] = job_stats(folder, durations, cats, scale)
+        runs[seed] = (stats, host)
     swept = {} if args.no_sweep else sweep([60.0, 75.0, 90.0, 120.0], [1, 2, 3, 4, 5], args.out)
     for f in args.out.glob("sweep-*.tr"):
         f.unlink()
-    text = tables(args, stats, host, swept, load)
+    text = tables(args, runs, swept, loads)
     (args.out / "kairos_real.md").write_text(text)
-    main_runtime = "real" if "real" in args.runtimes else "sim"
+    stats = runs[args.seeds[0]][0]
+    main_runtime = "real" if any(k.startswith("real:") for k in stats) else "sim"
     shown_scale = args.time_scale if main_runtime == "real" else 1.0
-    workload = (f"Table 4.1 workload: {args.jobs} jobs (seed {args.seed}), Poisson arrivals of mean "
+    workload = (f"Table 4.1 workload: {args.jobs} jobs (seed {args.seeds[0]}), Poisson arrivals of mean "
                 f"{args.mean_gap:g} trace s, time scale {shown_scale:g}")  # fmt: skip
     plot(stats, args.out / "kairos_real.png", main_runtime, workload)
     print(text)

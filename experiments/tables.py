@@ -74,9 +74,23 @@ def disagreement(split: Sequence[str]) -> str:
     return "Every seed agrees on which policy is better in every cell (its ratios on one side of 1)."
 
 
+Judge = Callable[[Sequence[float | None]], bool]
+"""Whether some ratios (one per list of a claim's row) satisfy the claim."""
+
+
+def below(limit: float = 1.0) -> Judge:
+    """A claim that every ratio is below ``limit`` (1: the first policy better)."""
+    return lambda vals: all(v is not None and v < limit for v in vals)
+
+
+def in_range(lo: float, hi: float) -> Judge:
+    """A claim that every ratio lies in (``lo``, ``hi``]."""
+    return lambda vals: all(v is not None and lo < v <= hi for v in vals)
+
+
 def claim_verdict(
     rows: Sequence[tuple[str, Sequence[int], Sequence[Sequence[float | None]]]],
-    ok: Callable[[Sequence[float | None]], bool],
+    ok: Judge,
     seeds: Sequence[int],
 ) -> str:
     """Where a claim holds, judged on the medians over the seeds: ``rows`` are the settings, each

@@ -99,12 +99,18 @@ def test_bench_sim_replays_the_first_jobs_of_the_sample(pure):
     assert "jobs finished    30/30" in out
 
 
-def test_kairos_real_on_the_simulator_alone(tmp_path):
+def test_kairos_real_on_the_simulator_alone_over_three_workload_seeds(tmp_path):
     experiment("kairos_real", "--runtimes", "sim", "--jobs", "10", "--no-sweep", "--out", str(tmp_path))
-    for policy in ("fifo", "kairos", "kairos-random", "kairos-sum"):
-        summary = json.loads(Path(tmp_path / f"sim-{policy}" / "summary.json").read_text())
-        assert summary["runtime"] == "sim" and summary["finished"] == summary["jobs"] == 10
-    assert (tmp_path / "kairos_real.md").read_text().count("sim") >= 4
+    for suffix in ("", "-s2", "-s3"):  # seed 1 keeps the names runs had before seeds
+        for policy in ("fifo", "kairos", "kairos-random", "kairos-sum"):
+            summary = json.loads(Path(tmp_path / f"sim-{policy}{suffix}" / "summary.json").read_text())
+            assert summary["runtime"] == "sim" and summary["finished"] == summary["jobs"] == 10
+    traces = [(tmp_path / f"table41{s}.tr").read_text() for s in ("", "-s2", "-s3")]
+    assert len(set(traces)) == 3  # each seed draws its own jobs
+    report = (tmp_path / "kairos_real.md").read_text()
+    assert "## Over workload seeds 1, 2, 3" in report
+    (fifo,) = rows(report.split("## Over workload seeds")[1], "FIFO (sim)")
+    assert fifo[1] == "3" and fifo[4] == fifo[5] == "1.00" and fifo[-1] == "30/30"
 
 
 COMMITTED = Path(__file__).resolve().parent.parent / "experiments" / "results"
@@ -116,3 +122,26 @@ def test_a_committed_report_regenerates_byte_for_byte_from_its_committed_runs(tm
     same way, in 6 and 5-30 s)."""
     experiment("packing_sim", "--workers", "1", "--results", str(tmp_path))
     assert (tmp_path / "packing_sim.md").read_text() == (COMMITTED / "packing_sim.md").read_text()
+
+
+def test_thesis_regime_reports_regenerate_byte_for_byte_from_the_committed_cells(tmp_path):
+    """Its cells' summary.json and derived.json are committed, so both reports come back to the digit."""
+    experiment("thesis_regime", "--report-only", "--results", str(tmp_path))
+    for name in ("thesis_regime.md", "kairos_regime.md"):
+        assert (tmp_path / name).read_text() == (COMMITTED / name).read_text(), name
+
+
+def test_kairos_sim_report_regenerates_its_ratios_from_the_committed_summaries(tmp_path):
+    """The ratios, seeds and claims of kairos_sim.md come back from the committed summary.json files (the
+    measurements need the runs' jobs.csv, which is not committed; the instrumented runs' measure.json is,
+    so nothing runs)."""
+    import shutil
+
+    runs = COMMITTED / "kairos_sim"
+    for saved in [*runs.glob("*/summary.json"), *runs.glob("*/measure.json")]:  # measure: instrumented runs
+        (tmp_path / saved.parent.name).mkdir(exist_ok=True)
+        shutil.copyfile(saved, tmp_path / saved.parent.name / saved.name)
+    experiment("kairos_sim", "--report-only", "--out", str(tmp_path))
+    got, want = ((f / "kairos_sim.md").read_text().splitlines() for f in (tmp_path, runs))
+    cut = want.index("## Measurements")
+    assert got[3:cut] == want[3:cut] and got[0] == want[0]  # line 3: the command, with this --out

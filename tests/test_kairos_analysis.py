@@ -1,4 +1,4 @@
-"""The Table 4.1 workload variants and the staged simulation of ``experiments/kairos_analysis.py``."""
+"""The Table 4.1 workload variants and the staged simulation of ``experiments/kairos_analysis/``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from aviary.experiments.kairos_analysis import SimJob, published_jobs, simulate
+from aviary.experiments.kairos_analysis.staged import SimJob, published_jobs, simulate
 from aviary.experiments.kairos_workload import CATEGORIES, GeneratedJob, job_stages, table41_jobs
 
 

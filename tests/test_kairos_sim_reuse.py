@@ -1,4 +1,4 @@
-"""experiments/kairos_sim.py reuses hawk_eagle_sim's baseline runs only when their settings match."""
+"""experiments/kairos_sim reuses hawk_eagle_sim's baseline runs only when their settings match."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aviary.experiments import kairos_sim
+from aviary.experiments.kairos_sim import cells as kairos_sim
 from aviary.launch.flags.parser import build_parser
 from aviary.launch.replay.resolve import setup_replay
 

@@ -496,10 +496,10 @@ def test_hawk_eagle_tables_from_the_sweep_cells(small_specs: Path, monkeypatch: 
 
 
 def test_the_kairos_specs_are_the_kairos_script(tmp_path: Path) -> None:
-    """experiments/sweeps/kairos_sim*.toml hold kairos_sim.py's grid, its Poisson controls (the load that
+    """experiments/sweeps/kairos_sim*.toml hold kairos_sim's grid, its Poisson controls (the load that
     goes with each size) and flags; small versions (its first 30 jobs, 20 nodes) give the jobs.csv of the
     script's run(), byte for byte."""
-    from aviary.experiments import kairos_sim as ks
+    from aviary.experiments.kairos_sim import cells as ks
 
     kairos = "kairos:" + ",".join(
         f"{ks.KAIROS[i][2:].replace('-', '_')}={ks.KAIROS[i + 1]}" for i in range(0, len(ks.KAIROS), 2)
@@ -535,12 +535,12 @@ def test_the_kairos_specs_are_the_kairos_script(tmp_path: Path) -> None:
 
 
 def test_the_thesis_regime_specs_are_the_thesis_regime_script(tmp_path: Path) -> None:
-    """experiments/sweeps/thesis_regime_*.toml hold thesis_regime.py's groups of cells (every cell of
+    """experiments/sweeps/thesis_regime_*.toml hold thesis_regime's groups of cells (every cell of
     GROUPS with each of its seeds, once) and flags; small versions (30 jobs of the sample, 20 nodes, some
     policies and seeds) give the jobs.csv of the script's run_cell, byte for byte, seed by seed. (The
     shuffled group's trace is the script's shuffled copy, not committed: its spec is checked to name that
     file; its flags are the poisson group's with that trace.)"""
-    from aviary.experiments import thesis_regime as tr
+    from aviary.experiments.thesis_regime import cells as tr
     from aviary.launch.sweep.spec import shown
 
     def arrivals(values: dict, base: dict) -> str:
@@ -651,7 +651,8 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
     """`kairos_sim --from-sweep DIR` builds its report from the sweep's cells: each size's ratios are
     those of that size's Kairos and Eagle cells, the control is the Poisson spec's cells, and the
     instrumented runs (not sweep cells) are said to be absent."""
-    from aviary.experiments import kairos_sim as ks
+    from aviary.experiments.kairos_sim import cells as ks
+    from aviary.experiments.kairos_sim.main import main
 
     root = small_specs
     monkeypatch.setattr(ks, "FROM_SWEEP", None)
@@ -662,7 +663,7 @@ def test_kairos_report_from_the_sweep_cells(small_specs: Path, monkeypatch: pyte
     control = {**small, "nodes": 20, "load": round(ks.mean_load(20), 4)}
     small_sweep(root, "kairos_sim_poisson_8000", control, {"seed": [0]})
     out = root / "r"
-    assert ks.main(["--from-sweep", str(root), "--nodes", "10", "20", "--out", str(out)]) == 0
+    assert main(["--from-sweep", str(root), "--nodes", "10", "20", "--out", str(out)]) == 0
     md = (out / "kairos_sim.md").read_text()
 
     def summary(spec: str, cell: str) -> dict:
@@ -699,7 +700,10 @@ def test_thesis_regime_reports_from_the_sweep_cells(
     within a seed, their median over the seeds [min, max]; a setting with fewer seeds says so, in the
     tables and the claims' lines; the peak-load column is derive() of the cells' jobs.csv, and the
     instrumented runs are said to be absent."""
-    from aviary.experiments import thesis_regime as tr
+    from aviary.experiments.tables import num, over_seeds
+    from aviary.experiments.thesis_regime import cells as tr
+    from aviary.experiments.thesis_regime.main import main
+    from aviary.experiments.thesis_regime.report import arrivals_label
 
     root = small_specs
     monkeypatch.setattr(tr, "FROM_SWEEP", None)
@@ -715,7 +719,7 @@ def test_thesis_regime_reports_from_the_sweep_cells(
     # 10 nodes: seed 1 only, the others' cells missing
     for cell in (root / "thesis_regime_trace").glob("*,nodes=10,seed=[02]"):
         (cell / "summary.json").unlink()
-    assert tr.main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
+    assert main(["--from-sweep", str(root), "--results", str(root / "r")]) == 0
     md = (root / "r" / "thesis_regime.md").read_text()
     section = md.split("## Hawk normalized to Sparrow")[1].split("##")[0]
     raw_section = md.split("## Raw job completion times")[1]
@@ -733,22 +737,22 @@ def test_thesis_regime_reports_from_the_sweep_cells(
             ]
             for seed in seeds
         }
-        row = md_row(section, f"| {tr.arrivals_label(nodes, arr)} |")
+        row = md_row(section, f"| {arrivals_label(nodes, arr)} |")
         want = [h["jct"]["long"]["p50"] / s["jct"]["long"]["p50"] for h, s in runs.values()]
-        assert row[5] == tr.over_seeds(want), (nodes, arr)
+        assert row[5] == over_seeds(want), (nodes, arr)
         assert row[-1] == ("3" if len(seeds) == 3 else "**1** (seed 1 only)")
         derived = {
             seed: tr.derive(root / spec / f"{hawk}{cell},seed={seed}" / "jobs.csv", nodes, arr)
             for seed in seeds
         }
-        assert row[1] == tr.over_seeds([d["peak_window_load"] for d in derived.values()])
+        assert row[1] == over_seeds([d["peak_window_load"] for d in derived.values()])
         for seed, (h, _) in runs.items():
-            raw = md_row(raw_section, f"| {tr.arrivals_label(nodes, arr)} | hawk | {seed} |")
-            assert raw[3] == " / ".join(tr.num(h["jct"]["short"][q]) for q in tr.PCT)
-            assert raw[5] == " / ".join(tr.num(derived[seed]["short"]["wait"][q]) for q in tr.PCT)
+            raw = md_row(raw_section, f"| {arrivals_label(nodes, arr)} | hawk | {seed} |")
+            assert raw[3] == " / ".join(num(h["jct"]["short"][q]) for q in tr.PCT)
+            assert raw[5] == " / ".join(num(derived[seed]["short"]["wait"][q]) for q in tr.PCT)
             shown.add(tuple(raw[3:6]))
     assert len(shown) == 7  # the settings' and seeds' cells differ: a wrong lookup would show
-    assert "[" in md_row(section, f"| {tr.arrivals_label(20, 'trace')} |")[5]  # the seeds differ
+    assert "[" in md_row(section, f"| {arrivals_label(20, 'trace')} |")[5]  # the seeds differ
     assert "trace 0.01k (" in md and "; **seed 1 only**)" in md  # the claims' lines say so too
     assert "Every seed agrees" in section or "The seeds disagree" in section
     assert "Generated from the cells of `aviary sweep" in md
@@ -838,10 +842,10 @@ def test_every_report_run_is_one_cell_of_the_committed_specs(
     """With --from-sweep, each run the scripts' reports read maps to a cell of experiments/sweeps/ (as if
     every cell were finished), a different one for each run: the lookups match the specs as committed."""
     from aviary.experiments import hawk_eagle_sim as he
-    from aviary.experiments import kairos_sim as ks
     from aviary.experiments import sweep_cells
     from aviary.experiments import tetrisched_sim as ts
-    from aviary.experiments import thesis_regime as tr
+    from aviary.experiments.kairos_sim import cells as ks
+    from aviary.experiments.thesis_regime import cells as tr
 
     monkeypatch.setattr(sweep_cells, "cell_done", lambda folder, cell: True)
     sweep_cells.sweep.cache_clear()
