@@ -22,7 +22,7 @@ the reference of its slowdown.
 format so that ``aviary replay FILE --keep-arrivals --task-scale 1 --time-scale S`` replays them,
 and :func:`categories_of` recovers each job's category from a trace it wrote.
 
-Variants for the analysis of why our numbers differ from the thesis (``experiments/kairos_analysis.py``):
+Variants for the analysis of why our numbers differ from the thesis (``experiments/kairos_analysis/``):
 ``table41_jobs(..., arrivals="uniform")`` draws gaps uniformly in ``[0.7, 1.3] x mean_gap`` (the
 workload file published with the thesis' YARN code has gaps of 43-79 s, not exponential ones), and
 :func:`job_stages` splits a job into a map stage and a reduce stage that starts only when every map has
