@@ -1,18 +1,20 @@
 """Eagle vs Hawk on the real runtime (thesis Figure 3.9): a local testbed of 100 node monitors, 10
 distributed schedulers and the central scheduler, replaying a scaled sample of the bundled Google trace.
 
-    python -m aviary.experiments.hawk_eagle_real                  # load 0.8, both policies, seeds 0-2
-    python -m aviary.experiments.hawk_eagle_real --loads 0.6 0.8 --seeds 0 --time-scale 2000
+    python -m aviary.experiments.hawk_eagle_real --loads 0.8 0.6      # both policies, seeds 0-2
+    python -m aviary.experiments.hawk_eagle_real --seeds 0 --time-scale 2000
+    python -m aviary.experiments.hawk_eagle_real --report-only        # the tables from the runs
 
 The sample: 3,300 consecutive jobs from job 6,000 (inside the busy part of the sample), durations
-divided by the time scale (default 4,000), task counts multiplied by 100 / 10,000 (tasks merged, each
-job keeping its task-seconds, DESIGN §4), Poisson arrivals at the offered load, drawn with the seed (and the
-schedulers' probes too). Timer executors (a task is a timer in its node monitor). Each run is repeated
-on the simulator (same cores, workload and seed; a second each). Results:
-``experiments/results/hawk_eagle_real/<policy>-load<L>[-sim]/`` (seed S > 0: ``-sS`` at the end;
-``summary.json`` committed) and the table ``experiments/results/hawk_eagle_real.md``: each ratio is
-taken within a seed (the same jobs), then its median over the seeds [min, max]. Runs whose results
-exist are not repeated without ``--force``.
+divided by the time scale (default 4,000), task counts multiplied by nodes / 10,000 (tasks merged, each
+job keeping its task-seconds, DESIGN §4), Poisson arrivals at the offered load, drawn with the seed
+(and the schedulers' probes too). Jobs keep the class and estimate of the trace (its mean task
+duration against the reference cutoff), whatever their merged tasks last. Timer executors (a task is a
+timer in its node monitor). Each run is repeated on the simulator (same cores, workload and seed; a
+second each). Results: ``RESULTS/hawk_eagle_real/<policy>-load<L>[-sim]/`` (seed S > 0: ``-sS`` at the
+end; ``summary.json`` committed) and the table ``RESULTS/hawk_eagle_real.md`` (``--results``, default
+``experiments/results``): each ratio is taken within a seed (the same jobs), then its median over the
+seeds [min, max]. Runs whose results exist are not repeated without ``--force``.
 """
 
 from __future__ import annotations
@@ -22,48 +24,48 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aviary.common.model import GOOGLE_CUTOFF, JobSpec
-from aviary.common.results import jobs_rows, percentile
+from aviary.common.model import JobSpec
+from aviary.common.results import percentile
 from aviary.common.trace import read_trace
 from aviary.common.workload import build_workload
 from aviary.experiments.runs import seeded
 from aviary.experiments.tables import num, over_seeds, ratio
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-OUT = RESULTS / "hawk_eagle_real"
+RESULTS = Path(__file__).resolve().parent / "results"
 PCT = ("p50", "p90", "p99")
-TASK_SCALE = 100 / 10_000  # 100 nodes for the reference 10,000 (the real runtime's default)
+CLASSES = ("short", "long")
+REFERENCE_NODES = 10_000  # task counts scale by nodes / 10,000 (the real runtime's default)
 SEEDS = (0, 1, 2)
+COLS = [(c, q) for c in CLASSES for q in PCT]
+COUNTERS = ("probes", "probes_behind_long", "short_ran_behind_long", "steals", "probes_rescheduled")
 
 
-def folder(policy: str, load: float, runtime: str, seed: int = 0) -> Path:
-    return OUT / seeded(f"{policy}-load{load:g}" + ("-sim" if runtime == "sim" else ""), seed)
+def folder(out: Path, policy: str, load: float, runtime: str, seed: int = 0) -> Path:
+    """One run's folder under ``out`` (``RESULTS/hawk_eagle_real``)."""
+    return out / seeded(f"{policy}-load{load:g}" + ("-sim" if runtime == "sim" else ""), seed)
 
 
-def run_one(policy: str, load: float, runtime: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+def run_one(
+    out: Path, policy: str, load: float, runtime: str, seed: int, args: argparse.Namespace
+) -> dict[str, Any]:
     from aviary.launch.flags.parser import build_parser
     from aviary.launch.replay.resolve import setup_replay
     from aviary.launch.replay.run import print_summary, run_replay
 
-    out = folder(policy, load, runtime, seed)
+    where = folder(out, policy, load, runtime, seed)
     flags = [
-        "replay", "--runtime", runtime, "--policy", policy, "--nodes", "100", "--schedulers", "10",
-        "--jobs", str(args.jobs), "--start", str(args.start), "--time-scale", str(args.time_scale),
-        "--task-scale", str(TASK_SCALE), "--load", str(load), "--seed", str(seed), "--yes", "--force",
-        "--out", str(out),
+        "replay", "--runtime", runtime, "--policy", policy, "--nodes", str(args.nodes),
+        "--schedulers", str(args.schedulers), "--jobs", str(args.jobs), "--start", str(args.start),
+        "--time-scale", str(args.time_scale), "--task-scale", str(args.nodes / REFERENCE_NODES),
+        "--load", str(load), "--seed", str(seed), "--yes", "--force", "--out", str(where),
     ]  # fmt: skip
-    setup = setup_replay(build_parser().parse_args(flags))
-    cutoff = GOOGLE_CUTOFF / args.time_scale
-    setup.extra["class_changed"] = sum(1 for j in setup.jobs if (j.estimate >= cutoff) != j.long)
-    summary = run_replay(setup, quiet=args.quiet)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print_summary(summary, out)
+    summary = run_replay(setup_replay(build_parser().parse_args(flags)), quiet=args.quiet)
+    print_summary(summary, where)
     return summary
 
 
-def load_summary(policy: str, load: float, runtime: str = "real", seed: int = 0) -> dict[str, Any] | None:
-    path = folder(policy, load, runtime, seed) / "summary.json"
+def load_summary(out: Path, policy: str, runtime: str, load: float, seed: int) -> dict[str, Any] | None:
+    path = folder(out, policy, load, runtime, seed) / "summary.json"
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -72,34 +74,31 @@ def workload(summary: dict[str, Any]) -> list[JobSpec]:
     x = summary["extra"]
     return build_workload(
         read_trace(Path(x["trace"])), jobs=summary["jobs"], start=x["start"], seed=x["seed"],
-        time_scale=x["time_scale"], task_scale=x["task_scale"] or TASK_SCALE, nodes=summary["nodes"],
-        load=x["load"],
+        time_scale=x["time_scale"], task_scale=x["task_scale"], nodes=summary["nodes"], load=x["load"],
     )  # fmt: skip
 
 
-def pcts(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    return {q: percentile(values, int(q[1:]) / 100) for q in PCT}
+def floor(jobs: list[JobSpec]) -> dict[str, dict[str, float | None]]:
+    """Per class, percentiles of each job's longest task: no scheduler finishes a job sooner (None: the
+    class has no job)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for cls in CLASSES:
+        longest = sorted(max(j.durations) for j in jobs if j.cls == cls)
+        out[cls] = {q: percentile(longest, int(q[1:]) / 100) if longest else None for q in PCT}
+    return out
 
 
-def floor(jobs: list[JobSpec]) -> dict[str, dict[str, float]]:
-    """Per class, percentiles of each job's longest task: no scheduler finishes a job sooner."""
-    return {cls: pcts([max(j.durations) for j in jobs if j.cls == cls]) for cls in ("short", "long")}
+def paired(
+    out: Path, load: float, seeds: list[int], top: tuple[str, str], den: tuple[str, str]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The summaries of two runs (policy, runtime) at ``load``, one pair per seed that has both."""
+    pairs = [(load_summary(out, *top, load, s), load_summary(out, *den, load, s)) for s in seeds]
+    return [(a, b) for a, b in pairs if a is not None and b is not None]
 
 
-def seen_as_short(
-    jobs: list[JobSpec], cutoff: float, policy: str, load: float, runtime: str, seed: int
-) -> dict[str, float] | None:
-    """Percentiles of the short jobs whose merged tasks left them short to the schedulers too."""
-    path = folder(policy, load, runtime, seed) / "jobs.csv"
-    if not path.exists():
-        return None
-    jct = {int(r["job_id"]): float(r["jct"]) for r in jobs_rows(path)}
-    return pcts([jct[j.job_id] for j in jobs if not j.long and j.estimate < cutoff])
-
-
-def report(loads: list[float], seeds: list[int]) -> str:
-    """The tables: Eagle / Hawk per load and runtime, then every run's figures and counters."""
+def report(out: Path, loads: list[float], seeds: list[int]) -> str:
+    """The tables: Eagle / Hawk per load and runtime, real / simulated per policy, then every run."""
+    cols = [f"{c} {q}" for c, q in COLS]
     lines = [
         "# Eagle vs Hawk on the real runtime (thesis Figure 3.9)",
         "",
@@ -109,115 +108,102 @@ def report(loads: list[float], seeds: list[int]) -> str:
         f"Seeds {', '.join(map(str, seeds))}: each ratio is taken within a seed (the same jobs), then its",
         "median over the seeds [min, max].",
         "",
-        "| load | runtime | seeds | " + " | ".join(f"{c} {q}" for c in ("short", "long") for q in PCT) + " |",
-        "|" + "---|" * 9,
+        "| load | runtime | seeds | " + " | ".join(cols) + " |",
+        "|" + "---|" * (3 + len(cols)),
     ]
-    seen: list[str] = []
+    agree = [
+        "",
+        "Real over simulated, each policy (the same jobs and seed; 1: the testbed does what the simulator",
+        "predicts):",
+        "",
+        "| load | policy | seeds | " + " | ".join(cols) + " | finished (real) |",
+        "|" + "---|" * (4 + len(cols)),
+    ]
     for load in loads:
         for runtime in ("real", "sim"):
-            runs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-            for seed in seeds:
-                e, h = (load_summary(p, load, runtime, seed) for p in ("eagle", "hawk"))
-                if e is not None and h is not None:
-                    runs[seed] = (e, h)
-            if not runs:
-                continue
-            cells = [
-                over_seeds([ratio(e["jct"][c][q], h["jct"][c][q]) for e, h in runs.values()])
-                for c in ("short", "long")
-                for q in PCT
-            ]
-            lines.append(f"| {load:g} | {runtime} | {len(runs)} | " + " | ".join(cells) + " |")
-            short: list[tuple[int, dict[str, float], dict[str, float]]] = []
-            for seed, (_, h) in runs.items():
-                jobs = workload(h)
-                cutoff = GOOGLE_CUTOFF / h["extra"]["time_scale"]
-                es, hs = (seen_as_short(jobs, cutoff, p, load, runtime, seed) for p in ("eagle", "hawk"))
-                if es is not None and hs is not None:
-                    short.append((sum(1 for j in jobs if not j.long and j.estimate < cutoff), es, hs))
-            if short:
-                cells = [over_seeds([float(n) for n, _, _ in short], "{:,.0f}")]
-                cells += [over_seeds([es[q] / hs[q] for _, es, hs in short]) for q in PCT]
-                cells += [over_seeds([hs[q] for _, _, hs in short], "{:,.3f}") for q in PCT]
-                seen.append(f"| {load:g} | {runtime} | " + " | ".join(cells) + " |")
-    if seen:
-        lines += [
-            "",
-            "Short jobs that stay short to the schedulers (task merging makes some short jobs' tasks",
-            "long, so Hawk and Eagle both send those to the central scheduler: see below):",
-            "",
-            "| load | runtime | jobs | Eagle / Hawk p50 | p90 | p99 | Hawk p50 (s) | p90 | p99 |",
-            "|" + "---|" * 9,
-            *seen,
-        ]
-    keys = ("probes", "probes_behind_long", "short_ran_behind_long", "steals", "probes_rescheduled")
+            got = paired(out, load, seeds, ("eagle", runtime), ("hawk", runtime))
+            if got:
+                cells = [over_seeds([ratio(e["jct"][c][q], h["jct"][c][q]) for e, h in got]) for c, q in COLS]
+                lines.append(f"| {load:g} | {runtime} | {len(got)} | " + " | ".join(cells) + " |")
+        for policy in ("hawk", "eagle"):
+            runs = paired(out, load, seeds, (policy, "real"), (policy, "sim"))
+            if runs:
+                cells = [
+                    over_seeds([ratio(r["jct"][c][q], m["jct"][c][q]) for r, m in runs]) for c, q in COLS
+                ]
+                done = f"{sum(r['finished'] for r, _ in runs):,}/{sum(r['jobs'] for r, _ in runs):,}"
+                agree.append(f"| {load:g} | {policy} | {len(runs)} | " + " | ".join(cells) + f" | {done} |")
+    if len(agree) > 6:
+        lines += agree
     lines += [
         "",
         "Every run: completion times in seconds of the scaled run (trace seconds / time scale); counters",
         "as in thesis Table 3.2. *longest task*: the same percentiles of each job's longest task, the",
         "floor no scheduler can beat (task merging makes some short jobs' tasks long: see the discussion).",
         "",
-        "| policy | load | seed | runtime | jobs (short/long) | "
-        + " | ".join(f"{c} {q}" for c in ("short", "long") for q in PCT)
-        + " | finished | class changed | wall (s) | messages | "
-        + " | ".join(keys)
-        + " |",
-        "|" + "---|" * (13 + len(keys)),
-    ]
+        "| policy | load | seed | runtime | jobs (short/long) | " + " | ".join(cols)
+        + " | finished | wall (s) | messages | " + " | ".join(COUNTERS) + " |",
+        "|" + "---|" * (12 + len(COUNTERS)),
+    ]  # fmt: skip
     for load in loads:
         for seed in seeds:
-            first = load_summary("hawk", load, "real", seed) or load_summary("hawk", load, "sim", seed)
+            first = load_summary(out, "hawk", "real", load, seed) or load_summary(
+                out, "hawk", "sim", load, seed
+            )
             if first is not None:
                 bound = floor(workload(first))
-                cells = [num(bound[cl][q], 3) for cl in ("short", "long") for q in PCT]
+                cells = [num(bound[c][q], 3) for c, q in COLS]
                 lines.append(
-                    f"| longest task | {load:g} | {seed} | - | - | " + " | ".join(cells) + " |" + " - |" * 9
+                    f"| longest task | {load:g} | {seed} | - | - | " + " | ".join(cells) + " |" + " - |" * 8
                 )
             for p in ("hawk", "eagle"):
                 for runtime in ("real", "sim"):
-                    s = load_summary(p, load, runtime, seed)
+                    s = load_summary(out, p, runtime, load, seed)
                     if s is None:
                         continue
                     j, c = s["jct"], s["counters"]
-                    cells = [num(j[cl][q], 3) for cl in ("short", "long") for q in PCT]
+                    cells = [f"{j['short']['count']}/{j['long']['count']}"]
+                    cells += [num(j[cl][q], 3) for cl, q in COLS]
                     cells += [
                         f"{s['finished']}/{s['jobs']}",
-                        str(s["extra"].get("class_changed", "?")),
                         f"{s['wall_seconds']:.0f}",
                         f"{s['messages']['total']:,}",
                     ]
-                    cells += [f"{c.get(k, 0):,}" for k in keys]
-                    cells.insert(0, f"{j['short']['count']}/{j['long']['count']}")
+                    cells += [f"{c.get(k, 0):,}" for k in COUNTERS]
                     lines.append(f"| {p} | {load:g} | {seed} | {runtime} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--loads", type=float, nargs="+", default=[0.8])
     ap.add_argument("--policies", nargs="+", default=["hawk", "eagle"])
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds of every run (default 0 1 2)"
     )
+    ap.add_argument("--nodes", type=int, default=100, help="node monitors (default 100)")
+    ap.add_argument("--schedulers", type=int, default=10, help="distributed schedulers (default 10)")
     ap.add_argument("--jobs", type=int, default=3300)
     ap.add_argument("--start", type=int, default=6000)
     ap.add_argument("--time-scale", type=float, default=4000.0)
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--report-only", action="store_true", help="rebuild the table from the results")
     ap.add_argument("--force", action="store_true", help="re-run the replays whose results exist")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where the table and runs go")
     args = ap.parse_args(argv)
+    out = args.results / "hawk_eagle_real"
     if not args.report_only:
         for seed in args.seeds:  # all runs of a seed, then the next
             for load in args.loads:
                 for policy in args.policies:
                     for runtime in ("real", "sim"):
-                        if args.force or load_summary(policy, load, runtime, seed) is None:
-                            run_one(policy, load, runtime, seed, args)
-    found = {float(p.name.split("load", 1)[1].split("-")[0]) for p in OUT.glob("*-load*")}
+                        if args.force or load_summary(out, policy, runtime, load, seed) is None:
+                            run_one(out, policy, load, runtime, seed, args)
+    found = {float(p.name.split("load", 1)[1].split("-")[0]) for p in out.glob("*-load*")}
     loads = sorted(found | set(args.loads))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "hawk_eagle_real.md").write_text(report(loads, args.seeds))
-    print(f"written: {RESULTS / 'hawk_eagle_real.md'}")
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "hawk_eagle_real.md").write_text(report(out, loads, args.seeds))
+    print(f"written: {args.results / 'hawk_eagle_real.md'}")
     return 0
 
 

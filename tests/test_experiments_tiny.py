@@ -3,7 +3,7 @@ scripts/setup.sh built them, as in CI), and the ones that drive the cores hardes
 too: a failure only one build shows (``bench_tetrisched``'s once) cannot land. Each writes to a folder
 of the test's own, never over the committed results. (``bench_tetrisched``, ``bench_codec``,
 ``bench_speed``, ``agreement``, ``eagle_tail``, ``kairos_analysis`` and the sweeps have tests of their
-own.)"""
+own; the experiments on real processes, docker or the wire: ``test_experiments_real_tiny.py``.)"""
 
 from __future__ import annotations
 
