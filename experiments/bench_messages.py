@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("experiments/results/messages"))
     parser.add_argument("--codec-only", action="store_true", help="only the codec's table (codec.md)")
     parser.add_argument("--before", default=BEFORE, help="the codec revision to compare with (%(default)s)")
+    parser.add_argument("--codec-rounds", type=int, default=20000, help="round trips per kind (%(default)s)")
     args = parser.parse_args(argv)
     if not args.codec_only:
         summaries = {policy: run(policy, args.out, args) for policy in sorted(POLICIES)}
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     codec = (
         "# Encode + decode per message kind, before and after the msgspec codec (one run)\n\n"
         "Regenerate: `python -m aviary.experiments.bench_messages --codec-only` "
-        f"(`experiments/bench_codec.py`).\n\n{codec_table(args.before)}"
+        f"(`experiments/bench_codec.py`).\n\n{codec_table(args.before, args.codec_rounds)}"
     )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "codec.md").write_text(codec)

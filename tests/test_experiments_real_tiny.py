@@ -44,7 +44,7 @@ def test_hawk_eagle_real_runs_both_policies_on_a_testbed_and_on_the_simulator(tm
 
 def test_packing_real_runs_each_policy_on_a_testbed_and_in_its_simulated_band(tmp_path):
     experiment(
-        "packing_real", "--nodes", "4", "--jobs", "6", "--time-scale", "500", "--policies", "drf", "tetris",
+        "packing_real", "--nodes", "4", "--jobs", "6", "--time-scale", "1000", "--policies", "drf", "tetris",
         "--seeds", "0", "--results", str(tmp_path),
     )  # fmt: skip
     runs = tmp_path / "packing_real"
@@ -59,7 +59,7 @@ def test_packing_real_runs_each_policy_on_a_testbed_and_in_its_simulated_band(tm
 
 
 def test_soak_survives_its_failures_and_samples_every_process(tmp_path):
-    experiment("soak", "--minutes", "0.15", "--nodes", "6", "--every", "2", "--out", str(tmp_path))
+    experiment("soak", "--minutes", "0.1", "--nodes", "6", "--every", "2", "--out", str(tmp_path))
     s = summary(tmp_path / "run")
     assert s["finished"] == s["jobs"] > 0
     assert (tmp_path / "rss.csv").read_text().count("\n") > 2 and (tmp_path / "soak.md").exists()
@@ -79,7 +79,9 @@ def test_bench_nodes_packs_node_monitors_into_processes(tmp_path):
 
 
 def test_bench_messages_counts_every_policy_s_messages(tmp_path):
-    experiment("bench_messages", "--nodes", "30", "--jobs", "40", "--out", str(tmp_path))
+    experiment(
+        "bench_messages", "--nodes", "20", "--jobs", "20", "--codec-rounds", "500", "--out", str(tmp_path)
+    )
     table = (tmp_path / "messages.md").read_text()
     assert table.count("\n| ") >= 5 and (tmp_path / "codec.md").exists()
 
@@ -91,7 +93,7 @@ def test_bench_transport_times_both_transports():
 
 def test_dashboard_cost_replays_with_and_without_the_dashboard(tmp_path):
     out = experiment(
-        "dashboard_cost", "--nodes", "6", "--jobs", "20", "--duration", "3s", "--rounds", "1",
+        "dashboard_cost", "--nodes", "6", "--jobs", "20", "--duration", "2s", "--rounds", "1",
         "--modes", "off,idle", "--shots", str(tmp_path),
     )  # fmt: skip
     assert "idle / off: cpu_s" in out
