@@ -52,6 +52,7 @@ from aviary.experiments.kairos_workload import (
     table41_jobs,
     write_trace,
 )
+from aviary.experiments.runs import seeded
 from aviary.experiments.tables import num, over_seeds, ratio, seeds_cell
 from aviary.launch.cli.main import main as aviary
 from aviary.launch.drivers.sim import simulate
@@ -78,11 +79,11 @@ Stats = dict[str, dict[str, Any]]
 
 
 def run_folder(out: Path, runtime: str, policy: str, seed: int) -> Path:
-    return out / (f"{runtime}-{policy}" + ("" if seed == SEEDS[0] else f"-s{seed}"))
+    return out / seeded(f"{runtime}-{policy}", seed, SEEDS[0])
 
 
 def trace_file(out: Path, seed: int) -> Path:
-    return out / ("table41.tr" if seed == SEEDS[0] else f"table41-s{seed}.tr")
+    return out / (seeded("table41", seed, SEEDS[0]) + ".tr")
 
 
 def replay(trace: Path, out: Path, policy: str, runtime: str, executor: str, scale: float) -> dict[str, Any]:

@@ -23,10 +23,11 @@ def timed_replay(flags: list[str], out: Path) -> dict[str, Any]:
     return summary
 
 
-def seeded(name: str, seed: int) -> str:
-    """A run's folder (or file) name for ``seed``: seed 0 keeps the name runs had before seeds, so its
-    committed results stay where they were; seed S > 0 adds ``-sS``."""
-    return f"{name}-s{seed}" if seed else name
+def seeded(name: str, seed: int, first: int = 0) -> str:
+    """A run's folder (or file) name for ``seed``: the ``first`` seed (0 unless a script's workloads
+    start at another) keeps the name runs had before seeds, so its committed results stay where they
+    were; any other seed S adds ``-sS``."""
+    return name if seed == first else f"{name}-s{seed}"
 
 
 def read_summary(folder: Path | None) -> dict[str, Any] | None:
