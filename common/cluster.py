@@ -7,6 +7,7 @@ loopback, on other hosts or in containers.
     executor = "timer"
     seed = 0
     nodes_per_process = 1  # optional: node monitors hosted by one OS process (see Cluster.units)
+    transport = "zmq"      # optional: zmq (default) | tcp (plain TCP, no keys; common/tcp_transport.py)
     [cluster.params]
     probe_ratio = 2.0
 
@@ -101,6 +102,9 @@ class Cluster:
     nodes_per_process: int = 1
     """How many node monitors one OS process hosts (issue 27); each keeps its own socket, address and
     name, so no peer can tell a packed node from a lone one."""
+    transport: str = "zmq"
+    """What every process speaks: ``zmq`` (ZeroMQ, CurveZMQ keys) or ``tcp`` (plain TCP without an I/O
+    thread and without keys, :mod:`aviary.common.tcp_transport`)."""
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [p for p in self.processes if p.role == role]
@@ -154,6 +158,7 @@ class Cluster:
         peers.controllers = frozenset({self.frontend.name, CONTROL})
         peers.roles = {p.name: p.role for p in self.processes}
         peers.roles[CONTROL] = "control"
+        peers.transport = self.transport
         if self.keys is not None:
             peers.key_folder = self.keys
             peers.public = {p.name: p.public_key for p in self.processes if p.public_key}
@@ -172,6 +177,7 @@ class Peers(dict[str, str]):
     key_folder: Path | None = None
     public: dict[str, str]
     roles: dict[str, str]
+    transport: str = "zmq"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -270,6 +276,8 @@ def dump_cluster(cluster: Cluster, where: Path | None = None) -> str:
         out.append(f"control_key = {_toml_value(cluster.control_key)}")
     if cluster.nodes_per_process != 1:
         out.append(f"nodes_per_process = {cluster.nodes_per_process}")
+    if cluster.transport != "zmq":
+        out.append(f"transport = {_toml_value(cluster.transport)}")
     out += ["", "[cluster.params]"]
     out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
     for p in cluster.processes:
@@ -300,7 +308,11 @@ def write_cluster(cluster: Cluster, path: Path) -> None:
     tmp.replace(path)
 
 
-CLUSTER_FIELDS = ("policy", "executor", "seed", "params", "keys", "control_key", "nodes_per_process")
+CLUSTER_FIELDS = (
+    *("policy", "executor", "seed", "params", "keys", "control_key", "nodes_per_process"),
+    "transport",
+)
+TRANSPORTS = ("zmq", "tcp")
 PROCESS_FIELDS = (
     *("name", "role", "host", "port", "slots", "partition", "attributes", "bind", "capacity"),
     "public_key",
@@ -453,7 +465,10 @@ def load_cluster(path: Path | str) -> Cluster:
         seed=_field(where, top, "seed", int, 0),
         params=_field(where, top, "params", dict, {}),
         nodes_per_process=_field(where, top, "nodes_per_process", int, 1),
+        transport=_field(where, top, "transport", str, "zmq"),
     )
+    if cluster.transport not in TRANSPORTS:
+        raise where.error("transport", f"{cluster.transport!r} is not one of {', '.join(TRANSPORTS)}")
     if cluster.nodes_per_process < 1:
         raise where.error("nodes_per_process", f"must be >= 1, got {cluster.nodes_per_process}")
     if cluster.executor not in EXECUTORS:
@@ -463,6 +478,8 @@ def load_cluster(path: Path | str) -> Cluster:
     keys = _field(where, top, "keys", str, None)
     cluster.keys = None if keys is None else (path.parent / keys).resolve()
     cluster.control_key = _public_key(where, top, "control_key")
+    if cluster.transport == "tcp" and (cluster.keys is not None or cluster.control_key):
+        raise where.error("transport", "tcp carries no CurveZMQ keys yet: drop the keys or use zmq")
     seen: set[str] = set()
     places: dict[tuple[str, int], str] = {}
     for i, table in enumerate(data.get("process", [])):

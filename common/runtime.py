@@ -49,7 +49,8 @@ from .messages import (
     encode,
 )
 from .senders import may_send
-from .transport import FrameTooLarge, Transport, UnknownPeer
+from .transport import FrameTooLarge, UnknownPeer
+from .wire import AnyTransport
 
 log = logging.getLogger("aviary.runtime")
 
@@ -76,7 +77,7 @@ class Runtime:
     def __init__(
         self,
         core: Core,
-        transport: Transport,
+        transport: AnyTransport,
         executor: ExecutorFactory | None = None,
         rebuild: Callable[[], Core] | None = None,
     ) -> None:

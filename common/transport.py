@@ -143,16 +143,15 @@ def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
             time.sleep(0.01)
 
 
-class Transport:
-    """One process's socket. ``peers`` is the cluster's address book (:meth:`Cluster.addresses`, which
-    also says who may send ``Shutdown`` and carries the keys); a plain mapping means no keys."""
+class AddressBook:
+    """What every transport knows of its peers: their addresses by name (``peers``: the cluster's
+    address book, :meth:`Cluster.addresses`, which also says who may send ``Shutdown`` and carries the
+    keys; a plain mapping means no keys), their roles, and what a connection's id teaches it."""
 
     MAX_LEARNED = 1024
-    """Peers learned from routing ids (not in the cluster description) kept at most."""
+    """Peers learned from connection ids (not in the cluster description) kept at most."""
 
-    def __init__(
-        self, name: str, bind: str, advertise: str, peers: Mapping[str, str], *, max_frame: int = MAX_FRAME
-    ) -> None:
+    def __init__(self, name: str, peers: Mapping[str, str]) -> None:
         if "@" in name or ">" in name or "#" in name:
             raise ValueError(f"process name {name!r} may not contain '@', '>' or '#'")
         self.name = name
@@ -162,6 +161,48 @@ class Transport:
         """Who may send ``Shutdown``: the cluster's frontend and the launchers' ``control``."""
         self.roles: dict[str, str] = dict(getattr(peers, "roles", {}))
         """Each name's role in the cluster description (empty for a plain mapping: no role checks)."""
+
+    def learn(self, rid: bytes) -> str:
+        """The name a connection's id ``name@address[#nonce]`` claims. Its address is noted only for a
+        name missing from the description: any, up to a bound, in a plain address book; else only a
+        controller's (``control``), whose newest connection wins (:meth:`forget` the old link)."""
+        name, address = self._parse(rid)
+        if address and name not in self.known:
+            if not self.roles:
+                if name not in self.peers and len(self.peers) - len(self.known) < self.MAX_LEARNED:
+                    self.peers[name] = address
+            elif name in self.controllers and self.peers.get(name) != address:
+                self.peers[name] = address
+                self.forget(name)
+        return name
+
+    def forget(self, name: str) -> None:
+        """Drop the link to ``name``: the next send reaches it at its address anew."""
+
+    @staticmethod
+    def _parse(rid: bytes) -> tuple[str, str]:
+        """The name and address a connection id ``name@address#incarnation`` claims."""
+        name, _, rest = rid.decode(errors="replace").partition("@")
+        address = rest.rpartition("#")[0] if "#" in rest else rest
+        return name, address if address.startswith(("tcp://", "ipc://")) else ""
+
+    def warn_unkeyed(self, bound: str) -> None:
+        if not is_loopback(bound):
+            log.warning(
+                "%s: listening on %s without keys: anyone who can reach it can drive the testbed "
+                "(make keys with 'aviary keys CLUSTER.toml')",
+                self.name,
+                bound,
+            )
+
+
+class Transport(AddressBook):
+    """One process's ZeroMQ socket (see the module's docstring)."""
+
+    def __init__(
+        self, name: str, bind: str, advertise: str, peers: Mapping[str, str], *, max_frame: int = MAX_FRAME
+    ) -> None:
+        super().__init__(name, peers)
         self.curve = Curve.of(name, peers) if isinstance(peers, Peers) else None
         self.max_frame = max_frame
         self.ctx: zmq.Context[Any] = zmq.Context.instance()
@@ -195,13 +236,8 @@ class Transport:
             self._watch = Watch(sock, name, self.dropped)
             self._watch.start()
         self.bound = self._bound(bind)
-        if self.curve is None and not is_loopback(self.bound):
-            log.warning(
-                "%s: listening on %s without keys: anyone who can reach it can drive the testbed "
-                "(make keys with 'aviary keys CLUSTER.toml')",
-                name,
-                self.bound,
-            )
+        if self.curve is None:
+            self.warn_unkeyed(self.bound)
 
     def _bound(self, bind: str) -> str:
         """The address actually bound (ZeroMQ's last endpoint: ``*`` shown as ``0.0.0.0``)."""
@@ -295,28 +331,15 @@ class Transport:
         """The id the next connection presents: this process's name and address, and a new nonce."""
         return f"{self._me}{secrets.token_hex(8)}".encode()
 
-    @staticmethod
-    def _parse(rid: bytes) -> tuple[str, str]:
-        """The name and address a routing id ``name@address#incarnation`` claims."""
-        name, _, rest = rid.decode(errors="replace").partition("@")
-        address = rest.rpartition("#")[0] if "#" in rest else rest
-        return name, address if address.startswith(("tcp://", "ipc://")) else ""
-
     def _learn(self, rid: bytes) -> str:
-        name, address = self._parse(rid)
-        if rid in self._outgoing:
-            name = self._outgoing[rid]
-        elif address and name not in self.known:
-            if not self.roles:  # a plain address book: learn any name, up to a bound
-                if name not in self.peers and len(self.peers) - len(self.known) < self.MAX_LEARNED:
-                    self.peers[name] = address
-            elif name in self.controllers and self.peers.get(name) != address:
-                self.peers[name] = address  # a controller's newest connection wins
-                self._ids.pop(name, None)
+        name = self._outgoing[rid] if rid in self._outgoing else self.learn(rid)
         if len(self._senders) >= 4 * self.MAX_LEARNED:
             self._senders.clear()  # ids of connections long gone: parsing again is cheap
         self._senders[rid] = name
         return name
+
+    def forget(self, name: str) -> None:
+        self._ids.pop(name, None)
 
     def close(self, linger: int | None = None) -> None:
         """Close the socket (once; again is harmless): ``linger`` ms to flush what is queued (None: the

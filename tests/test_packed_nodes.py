@@ -102,17 +102,19 @@ FLAGS = ["--jobs", "100", "--start", "6000", "--nodes", "10", "--duration", "6s"
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("wire", [[], ["--transport", "tcp", "--no-keys"]], ids=["zmq", "tcp"])
 def test_a_packed_node_fails_or_stalls_alone_or_with_its_pack_and_every_job_finishes(
-    tmp_path, no_leftover_children
+    tmp_path, no_leftover_children, wire
 ):
     """10 nodes in two OS processes of 5: killing node-1 leaves its four pack mates running (they keep
     answering, so only it is declared dead); killing pack-1 is a SIGKILL of the process: its five too.
     ``node-2@1s+4s``: its pack freezes node-2 alone for 4 s, as SIGSTOP would (it answers no Hello, its
     tasks' exits wait), so it is declared dead after 3 s, its work runs elsewhere, and it rejoins when it
-    answers again."""
+    answers again. The same over the plain-TCP transport (``--transport tcp``), whose links must find
+    a killed node gone and a stalled one back."""
     out = tmp_path / "run"
     failures = "node-1@1.5s,pack-1@2.5s,node-2@1s+4s"
-    assert main(["replay", *FLAGS, "--fail", failures, "--duration", "8s", "--out", str(out)]) == 0
+    assert main(["replay", *FLAGS, *wire, "--fail", failures, "--duration", "8s", "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["finished"] == s["jobs"] == 100 and s["messages"]["JobDone"] == 100
     dead = ["node-1", *(f"node-{i}" for i in range(5, 10))]

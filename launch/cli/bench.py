@@ -11,8 +11,11 @@
 Messages per task are reported too. The testbed runs with CurveZMQ keys, as every testbed does by
 default; the timer figures are measured again without keys (``no_keys``) in the same run, and
 ``keys_cost`` gives each keyed figure over the unkeyed one (> 1: keys cost that much). The comparison with
-Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. All figures
-come from one run on one machine: compare ratios between runs, not bare times, on a shared machine.
+Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. The
+unkeyed figures are measured a third time with the plain-TCP transport (``tcp``, ``transport = "tcp"``:
+no ZeroMQ I/O threads, :mod:`aviary.common.tcp_transport`), and ``zmq_over_tcp`` gives what ZeroMQ costs
+over it (> 1: ZeroMQ costs that much). All figures come from one run on one machine: compare ratios
+between runs, not bare times, on a shared machine.
 """
 
 from __future__ import annotations
@@ -68,11 +71,14 @@ async def _measure(
     return session, makespan
 
 
-async def _timer_figures(workdir: Path, keys: bool, dashboard: str | None = None) -> dict[str, Any]:
+async def _timer_figures(
+    workdir: Path, keys: bool, dashboard: str | None = None, transport: str = "zmq"
+) -> dict[str, Any]:
     """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
-    dashboard: :func:`_measure`)."""
+    dashboard: :func:`_measure`), over ``transport``."""
     results: dict[str, Any] = {}
     cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor="timer")
+    cluster.transport = transport
     with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
         jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
@@ -106,6 +112,8 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
     results = await _timer_figures(workdir / "timer", keys=True)
     results["no_keys"] = unkeyed = await _timer_figures(workdir / "timer-no-keys", keys=False)
     results["keys_cost"] = _cost(unkeyed, results)
+    results["tcp"] = tcp = await _timer_figures(workdir / "timer-tcp", keys=False, transport="tcp")
+    results["zmq_over_tcp"] = _cost(tcp, unkeyed)
     if dashboard:
         for mode in ("idle", "page"):
             figures = await _timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
@@ -137,6 +145,7 @@ def run_bench(out: Path, peer: str | None = None, dashboard: bool = False) -> di
 
         results["dask"] = run_dask(_percentile)
         results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
+        results["aviary_tcp_over_dask"] = ratios(results["tcp"], results["dask"])
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),

@@ -30,7 +30,8 @@ from typing import Any
 
 from ...common.cluster import ClusterError, load_cluster
 from ...common.runtime import Runtime
-from ...common.transport import AddressInUse, Transport
+from ...common.transport import AddressInUse
+from ...common.wire import open_transport
 from ...worker.executors import make_executor
 from ..policies.registry import build_core
 
@@ -54,7 +55,7 @@ async def serve(cluster_path: str, unit: str, recover: bool = False) -> None:
     runtimes: dict[str, Runtime] = {}
     try:
         for spec in units[unit]:
-            transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+            transport = open_transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
             executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
             core = build_core(spec, cluster, recover=recover)
             rebuild = partial(build_core, spec, cluster)

@@ -28,7 +28,8 @@ from ...common.frontend import FrontendCore, Router, round_robin
 from ...common.messages import Counters
 from ...common.model import JobSpec
 from ...common.runtime import Runtime
-from ...common.transport import AddressInUse, Transport
+from ...common.transport import AddressInUse
+from ...common.wire import open_transport
 
 Progress = Callable[[FrontendCore, float | None], None]
 """Called every tick with the frontend and the replay clock (seconds since the first submission; None
@@ -94,7 +95,7 @@ class FrontendSession:
             restarts=restart is not None,
         )
         try:
-            self.transport = Transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
+            self.transport = open_transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
         except AddressInUse as exc:
             raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
         self.runtime = Runtime(self.core, self.transport)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ...common.cluster import TRANSPORTS
 from ...common.dags import GOOGLE_TRACE
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ...common.params import Param
@@ -318,6 +319,14 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         default=True,
         help="real processes: CurveZMQ keys made for the testbed, loopback included, so that only its own "
         "processes can drive it (default: keys; --no-keys runs without: anyone who reaches a port can)",
+    )
+    p.add_argument(
+        "--transport",
+        default="zmq",
+        choices=TRANSPORTS,
+        help="real processes: what they speak, ZeroMQ with its I/O threads and CurveZMQ keys, or plain TCP "
+        "written and read from each process's own event loop, without keys (default %(default)s; tcp "
+        "needs --no-keys)",
     )
     p.add_argument(
         "--nodes-per-process",

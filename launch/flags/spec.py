@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ...common.cluster import TRANSPORTS
 from ...common.dags import GOOGLE_TRACE
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ...common.resources import Resources
@@ -56,6 +57,7 @@ CHOICES = {
     "sample": get_args(Sample),
     "demands": get_args(Demands),
     "executor": get_args(Executor),
+    "transport": TRANSPORTS,
 }
 
 
@@ -86,6 +88,8 @@ class ReplaySpec:
     """Real processes: node monitors hosted by one OS process, each its own endpoint (issue 27)."""
     keys: bool = True
     """Real processes: CurveZMQ keys made for the testbed (``--no-keys``: none; issue 26)."""
+    transport: str = "zmq"
+    """Real processes: what they speak, ZeroMQ or plain TCP (``--transport tcp``, no keys; issue 27)."""
     slots: int = 1
     schedulers: int = 2
     executor: Executor = "timer"
@@ -141,6 +145,8 @@ class ReplaySpec:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if self.transport == "tcp" and self.keys and self.runtime == "real":
+            raise UsageError("argument --transport: tcp carries no CurveZMQ keys yet: add --no-keys")
         self.given()  # the policy exists, and its params are declared and valid
 
     def given(self) -> dict[str, Any]:

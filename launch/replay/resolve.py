@@ -116,6 +116,7 @@ def _cluster(spec: ReplaySpec, policy: Policy, scale: float, bind_ports: bool | 
         capacity=capacity,
     )
     cluster.nodes_per_process = spec.nodes_per_process
+    cluster.transport = spec.transport
     if spec.workload == "gshet":  # racks of 10 nodes, a quarter of them GPU-labelled
         for node, attributes in zip(cluster.nodes, gshet_attributes(len(cluster.nodes)), strict=True):
             node.attributes = {**node.attributes, **attributes}
