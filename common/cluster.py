@@ -7,7 +7,7 @@ loopback, on other hosts or in containers.
     executor = "timer"
     seed = 0
     nodes_per_process = 1  # optional: node monitors hosted by one OS process (see Cluster.units)
-    transport = "zmq"      # optional: zmq (default) | tcp (plain TCP, no keys; common/tcp_transport.py)
+    transport = "zmq"      # optional: zmq (default) | tcp (plain TCP, no I/O thread; common/tcp_transport.py)
     [cluster.params]
     probe_ratio = 2.0
 
@@ -103,8 +103,8 @@ class Cluster:
     """How many node monitors one OS process hosts (issue 27); each keeps its own socket, address and
     name, so no peer can tell a packed node from a lone one."""
     transport: str = "zmq"
-    """What every process speaks: ``zmq`` (ZeroMQ, CurveZMQ keys) or ``tcp`` (plain TCP without an I/O
-    thread and without keys, :mod:`aviary.common.tcp_transport`)."""
+    """What every process speaks: ``zmq`` (ZeroMQ) or ``tcp`` (plain TCP read and written from the
+    process's own event loop, :mod:`aviary.common.tcp_transport`); both with the same keys."""
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [p for p in self.processes if p.role == role]
@@ -478,8 +478,6 @@ def load_cluster(path: Path | str) -> Cluster:
     keys = _field(where, top, "keys", str, None)
     cluster.keys = None if keys is None else (path.parent / keys).resolve()
     cluster.control_key = _public_key(where, top, "control_key")
-    if cluster.transport == "tcp" and (cluster.keys is not None or cluster.control_key):
-        raise where.error("transport", "tcp carries no CurveZMQ keys yet: drop the keys or use zmq")
     seen: set[str] = set()
     places: dict[tuple[str, int], str] = {}
     for i, table in enumerate(data.get("process", [])):

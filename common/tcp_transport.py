@@ -9,20 +9,26 @@ one. It offers what :class:`~aviary.common.transport.Transport` offers the runti
   peer is reached by name, over a connection this process makes on the first send to it (each
   direction of a pair has its own connection; frames queue from the first send on, before the
   connection is up, and wait out a peer that is not listening yet, tried again every 0.1 s);
-- a connection starts with a hello frame naming its sender (``AVIARY/1 name@address``), as ZeroMQ's
-  routing id does: the receiver learns the sender's name, and a controller's address, from it alone
-  (:meth:`AddressBook.learn`); a connection whose first frame is no hello is closed and counted
+- a connection opens with a greeting that names its sender ``name@address``, as ZeroMQ's routing id
+  does: without keys the receiver takes that name, and learns a controller's address from it
+  (:meth:`AddressBook.learn`); a connection whose greeting is missing or wrong is closed and counted
   (``bad-envelope``);
-- a frame announced above ``max_frame`` bytes is refused from its 4-byte header, before it is read:
+- a frame announced above ``max_frame`` bytes is refused from its 4-byte length, before it is read:
   the connection is closed and counted (``too-large``), the process carries on;
-- a lost connection drops what was in flight (as ZeroMQ does); frames sent after it go over a new
-  one.
+- a lost connection drops the frame it was writing (as ZeroMQ drops what is in flight); the frames
+  still waiting go over a new one.
+
+With keys (the cluster's CurveZMQ key pairs, which are X25519 keys) the greeting is the first message
+of a Noise ``IK`` handshake (``Noise_IK_25519_ChaChaPoly_SHA256``, the ``noiseprotocol`` package): the
+connecting process knows the peer's public key from the description and sends its own, encrypted; the
+peer admits it only if that key is one of the cluster's (else ``unknown-key``), answers with the second
+message, and from then on every frame is encrypted and authenticated with keys that both ephemeral keys
+went into (so a recorded connection cannot be replayed). The sender a process sees is the owner of the
+key, whatever name the greeting claims; a frame that fails authentication closes its connection
+(``unauthenticated``). Frames are sealed in pieces of at most 65,535 bytes, Noise's message limit.
 
 Every descriptor sits in one ``epoll`` set whose own descriptor is :attr:`fd`: the event loop watches
 that one, level-triggered, and :meth:`recv` serves the frames of every connection that is ready.
-
-It has no keys yet: a keyed cluster description refuses it (:data:`NO_KEYS`), so its trust is that of
-a testbed run with ``--no-keys`` (role checks only; ``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -35,51 +41,111 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
 
-from .cluster import ClusterError
+from .cluster import Peers
 from .transport import MAX_FRAME, AddressBook, AddressInUse, FrameTooLarge, UnknownPeer
 
 HELLO = b"AVIARY/1 "
-"""The first frame of every connection starts with this, then ``name@address`` (UTF-8)."""
+"""Without keys, the greeting: this, then ``name@address`` (UTF-8)."""
+NOISE = b"Noise_IK_25519_ChaChaPoly_SHA256"
+PROLOGUE = b"aviary/1"
+PIECE = 65535 - 16
+"""The most plaintext one Noise message seals (its limit, less the 16-byte tag)."""
 HEADER = 4
 """Each frame is preceded by its length, 4 bytes big-endian."""
 RETRY = 0.1
 """Seconds between two tries to reach a peer that refused a connection (ZeroMQ's default)."""
 READ = 1 << 18
-NO_KEYS = "the tcp transport carries no CurveZMQ keys yet: run it without keys (--no-keys) or use zmq"
 
 _IN = select.EPOLLIN | select.EPOLLRDHUP
 _OUT = _IN | select.EPOLLOUT
+_GONE = select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR
 
 
 def _header(n: int) -> bytes:
     return n.to_bytes(HEADER, "big")
 
 
+class _Keys:
+    """This process's X25519 key pair and the cluster's public keys (the CurveZMQ keys, decoded)."""
+
+    def __init__(self, name: str, peers: Peers) -> None:
+        from zmq.utils import z85
+
+        from .keys import Curve
+
+        curve = Curve.of(name, peers)
+        assert curve is not None
+        self.secret: bytes = z85.decode(curve.secret)
+        self.public: dict[str, bytes] = {n: z85.decode(k) for n, k in curve.peers.items()}
+        self.owner = {k: n for n, k in self.public.items()}
+
+    def session(self, peer_key: bytes | None) -> Any:
+        """A Noise handshake: the initiator's of a connection to ``peer_key``, the responder's if None."""
+        from noise.connection import Keypair, NoiseConnection
+
+        noise = NoiseConnection.from_name(NOISE)
+        noise.set_prologue(PROLOGUE)
+        noise.set_keypair_from_private_bytes(Keypair.STATIC, self.secret)
+        if peer_key is None:
+            noise.set_as_responder()
+        else:
+            noise.set_keypair_from_public_bytes(Keypair.REMOTE_STATIC, peer_key)
+            noise.set_as_initiator()
+        noise.start_handshake()
+        return noise
+
+
+def _seal(noise: Any, frame: bytes) -> bytes:
+    if len(frame) <= PIECE:
+        return noise.encrypt(frame)  # type: ignore[no-any-return]
+    return b"".join(noise.encrypt(frame[i : i + PIECE]) for i in range(0, len(frame), PIECE))
+
+
+def _open(noise: Any, sealed: bytes) -> bytes:
+    piece = PIECE + 16
+    if len(sealed) <= piece:
+        return noise.decrypt(sealed)  # type: ignore[no-any-return]
+    return b"".join(noise.decrypt(sealed[i : i + piece]) for i in range(0, len(sealed), piece))
+
+
 class _Link:
-    """A connection this process made to a peer, and the frames waiting for it (whole frames with their
-    headers; ``offset`` bytes of the first one are already written)."""
+    """A connection this process makes to a peer: the frames waiting for it (plain), the one being
+    written (``out``, with its header, sealed with keys; ``offset`` bytes of it written), and with keys
+    the handshake or session."""
 
-    __slots__ = ("address", "offset", "pending", "retry_at", "sock", "up")
+    __slots__ = (
+        *("address", "buf", "frame", "name", "noise", "offset", "out", "pending", "retry_at", "secure"),
+        *("sock", "watching"),
+    )
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, name: str, address: str) -> None:
+        self.name = name
         self.address = address
+        self.watching = False
+        """``EPOLLOUT`` is asked for: the kernel's buffer was full, or the connection is not up yet."""
         self.sock: socket.socket | None = None
-        self.up = False
+        self.secure = False
+        """The greeting is written (and with keys, the peer's answer read): frames may go."""
+        self.noise: Any = None
+        self.buf = bytearray()
         self.pending: deque[bytes] = deque()
+        self.out = b""
+        self.frame: bytes | None = None
         self.offset = 0
         self.retry_at = 0.0
 
 
 class _Inbound:
-    """A connection a peer made to this process: bytes read and not yet framed, and its sender once its
-    hello came."""
+    """A connection a peer made to this process: bytes read and not yet framed, and its sender (and with
+    keys its session) once its greeting came."""
 
-    __slots__ = ("buf", "sender", "sock")
+    __slots__ = ("buf", "noise", "sender", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buf = bytearray()
         self.sender: str | None = None
+        self.noise: Any = None
 
 
 def _sockaddr(address: str, passive: bool = False) -> tuple[int, Any]:
@@ -101,13 +167,13 @@ class TcpTransport(AddressBook):
     def __init__(
         self, name: str, bind: str, advertise: str, peers: Mapping[str, str], *, max_frame: int = MAX_FRAME
     ) -> None:
-        if getattr(peers, "public", None):
-            raise ClusterError(NO_KEYS)
         super().__init__(name, peers)
-        self.curve = None
+        keyed = isinstance(peers, Peers) and bool(peers.public) and peers.key_folder is not None
+        self.keys = _Keys(name, peers) if keyed else None  # type: ignore[arg-type]
+        self.curve = self.keys  # what the launcher asks to know if the testbed is keyed
         self.max_frame = max_frame
         self.dropped: Counter[str] = Counter()
-        self._hello = HELLO + f"{name}@{advertise}".encode()
+        self._claim = f"{name}@{advertise}".encode()
         self._links: dict[str, _Link] = {}
         self._fds: dict[int, _Link | _Inbound] = {}
         self._ready: deque[tuple[str, bytes]] = deque()
@@ -120,7 +186,8 @@ class TcpTransport(AddressBook):
         self._epoll.register(self._listen_fd, select.EPOLLIN)
         host, port = self._listener.getsockname()[:2]
         self.bound = f"tcp://{'[' + host + ']' if ':' in host else host}:{port}"
-        self.warn_unkeyed(self.bound)
+        if self.keys is None:
+            self.warn_unkeyed(self.bound)
 
     @staticmethod
     def _listen(bind: str, patience: float = 2.0) -> socket.socket:
@@ -160,29 +227,22 @@ class TcpTransport(AddressBook):
         link = self._links.get(to)
         if link is None:
             address = self.peers.get(to)
-            if address is None:
+            if address is None or (self.keys is not None and to not in self.keys.public):
                 raise UnknownPeer(to)
-            link = self._links[to] = _Link(address)
-        data = _header(len(frame)) + frame
-        if link.up and not link.pending:
-            try:
-                n = link.sock.send(data)  # type: ignore[union-attr]
-            except BlockingIOError:
-                n = 0
-            except OSError:
-                self._lost(link)
-                link.pending.append(data)
-                self._dial(link)
-                return
-            if n == len(data):
-                return
-            link.pending.append(data)
-            link.offset = n
-            self._epoll.modify(link.sock.fileno(), _OUT)  # type: ignore[union-attr]
-            return
-        link.pending.append(data)
+            link = self._links[to] = _Link(to, address)
+        link.pending.append(frame)
         if link.sock is None:
             self._dial(link)
+        elif link.secure and not link.out:
+            self._flush(link)
+
+    def _wire(self, link: _Link, frame: bytes) -> bytes:
+        return _header(len(frame)) + frame if link.noise is None else self._sealed(link.noise, frame)
+
+    @staticmethod
+    def _sealed(noise: Any, frame: bytes) -> bytes:
+        sealed = _seal(noise, frame)
+        return _header(len(sealed)) + sealed
 
     def _dial(self, link: _Link) -> None:
         """Start a connection to ``link``'s peer (unless a refusal was too recent: a retry is due)."""
@@ -205,15 +265,19 @@ class TcpTransport(AddressBook):
             self._retry_later()
             return
         link.sock = sock
-        link.up = False
-        link.offset = 0
-        link.pending.appendleft(_header(len(self._hello)) + self._hello)
+        if self.keys is None:
+            link.out = _header(len(HELLO) + len(self._claim)) + HELLO + self._claim
+        else:
+            link.noise = self.keys.session(self.keys.public[link.name])
+            greeting = bytes(link.noise.write_message(self._claim))
+            link.out = _header(len(greeting)) + greeting
+        link.frame, link.offset, link.watching = None, 0, True
         self._fds[sock.fileno()] = link
         self._epoll.register(sock.fileno(), _OUT)
 
     def _retry_later(self) -> None:
         """Dial again the links whose peer refused, in :data:`RETRY` seconds (on the running event loop;
-        without one, at the next send or receive)."""
+        without one, at the next receive)."""
         if self._retrying:
             return
         try:
@@ -240,41 +304,60 @@ class TcpTransport(AddressBook):
             self._retry_later()
 
     def _lost(self, link: _Link) -> None:
-        """Forget ``link``'s connection; a frame half written on it is dropped with it, as are the hello
-        and the frames it carried (the next connection sends its own hello)."""
+        """Forget ``link``'s connection (dropping a frame half written on it), and dial again in
+        :data:`RETRY` seconds if frames wait."""
         sock = link.sock
         if sock is not None:
             self._fds.pop(sock.fileno(), None)
             self._epoll.unregister(sock.fileno())
             sock.close()
-        if not link.up and link.pending:
-            link.pending.popleft()  # the hello this connection never finished sending
-        elif link.offset and link.pending:
-            link.pending.popleft()
-        link.sock, link.up, link.offset = None, False, 0
+        if link.frame is not None and link.offset == 0:
+            link.pending.appendleft(link.frame)  # not started: it goes over the next connection
+        link.sock, link.secure, link.noise, link.out, link.frame, link.offset = (
+            None,
+            False,
+            None,
+            b"",
+            None,
+            0,
+        )
+        link.buf.clear()
         link.retry_at = time.monotonic() + RETRY
+        if link.pending:
+            self._dial(link)
 
     def _flush(self, link: _Link) -> None:
+        """Write what waits for ``link`` until done or the kernel's buffer is full (then wait for
+        ``EPOLLOUT``)."""
         sock = link.sock
         assert sock is not None
         pending = link.pending
-        while pending:
-            first = pending[0]
+        while True:
+            if not link.out:
+                if not pending or not link.secure:
+                    break
+                link.frame = frame = pending.popleft()
+                link.out, link.offset = self._wire(link, frame), 0
+            out = link.out
             try:
-                n = sock.send(memoryview(first)[link.offset :] if link.offset else first)
+                n = sock.send(memoryview(out)[link.offset :] if link.offset else out)
             except BlockingIOError:
-                return
+                n = 0
             except OSError:
                 self._lost(link)
-                if pending:
-                    self._dial(link)
                 return
-            if n < len(first) - link.offset:
-                link.offset += n
+            link.offset += n
+            if link.offset < len(out):
+                if not link.watching:
+                    link.watching = True
+                    self._epoll.modify(sock.fileno(), _OUT)
                 return
-            pending.popleft()
-            link.offset = 0
-        self._epoll.modify(sock.fileno(), _IN)
+            link.out, link.frame, link.offset = b"", None, 0
+            if not link.secure and link.noise is None:
+                link.secure = True  # the plain greeting is out: frames may follow
+        if link.watching:
+            link.watching = False
+            self._epoll.modify(sock.fileno(), _IN)
 
     # --- receiving ---------------------------------------------------------------------------------
     def recv(self) -> tuple[str, bytes] | None:
@@ -299,19 +382,44 @@ class TcpTransport(AddressBook):
             return
         if isinstance(conn, _Inbound):
             self._read(conn)
+        elif mask & select.EPOLLIN:
+            self._answer(conn)
+        elif mask & _GONE:
+            self._lost(conn)
+        else:
+            self._flush(conn)
+
+    def _answer(self, link: _Link) -> None:
+        """Read on a connection this process made: with keys the peer's one answer to the greeting;
+        anything else (the peer closed it, or sent what it should not) ends the connection."""
+        sock = link.sock
+        assert sock is not None
+        try:
+            data = sock.recv(READ)
+        except (BlockingIOError, InterruptedError):
             return
-        if not conn.up:
-            if conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):  # type: ignore[union-attr]
-                self._lost(conn)
-                self._dial(conn)  # refused: due again in RETRY seconds
-                return
-            conn.up = True
-        if mask & (select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR):
-            self._lost(conn)  # the peer sends nothing on this connection: it closed
-            if conn.pending:
-                self._dial(conn)
+        except OSError:
+            data = b""
+        if not data or link.noise is None or link.secure:
+            self._lost(link)
             return
-        self._flush(conn)
+        link.buf += data
+        if len(link.buf) < HEADER:
+            return
+        n = int.from_bytes(link.buf[:HEADER], "big")
+        if len(link.buf) < HEADER + n:
+            if n > 1024:
+                self._lost(link)
+            return
+        try:
+            link.noise.read_message(bytes(link.buf[HEADER : HEADER + n]))
+        except Exception:  # noise raises several kinds for a wrong answer
+            self.dropped["unauthenticated"] += 1
+            self._lost(link)
+            return
+        link.buf.clear()
+        link.secure = True
+        self._flush(link)
 
     def _accept(self) -> None:
         while True:
@@ -342,7 +450,7 @@ class TcpTransport(AddressBook):
         at, end = 0, len(buf)
         while end - at >= HEADER:
             n = int.from_bytes(buf[at : at + HEADER], "big")
-            if n > self.max_frame:
+            if n > self.max_frame + (n // PIECE + 1) * 16 + 1024:  # a sealed frame's tags, a greeting
                 self.dropped["too-large"] += 1
                 self._close(conn)
                 return
@@ -351,14 +459,53 @@ class TcpTransport(AddressBook):
             frame = bytes(buf[at + HEADER : at + HEADER + n])
             at += HEADER + n
             if conn.sender is None:
-                if not frame.startswith(HELLO):
-                    self.dropped["bad-envelope"] += 1
+                if not self._greeted(conn, frame):
                     self._close(conn)
                     return
-                conn.sender = self.learn(frame[len(HELLO) :])
                 continue
+            if conn.noise is not None:
+                try:
+                    frame = _open(conn.noise, frame)
+                except Exception:  # a forged or damaged frame: the stream is lost
+                    self.dropped["unauthenticated"] += 1
+                    self._close(conn)
+                    return
+            if len(frame) > self.max_frame:
+                self.dropped["too-large"] += 1
+                self._close(conn)
+                return
             self._ready.append((conn.sender, frame))
         del buf[:at]
+
+    def _greeted(self, conn: _Inbound, frame: bytes) -> bool:
+        """Take a connection's first frame: its sender's name (with keys: the owner of the key its
+        handshake proves, answered with the handshake's second message). False: close it."""
+        if self.keys is None:
+            if not frame.startswith(HELLO):
+                self.dropped["bad-envelope"] += 1
+                return False
+            conn.sender = self.learn(frame[len(HELLO) :])
+            return True
+        noise = self.keys.session(None)
+        try:
+            claim = bytes(noise.read_message(frame))
+            key = noise.noise_protocol.handshake_state.rs.public_bytes
+        except Exception:  # not a handshake made with a key pair
+            self.dropped["bad-envelope"] += 1
+            return False
+        owner = self.keys.owner.get(key)
+        if owner is None:
+            self.dropped["unknown-key"] += 1
+            return False
+        answer = bytes(noise.write_message())
+        try:
+            conn.sock.send(_header(len(answer)) + answer)
+        except OSError:
+            return False
+        if self._parse(claim)[0] == owner:
+            self.learn(claim)  # a controller: answered where it says it listens
+        conn.sender, conn.noise = owner, noise
+        return True
 
     def _close(self, conn: _Inbound) -> None:
         self._fds.pop(conn.sock.fileno(), None)
@@ -372,6 +519,8 @@ class TcpTransport(AddressBook):
             self._fds.pop(link.sock.fileno(), None)
             self._epoll.unregister(link.sock.fileno())
             link.sock.close()
+        if link is not None:
+            self._due.discard(link)
 
     def close(self, linger: int | None = None) -> None:
         """Close every connection (once; again is harmless), first writing what waits for up to ``linger``
@@ -379,13 +528,12 @@ class TcpTransport(AddressBook):
         if self._epoll.closed:
             return
         deadline = time.monotonic() + (1.0 if linger is None else linger / 1000)
-        while any(link.pending and link.sock is not None for link in self._links.values()):
+        while any((link.pending or link.out) and link.sock is not None for link in self._links.values()):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             for fd, mask in self._epoll.poll(min(left, 0.05)):
-                conn = self._fds.get(fd)
-                if isinstance(conn, _Link):
+                if isinstance(self._fds.get(fd), _Link):
                     self._event(fd, mask)
         for conn in list(self._fds.values()):
             if conn.sock is not None:

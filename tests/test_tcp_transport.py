@@ -4,12 +4,15 @@ choice carried by the cluster description."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
 from aviary.common.cluster import ClusterError, Peers, free_ports, load_cluster, local_cluster, write_cluster
+from aviary.common.keys import make_keys
 from aviary.common.tcp_transport import HELLO, TcpTransport
 from aviary.common.transport import FrameTooLarge, Transport, UnknownPeer
 from aviary.common.wire import open_transport
@@ -142,15 +145,11 @@ def test_a_controller_is_answered_at_the_address_it_gives() -> None:
         ctl.close()
 
 
-def test_keys_are_refused_and_the_description_carries_the_choice(tmp_path) -> None:
-    peers = Peers(book("a"))
-    peers.public = {"a": "k" * 40}
-    with pytest.raises(ClusterError, match="no CurveZMQ keys"):
-        TcpTransport("a", peers["a"], peers["a"], peers)
+def test_the_description_carries_the_choice(tmp_path) -> None:
     cluster = local_cluster(nodes=2, slots=1, schedulers=1)
-    assert isinstance(
-        open_transport("x", "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", cluster.addresses()), Transport
-    )
+    zmq = open_transport("x", "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", cluster.addresses())
+    assert isinstance(zmq, Transport)
+    zmq.close()
     cluster.transport = "tcp"
     write_cluster(cluster, tmp_path / "c.toml")
     again = load_cluster(tmp_path / "c.toml")
@@ -160,7 +159,118 @@ def test_keys_are_refused_and_the_description_carries_the_choice(tmp_path) -> No
     t.close()
     text = (tmp_path / "c.toml").read_text().replace('transport = "tcp"', 'transport = "udp"')
     (tmp_path / "bad.toml").write_text(text)
-    with pytest.raises(
-        ClusterError, match=r"bad\.toml:\d+: \[cluster\]: field 'transport': 'udp' is not one of zmq, tcp"
-    ):
+    message = r"bad\.toml:\d+: \[cluster\]: field 'transport': 'udp' is not one of zmq, tcp"
+    with pytest.raises(ClusterError, match=message):
         load_cluster(tmp_path / "bad.toml")
+
+
+# --- with keys ------------------------------------------------------------------------------------------
+
+
+def keyed(tmp_path: Path, names: int = 3) -> Peers:
+    """The address book of a keyed cluster of ``names`` nodes (node-0, node-1, ...) over tcp."""
+    cluster = local_cluster(nodes=names, slots=1, schedulers=1)
+    cluster.transport = "tcp"
+    path = tmp_path / f"c{names}.toml"
+    make_keys(cluster, path)
+    return load_cluster(path).addresses()
+
+
+def opened(peers: Peers, name: str) -> TcpTransport:
+    t = open_transport(name, peers[name], peers[name], peers)
+    assert isinstance(t, TcpTransport) and t.keys is not None
+    return t
+
+
+def recorded(recorder: socket.socket, sender: TcpTransport) -> bytes:
+    """What ``sender`` writes to a plain listening socket (its greeting: it waits for an answer)."""
+    conn, _ = recorder.accept()
+    conn.settimeout(0.01)
+    deadline = time.monotonic() + 5
+    with conn:
+        while time.monotonic() < deadline:
+            sender.recv()  # sender's own receive writes what waits once the connection is up
+            try:
+                return conn.recv(4096)
+            except TimeoutError:
+                continue
+    raise AssertionError("nothing written")
+
+
+def test_with_keys_frames_are_sealed_and_the_sender_is_the_owner_of_its_key(tmp_path) -> None:
+    peers = keyed(tmp_path)
+    a, b = opened(peers, "node-0"), opened(peers, "node-1")
+    recorder = socket.create_server(("127.0.0.1", 0))
+    try:
+        for i in range(100):
+            a.send("node-1", b"x%d" % i)
+        assert [receive(b, a) for _ in range(100)] == [("node-0", b"x%d" % i) for i in range(100)]
+        big = bytes(range(256)) * 4096  # 1 MiB: 17 Noise messages
+        b.send("node-0", big)
+        assert receive(a, b) == ("node-1", big)
+        # What goes over the wire is not the frame: a listener posing as node-1 sees ciphertext only.
+        a.peers["spy"] = f"tcp://127.0.0.1:{recorder.getsockname()[1]}"
+        a.keys.public["spy"] = a.keys.public["node-1"]  # type: ignore[union-attr]
+        a.send("spy", b"secret-frame")
+        greeting = recorded(recorder, a)
+        assert b"secret-frame" not in greeting and b"node-0@" not in greeting  # the claim is sealed too
+    finally:
+        recorder.close()
+        a.close()
+        b.close()
+
+
+def test_with_keys_a_stranger_s_key_a_stolen_name_and_a_replayed_greeting_are_refused(tmp_path) -> None:
+    peers = keyed(tmp_path)
+    (tmp_path / "other").mkdir()
+    other = keyed(tmp_path / "other", 2)
+    b = opened(peers, "node-1")
+    # A process of another cluster, named node-0 there, with node-1's address as its peer: its key is
+    # not one of this cluster's, so it is refused at the handshake.
+    other["node-1"] = peers["node-1"]
+    other.public["node-1"] = peers.public["node-1"]
+    impostor = opened(other, "node-0")
+    a = opened(peers, "node-0")
+    recorder = socket.create_server(("127.0.0.1", 0))
+    try:
+        impostor.send("node-1", b"forged")
+        a.send("node-1", b"real")
+        assert receive(b, a, impostor) == ("node-0", b"real")
+        time.sleep(0.1)
+        assert b.recv() is None
+        assert b.counts()["unknown-key"] >= 1
+        # A plain greeting to a keyed process is no handshake.
+        with raw(peers["node-1"]) as s:
+            hello = HELLO + b"node-0@tcp://127.0.0.1:1"
+            s.sendall(len(hello).to_bytes(4, "big") + hello + (6).to_bytes(4, "big") + b"forged")
+            time.sleep(0.05)
+            assert b.recv() is None
+        assert b.counts()["bad-envelope"] == 1
+        # A recorded greeting replayed, with a frame after it: the answer goes to whoever replays, but
+        # the session's keys need node-0's ephemeral secret, so the frame fails and the connection ends.
+        a.peers["rec"] = f"tcp://127.0.0.1:{recorder.getsockname()[1]}"
+        a.keys.public["rec"] = a.keys.public["node-1"]  # type: ignore[union-attr]
+        a.send("rec", b"x")
+        greeting = recorded(recorder, a)
+        with raw(peers["node-1"]) as s:
+            s.sendall(greeting + (40).to_bytes(4, "big") + os.urandom(40))
+            time.sleep(0.1)
+            assert b.recv() is None
+        assert b.counts()["unauthenticated"] == 1
+    finally:
+        recorder.close()
+        for t in (a, b, impostor):
+            t.close()
+
+
+def test_with_keys_a_member_claiming_another_s_name_is_named_by_its_key(tmp_path) -> None:
+    peers = keyed(tmp_path)
+    b = opened(peers, "node-1")
+    liar = TcpTransport("node-2", peers["node-2"], peers["node-2"], peers)
+    liar._claim = f"node-0@{peers['node-0']}".encode()  # what node-2 says of itself
+    try:
+        liar.send("node-1", b"i am node-0")
+        assert receive(b, liar) == ("node-2", b"i am node-0")
+    finally:
+        b.close()
+        liar.close()

@@ -24,9 +24,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from ...common.cluster import Cluster, ClusterError, ProcessSpec, write_cluster
+from ...common.cluster import Cluster, ProcessSpec, write_cluster
 from ...common.failures import Failure
-from ...common.tcp_transport import NO_KEYS
 from .process import CONT, KILL, RECOVER, STOP
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -48,8 +47,6 @@ class LocalTestbed:
     def __init__(
         self, cluster: Cluster, workdir: Path, names: list[str] | None = None, *, keys: bool = True
     ) -> None:
-        if keys and cluster.transport == "tcp":
-            raise ClusterError(NO_KEYS)
         self.cluster = cluster
         self.keys = keys and cluster.keys is None
         """Make keys at the start (the description has none, and they are not refused)."""

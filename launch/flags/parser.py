@@ -324,9 +324,9 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
         "--transport",
         default="zmq",
         choices=TRANSPORTS,
-        help="real processes: what they speak, ZeroMQ with its I/O threads and CurveZMQ keys, or plain TCP "
-        "written and read from each process's own event loop, without keys (default %(default)s; tcp "
-        "needs --no-keys)",
+        help="real processes: what they speak, ZeroMQ (CurveZMQ with keys) or plain TCP written and read "
+        "from each process's own event loop, without an I/O thread (Noise IK with keys) (default "
+        "%(default)s)",
     )
     p.add_argument(
         "--nodes-per-process",

@@ -89,7 +89,7 @@ class ReplaySpec:
     keys: bool = True
     """Real processes: CurveZMQ keys made for the testbed (``--no-keys``: none; issue 26)."""
     transport: str = "zmq"
-    """Real processes: what they speak, ZeroMQ or plain TCP (``--transport tcp``, no keys; issue 27)."""
+    """Real processes: what they speak, ZeroMQ or plain TCP (``--transport tcp``; issue 27)."""
     slots: int = 1
     schedulers: int = 2
     executor: Executor = "timer"
@@ -145,8 +145,6 @@ class ReplaySpec:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        if self.transport == "tcp" and self.keys and self.runtime == "real":
-            raise UsageError("argument --transport: tcp carries no CurveZMQ keys yet: add --no-keys")
         self.given()  # the policy exists, and its params are declared and valid
 
     def given(self) -> dict[str, Any]:
