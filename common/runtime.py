@@ -181,7 +181,8 @@ class Runtime:
     # --- inputs ------------------------------------------------------------------------------------
     def _drain(self) -> None:
         """Handle every frame waiting; the last socket operation is always a recv that found none,
-        so the edge-triggered ZeroMQ descriptor will signal the next one."""
+        so the edge-triggered ZeroMQ descriptor will signal the next one (the tcp transport's ``epoll``
+        descriptor is level-triggered: it stays readable while anything waits)."""
         if self.crashed or self._frozen is not None:
             return
         recv = self.transport.recv

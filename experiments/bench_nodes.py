@@ -2,11 +2,13 @@
 
     python -m aviary.experiments.bench_nodes                         # 1,000 nodes, Eagle and Sparrow
     python -m aviary.experiments.bench_nodes --nodes 300 --policies sparrow --jobs 200
+    python -m aviary.experiments.bench_nodes --transports zmq tcp    # each real replay over both wires
 
 For each policy, the same replay of the bundled Google sample (``--jobs`` consecutive jobs, Poisson
 arrivals at ``--load``, durations divided by ``--time-scale``) runs once on the simulator and once on
 real processes: ``--nodes`` node monitors, ``--nodes-per-process`` of them in each OS process, each its
-own ZeroMQ endpoint. While the real replay runs, the process tree is sampled every half second. Reported:
+own endpoint, over each of ``--transports`` (ZeroMQ by default; ``tcp``: the plain-TCP transport,
+keyed as ZeroMQ is). While the real replay runs, the process tree is sampled every half second. Reported:
 start-up (first process started to every process registered), peak memory of all the testbed's processes
 (RSS and PSS, whose sum counts shared pages once) and per node, one pack's PSS, scheduler decisions
 (tasks launched) per second of wall time, messages per task, and the short jobs' p50 / p90 real over
@@ -68,10 +70,13 @@ def sample_tree(root: psutil.Process, memory: Memory, stop: threading.Event, per
         memory.samples += 1
 
 
-def replay(args: argparse.Namespace, policy: str, runtime: str, out: Path) -> tuple[dict[str, Any], Memory]:
+def replay(
+    args: argparse.Namespace, policy: str, runtime: str, out: Path, transport: str = "zmq"
+) -> tuple[dict[str, Any], Memory]:
     """One replay in a child ``aviary replay`` (sampled when real); its summary and the memory peaks."""
+    wire = ["--transport", transport] if runtime == "real" else []
     command = [sys.executable, "-m", "aviary.launch.cli", "replay", "--runtime", runtime, "--policy", policy,
-               "--nodes", str(args.nodes), "--nodes-per-process", str(args.nodes_per_process),
+               *wire, "--nodes", str(args.nodes), "--nodes-per-process", str(args.nodes_per_process),
                "--jobs", str(args.jobs), "--load", str(args.load), "--time-scale", str(args.time_scale),
                "--seed", str(args.seed), "--quiet", "--yes", "--force", "--out", str(out)]  # fmt: skip
     memory, stop = Memory(), threading.Event()
@@ -90,13 +95,15 @@ def replay(args: argparse.Namespace, policy: str, runtime: str, out: Path) -> tu
     return json.loads((out / "summary.json").read_text()), memory
 
 
-def row(policy: str, real: dict[str, Any], sim: dict[str, Any], memory: Memory, nodes: int, k: int) -> str:
+def row(
+    policy: str, real: dict[str, Any], sim: dict[str, Any], memory: Memory, nodes: int, k: int, transport: str
+) -> str:
     short_real, short_sim = real["jct"]["short"], sim["jct"]["short"]
     wall = real["wall_seconds"]
     decisions = real["counters"].get("tasks_launched", 0) / wall
     ratios = " / ".join(f"{short_real[p] / short_sim[p]:.3f}" for p in ("p50", "p90"))
     return (
-        f"| {policy} | {nodes:,} ({k} per process, {memory.processes} processes) | "
+        f"| {policy} | {transport} | {nodes:,} ({k} per process, {memory.processes} processes) | "
         f"{real['finished']}/{real['jobs']} | {real['extra'].get('startup_seconds', float('nan')):.1f} | "
         f"{memory.pss / MiB:,.0f} / {memory.rss / MiB:,.0f} | {memory.pss / nodes / 1024:,.0f} | "
         f"{memory.pack / MiB:,.1f} | {decisions:,.0f} | {real['messages']['per_task']:.1f} | "
@@ -105,10 +112,10 @@ def row(policy: str, real: dict[str, Any], sim: dict[str, Any], memory: Memory, 
 
 
 HEADER = (
-    "| policy | nodes | finished | start-up (s) | peak memory PSS / RSS (MiB) | PSS per node (KiB) "
-    "| one pack's PSS (MiB) | decisions / s | messages / task | short p50 / p90 real / sim "
-    "| short p50 / p90 real (s) | wall (s) |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| policy | transport | nodes | finished | start-up (s) | peak memory PSS / RSS (MiB) "
+    "| PSS per node (KiB) | one pack's PSS (MiB) | decisions / s | messages / task "
+    "| short p50 / p90 real / sim | short p50 / p90 real (s) | wall (s) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -123,20 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=float, default=0.8)
     p.add_argument("--time-scale", type=float, default=100.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--transports", nargs="+", choices=("zmq", "tcp"), default=["zmq"])
     p.add_argument("--results", type=Path, default=RESULTS, help="where bench_nodes.md and the runs go")
     args = p.parse_args(argv)
     folder = args.results / "bench_nodes"
     rows = []
     for policy in args.policies:
         sim, _ = replay(args, policy, "sim", folder / f"{policy}-{args.nodes}-sim")
-        real, memory = replay(args, policy, "real", folder / f"{policy}-{args.nodes}-real")
-        rows.append(row(policy, real, sim, memory, args.nodes, args.nodes_per_process))
-        print(rows[-1], flush=True)
+        for transport in args.transports:
+            name = f"{policy}-{args.nodes}-real" + ("" if transport == "zmq" else f"-{transport}")
+            real, memory = replay(args, policy, "real", folder / name, transport)
+            rows.append(row(policy, real, sim, memory, args.nodes, args.nodes_per_process, transport))
+            print(rows[-1], flush=True)
     text = (
         "# A thousand real node monitors on one machine\n\n"
         f"`python -m aviary.experiments.bench_nodes --nodes {args.nodes} --nodes-per-process "
         f"{args.nodes_per_process} --jobs {args.jobs} --load {args.load:g} "
-        f"--time-scale {args.time_scale:g}` — "
+        f"--time-scale {args.time_scale:g} --transports {' '.join(args.transports)}` — "
         f"the bundled Google sample, {args.jobs} consecutive jobs, Poisson arrivals at load {args.load:g}, "
         f"seed {args.seed}; the simulator replays the same arrivals. Memory: peaks over half-second samples "
         "of every testbed process (PSS counts shared pages once). Decisions: tasks launched per second of "

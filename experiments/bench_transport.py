@@ -1,14 +1,17 @@
 """What one hop costs: a ping-pong between two processes on loopback, ZeroMQ as the runtime uses it
-against plain asyncio TCP, in one run (issue 27's "which part of the path costs what").
+against plain asyncio TCP, and Aviary's two transports themselves with and without keys, in one run
+(issue 27's "which part of the path costs what").
 
     python -m aviary.experiments.bench_transport [--rounds 5000]
 
 Each side is a uvloop loop in its own process. ``zmq``: ROUTER to ROUTER with routing ids, the socket's
 descriptor watched by the loop and drained on each wake-up, as :class:`~aviary.common.transport.Transport`
 and :class:`~aviary.common.runtime.Runtime` do; ``tcp``: an asyncio ``Protocol`` on one TCP connection,
-4-byte length-prefixed frames. A 40-byte frame (a ``Probe``'s size) goes back and forth ``--rounds``
-times; the figure is the median round trip (two hops) and, beside it, the same frame's encode + decode
-with the wire codec. The difference between the two transports is what libzmq's I/O threads add per hop.
+4-byte length-prefixed frames; then :class:`~aviary.common.transport.Transport` (ZeroMQ) and
+:class:`~aviary.common.tcp_transport.TcpTransport`, each bare and with keys (CURVE; Noise), driven as the
+runtime drives them. A 40-byte frame (a ``Probe``'s size) goes back and forth ``--rounds`` times; the
+figure is the median round trip (two hops) and, beside it, the same frame's encode + decode with the
+wire codec. The difference between the first two is what libzmq's I/O threads add per hop.
 """
 
 from __future__ import annotations
@@ -19,18 +22,23 @@ import multiprocessing as mp
 import socket
 import statistics
 import struct
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from aviary.common import messages
-from aviary.common.cluster import free_ports
+from aviary.common.cluster import Peers, free_ports
+from aviary.common.wire import open_transport
 from aviary.experiments.bench_codec import round_trip_ns
 
 FRAME = b"x" * 40
 
 
-Client = Callable[[int], Awaitable[tuple[Callable[[bytes], None], Callable[[], Awaitable[bytes]]]]]
+Ends = tuple[Callable[[bytes], None], Callable[[], Awaitable[bytes]]]
+Client = Callable[[int], Awaitable[Ends]]
 """Connects to the echo on a port; returns how to send a frame and how to await the echoed one."""
 
 
@@ -177,6 +185,71 @@ async def _tcp_client(port: int) -> tuple[Callable[[bytes], None], Callable[[], 
     return ping.send, ping.got.get
 
 
+def _book(transport: str, keys: Path | None) -> Peers:
+    """The address book of ``echo`` and ``ping`` over ``transport``, with key pairs in ``keys``."""
+    ports = free_ports(2)
+    book = Peers({"echo": f"tcp://127.0.0.1:{ports[0]}", "ping": f"tcp://127.0.0.1:{ports[1]}"})
+    book.transport = transport
+    if keys is not None:
+        import zmq
+
+        book.key_folder = keys
+        for name in book:
+            public, secret = zmq.curve_keypair()
+            (keys / f"{name}.secret").write_bytes(secret + b"\n")
+            book.public[name] = public.decode()
+    return book
+
+
+def _aviary_echo(book: Peers, port: int, ready: Any) -> None:
+    import uvloop
+
+    async def main() -> None:
+        t = open_transport("echo", book["echo"], book["echo"], book)
+        done = asyncio.Event()
+
+        def drain() -> None:
+            while (item := t.recv()) is not None:
+                sender, frame = item
+                if frame == b"stop":
+                    done.set()
+                t.send(sender, frame)
+
+        loop = asyncio.get_running_loop()
+        loop.add_reader(t.fd, drain)
+        ready.set()
+        await done.wait()
+        loop.remove_reader(t.fd)
+        t.close()
+
+    uvloop.run(main())
+
+
+async def _aviary_client(book: Peers, port: int) -> Ends:
+    t = open_transport("ping", book["ping"], book["ping"], book)
+    got: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def drain() -> None:
+        while (item := t.recv()) is not None:
+            got.put_nowait(item[1])
+
+    def send(frame: bytes) -> None:
+        t.send("echo", frame)
+        if t.readable():
+            drain()
+
+    asyncio.get_running_loop().add_reader(t.fd, drain)
+    send(FRAME)
+    await got.get()
+    return send, got.get
+
+
+def _aviary(transport: str, keyed: bool, rounds: int) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="aviary-bench-transport-") as tmp:
+        book = _book(transport, Path(tmp) if keyed else None)
+        return round_trips(partial(_aviary_echo, book), partial(_aviary_client, book), rounds)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5000)
@@ -187,8 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     print("| transport | round trip p50 (µs) | per hop (µs) |\n|---|---|---|")
     print(f"| ZeroMQ ROUTER-ROUTER on uvloop | {zmq_us:.0f} | {zmq_us / 2:.0f} |")
     print(f"| asyncio TCP on uvloop | {tcp_us:.0f} | {tcp_us / 2:.0f} |")
+    ours = {}
+    for transport, keyed in (("zmq", False), ("zmq", True), ("tcp", False), ("tcp", True)):
+        us = ours[transport, keyed] = statistics.median(_aviary(transport, keyed, args.rounds)) * 1e6
+        label = f"Aviary's {transport} transport" + (", keyed" if keyed else "")
+        print(f"| {label} | {us:.0f} | {us / 2:.0f} |")
     codec, _ = round_trip_ns(messages, "Probe")
     print(f"\nZeroMQ / TCP: {zmq_us / tcp_us:.2f}; the codec's encode + decode of a Probe: {codec:.0f} ns")
+    print(
+        f"Aviary's zmq / tcp transport: {ours['zmq', False] / ours['tcp', False]:.2f} bare, "
+        f"{ours['zmq', True] / ours['tcp', True]:.2f} keyed"
+    )
     return 0
 
 

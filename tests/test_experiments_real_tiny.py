@@ -68,14 +68,13 @@ def test_soak_survives_its_failures_and_samples_every_process(tmp_path):
 def test_bench_nodes_packs_node_monitors_into_processes(tmp_path):
     out = experiment(
         "bench_nodes", "--nodes", "20", "--nodes-per-process", "10", "--jobs", "20", "--policies", "sparrow",
-        "--time-scale", "10000", "--results", str(tmp_path),
+        "--time-scale", "10000", "--results", str(tmp_path), "--transports", "zmq", "tcp",
     )  # fmt: skip
-    (row,) = [
-        line
-        for line in (tmp_path / "bench_nodes.md").read_text().splitlines()
-        if line.startswith("| sparrow")
-    ]
-    assert row.startswith("| sparrow | 20 (10 per process, ") and "| 20/20 |" in row, (row, out)
+    lines = (tmp_path / "bench_nodes.md").read_text().splitlines()
+    rows = [line for line in lines if line.startswith("| sparrow")]
+    assert [row.split(" | ")[1] for row in rows] == ["zmq", "tcp"], out
+    for row in rows:
+        assert " | 20 (10 per process, " in row and "| 20/20 |" in row, (row, out)
 
 
 def test_bench_messages_counts_every_policy_s_messages(tmp_path):
@@ -86,9 +85,10 @@ def test_bench_messages_counts_every_policy_s_messages(tmp_path):
     assert table.count("\n| ") >= 5 and (tmp_path / "codec.md").exists()
 
 
-def test_bench_transport_times_both_transports():
+def test_bench_transport_times_every_transport():
     out = experiment("bench_transport", "--rounds", "200")
     assert "| ZeroMQ ROUTER-ROUTER on uvloop |" in out and "| asyncio TCP on uvloop |" in out
+    assert "| Aviary's tcp transport, keyed |" in out and "Aviary's zmq / tcp transport:" in out
 
 
 def test_dashboard_cost_replays_with_and_without_the_dashboard(tmp_path):

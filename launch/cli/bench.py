@@ -12,10 +12,11 @@ Messages per task are reported too. The testbed runs with CurveZMQ keys, as ever
 default; the timer figures are measured again without keys (``no_keys``) in the same run, and
 ``keys_cost`` gives each keyed figure over the unkeyed one (> 1: keys cost that much). The comparison with
 Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. The
-unkeyed figures are measured a third time with the plain-TCP transport (``tcp``, ``transport = "tcp"``:
-no ZeroMQ I/O threads, :mod:`aviary.common.tcp_transport`), and ``zmq_over_tcp`` gives what ZeroMQ costs
-over it (> 1: ZeroMQ costs that much). All figures come from one run on one machine: compare ratios
-between runs, not bare times, on a shared machine.
+timer figures are measured again over the plain-TCP transport (``transport = "tcp"``: no ZeroMQ I/O
+threads, :mod:`aviary.common.tcp_transport`), keyed (``tcp``) and not (``tcp_no_keys``);
+``zmq_over_tcp`` gives what ZeroMQ costs over it, keyed both (> 1: ZeroMQ costs that much), and
+``--peer dask`` compares Dask with both wires unkeyed. All figures come from one run on one machine:
+compare ratios between runs, not bare times, on a shared machine.
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
     results = await _timer_figures(workdir / "timer", keys=True)
     results["no_keys"] = unkeyed = await _timer_figures(workdir / "timer-no-keys", keys=False)
     results["keys_cost"] = _cost(unkeyed, results)
-    results["tcp"] = tcp = await _timer_figures(workdir / "timer-tcp", keys=False, transport="tcp")
-    results["zmq_over_tcp"] = _cost(tcp, unkeyed)
+    results["tcp"] = tcp = await _timer_figures(workdir / "timer-tcp", keys=True, transport="tcp")
+    results["tcp_no_keys"] = await _timer_figures(workdir / "timer-tcp-no-keys", keys=False, transport="tcp")
+    results["zmq_over_tcp"] = _cost(tcp, results)
     if dashboard:
         for mode in ("idle", "page"):
             figures = await _timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
@@ -145,7 +147,7 @@ def run_bench(out: Path, peer: str | None = None, dashboard: bool = False) -> di
 
         results["dask"] = run_dask(_percentile)
         results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
-        results["aviary_tcp_over_dask"] = ratios(results["tcp"], results["dask"])
+        results["aviary_tcp_over_dask"] = ratios(results["tcp_no_keys"], results["dask"])
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),
