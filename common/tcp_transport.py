@@ -55,6 +55,14 @@ HEADER = 4
 RETRY = 0.1
 """Seconds between two tries to reach a peer that refused a connection (ZeroMQ's default)."""
 READ = 1 << 18
+GREETING = 1024
+"""The longest first frame read on a connection (a greeting: a name, an address and with keys 96
+bytes of handshake); a longer one is refused before it is read."""
+UNGREETED = 256
+"""Connections whose greeting has not come kept at most: past it the oldest is closed."""
+HANDSHAKE = 5.0
+"""Seconds a connection this process made waits for the peer's answer to its keyed greeting before it
+is dropped and made again."""
 
 _IN = select.EPOLLIN | select.EPOLLRDHUP
 _OUT = _IN | select.EPOLLOUT
@@ -139,13 +147,16 @@ class _Inbound:
     """A connection a peer made to this process: bytes read and not yet framed, and its sender (and with
     keys its session) once its greeting came."""
 
-    __slots__ = ("buf", "noise", "sender", "sock")
+    __slots__ = ("buf", "claim", "noise", "sender", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buf = bytearray()
         self.sender: str | None = None
         self.noise: Any = None
+        self.claim: bytes | None = None
+        """With keys: the greeting's ``name@address``, learnt from only once a sealed frame proved the
+        connection live (a replayed greeting teaches nothing)."""
 
 
 def _sockaddr(address: str, passive: bool = False) -> tuple[int, Any]:
@@ -170,7 +181,6 @@ class TcpTransport(AddressBook):
         super().__init__(name, peers)
         keyed = isinstance(peers, Peers) and bool(peers.public) and peers.key_folder is not None
         self.keys = _Keys(name, peers) if keyed else None  # type: ignore[arg-type]
-        self.curve = self.keys  # what the launcher asks to know if the testbed is keyed
         self.max_frame = max_frame
         self.dropped: Counter[str] = Counter()
         self._claim = f"{name}@{advertise}".encode()
@@ -180,6 +190,9 @@ class TcpTransport(AddressBook):
         self._due: set[_Link] = set()
         """Links with frames waiting and no connection: dialled again once their ``retry_at`` passes."""
         self._retrying = False
+        self._closed = False
+        self._ungreeted: dict[int, _Inbound] = {}
+        """Connections whose greeting has not come, oldest first."""
         self._epoll = select.epoll()
         self._listener = self._listen(bind)
         self._listen_fd = self._listener.fileno()
@@ -222,6 +235,8 @@ class TcpTransport(AddressBook):
 
     # --- sending -----------------------------------------------------------------------------------
     def send(self, to: str, frame: bytes) -> None:
+        if self._closed:
+            return
         if len(frame) > self.max_frame:
             raise FrameTooLarge(f"a frame of {len(frame)} bytes is above the limit of {self.max_frame}")
         link = self._links.get(to)
@@ -252,14 +267,21 @@ class TcpTransport(AddressBook):
             self._retry_later()
             return
         self._due.discard(link)
-        family, sockaddr = _sockaddr(link.address)
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        code = sock.connect_ex(sockaddr)
+        sock = None
+        try:
+            family, sockaddr = _sockaddr(link.address)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            code = sock.connect_ex(sockaddr)
+        except (OSError, ValueError):  # a name that does not resolve now, no descriptor left
+            code = -1
         if code not in (0, errno.EINPROGRESS):
-            sock.close()
+            if sock is not None:
+                sock.close()
+            if code == -1:
+                self.dropped["connect-failed"] += 1
             link.retry_at = now + RETRY
             self._due.add(link)
             self._retry_later()
@@ -271,6 +293,7 @@ class TcpTransport(AddressBook):
             link.noise = self.keys.session(self.keys.public[link.name])
             greeting = bytes(link.noise.write_message(self._claim))
             link.out = _header(len(greeting)) + greeting
+            self._later(HANDSHAKE, self._handshake_due, link, sock)
         link.frame, link.offset, link.watching = None, 0, True
         self._fds[sock.fileno()] = link
         self._epoll.register(sock.fileno(), _OUT)
@@ -278,20 +301,30 @@ class TcpTransport(AddressBook):
     def _retry_later(self) -> None:
         """Dial again the links whose peer refused, in :data:`RETRY` seconds (on the running event loop;
         without one, at the next receive)."""
-        if self._retrying:
-            return
-        try:
-            import asyncio
+        if not self._retrying:
+            self._retrying = self._later(RETRY, self._redial)
 
-            loop = asyncio.get_running_loop()
+    @staticmethod
+    def _later(delay: float, fn: Any, *args: Any) -> bool:
+        """Call ``fn(*args)`` in ``delay`` seconds on the running event loop (False: there is none)."""
+        import asyncio
+
+        try:
+            asyncio.get_running_loop().call_later(delay, fn, *args)
         except RuntimeError:
-            return
-        self._retrying = True
-        loop.call_later(RETRY, self._redial)
+            return False
+        return True
 
     def _redial(self) -> None:
         self._retrying = False
-        self._redial_due()
+        if not self._closed:
+            self._redial_due()
+
+    def _handshake_due(self, link: _Link, sock: socket.socket) -> None:
+        """The peer never answered the greeting on ``sock``: drop that connection and make another."""
+        if not self._closed and link.sock is sock and not link.secure:
+            self.dropped["handshake-timeout"] += 1
+            self._lost(link)
 
     def _redial_due(self) -> None:
         now = time.monotonic()
@@ -427,13 +460,26 @@ class TcpTransport(AddressBook):
                 sock, _ = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:  # out of descriptors, a connection reset before it was accepted
+            except ConnectionAbortedError:
+                continue
+            except OSError:  # out of descriptors: stop listening a while (the queue would spin)
                 self.dropped["accept-failed"] += 1
+                self._epoll.modify(self._listen_fd, 0)
+                if not self._later(RETRY, self._listen_again):
+                    self._epoll.modify(self._listen_fd, select.EPOLLIN)
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._fds[sock.fileno()] = _Inbound(sock)
+            conn = self._fds[sock.fileno()] = _Inbound(sock)
             self._epoll.register(sock.fileno(), _IN)
+            self._ungreeted[sock.fileno()] = conn
+            if len(self._ungreeted) > UNGREETED:
+                self.dropped["ungreeted"] += 1
+                self._close(next(iter(self._ungreeted.values())))
+
+    def _listen_again(self) -> None:
+        if not self._closed:
+            self._epoll.modify(self._listen_fd, select.EPOLLIN)
 
     def _read(self, conn: _Inbound) -> None:
         try:
@@ -450,7 +496,13 @@ class TcpTransport(AddressBook):
         at, end = 0, len(buf)
         while end - at >= HEADER:
             n = int.from_bytes(buf[at : at + HEADER], "big")
-            if n > self.max_frame + (n // PIECE + 1) * 16 + 1024:  # a sealed frame's tags, a greeting
+            if conn.sender is None:
+                limit = GREETING
+            elif conn.noise is None:
+                limit = self.max_frame
+            else:
+                limit = self.max_frame + (self.max_frame // PIECE + 1) * 16  # the pieces' tags
+            if n > limit:
                 self.dropped["too-large"] += 1
                 self._close(conn)
                 return
@@ -462,6 +514,7 @@ class TcpTransport(AddressBook):
                 if not self._greeted(conn, frame):
                     self._close(conn)
                     return
+                self._ungreeted.pop(conn.sock.fileno(), None)
                 continue
             if conn.noise is not None:
                 try:
@@ -470,6 +523,9 @@ class TcpTransport(AddressBook):
                     self.dropped["unauthenticated"] += 1
                     self._close(conn)
                     return
+                if conn.claim is not None:  # the connection is live: its claim can teach
+                    claim, conn.claim = conn.claim, None
+                    self.learn(claim)
             if len(frame) > self.max_frame:
                 self.dropped["too-large"] += 1
                 self._close(conn)
@@ -497,17 +553,19 @@ class TcpTransport(AddressBook):
         if owner is None:
             self.dropped["unknown-key"] += 1
             return False
-        answer = bytes(noise.write_message())
+        answer = _header(len(noise_answer := bytes(noise.write_message()))) + noise_answer
         try:
-            conn.sock.send(_header(len(answer)) + answer)
+            if conn.sock.send(answer) < len(answer):
+                return False
         except OSError:
             return False
-        if self._parse(claim)[0] == owner:
-            self.learn(claim)  # a controller: answered where it says it listens
+        if self._parse(claim)[0] == owner and owner not in self.known:
+            conn.claim = claim  # a controller: answered where it says it listens, once proved live
         conn.sender, conn.noise = owner, noise
         return True
 
     def _close(self, conn: _Inbound) -> None:
+        self._ungreeted.pop(conn.sock.fileno(), None)
         self._fds.pop(conn.sock.fileno(), None)
         self._epoll.unregister(conn.sock.fileno())
         conn.sock.close()
@@ -525,16 +583,22 @@ class TcpTransport(AddressBook):
     def close(self, linger: int | None = None) -> None:
         """Close every connection (once; again is harmless), first writing what waits for up to ``linger``
         ms (None: 1 s, as the ZeroMQ socket; 0: drop it, as a killed process would)."""
-        if self._epoll.closed:
+        if self._closed:
             return
+        self._closed = True
+        self._epoll.unregister(self._listen_fd)
+        for conn in [c for c in self._fds.values() if isinstance(c, _Inbound)]:
+            self._close(conn)
         deadline = time.monotonic() + (1.0 if linger is None else linger / 1000)
-        while any((link.pending or link.out) and link.sock is not None for link in self._links.values()):
+        while waiting := [link for link in self._links.values() if link.pending or link.out]:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            for link in waiting:
+                if link.sock is None and time.monotonic() >= link.retry_at:
+                    self._dial(link)  # a refused peer is tried again while the linger lasts
             for fd, mask in self._epoll.poll(min(left, 0.05)):
-                if isinstance(self._fds.get(fd), _Link):
-                    self._event(fd, mask)
+                self._event(fd, mask)
         for conn in list(self._fds.values()):
             if conn.sock is not None:
                 conn.sock.close()

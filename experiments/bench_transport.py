@@ -239,15 +239,24 @@ async def _aviary_client(book: Peers, port: int) -> Ends:
             drain()
 
     asyncio.get_running_loop().add_reader(t.fd, drain)
+    _opened.append(t)
     send(FRAME)
     await got.get()
     return send, got.get
 
 
+_opened: list[Any] = []
+"""The client transports of this process, closed once their round trips are done."""
+
+
 def _aviary(transport: str, keyed: bool, rounds: int) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="aviary-bench-transport-") as tmp:
         book = _book(transport, Path(tmp) if keyed else None)
-        return round_trips(partial(_aviary_echo, book), partial(_aviary_client, book), rounds)
+        try:
+            return round_trips(partial(_aviary_echo, book), partial(_aviary_client, book), rounds)
+        finally:
+            while _opened:
+                _opened.pop().close(linger=0)
 
 
 def main(argv: list[str] | None = None) -> int:

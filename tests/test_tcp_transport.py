@@ -13,7 +13,7 @@ import pytest
 
 from aviary.common.cluster import ClusterError, Peers, free_ports, load_cluster, local_cluster, write_cluster
 from aviary.common.keys import make_keys
-from aviary.common.tcp_transport import HELLO, TcpTransport
+from aviary.common.tcp_transport import HELLO, UNGREETED, TcpTransport
 from aviary.common.transport import FrameTooLarge, Transport, UnknownPeer
 from aviary.common.wire import open_transport
 
@@ -117,6 +117,11 @@ def test_bad_hello_and_oversized_frames_are_refused_and_counted_and_the_process_
             time.sleep(0.05)
             assert me.recv() is None
         assert me.counts()["too-large"] == 1
+        with raw(peers["me"]) as s:
+            s.sendall((2000).to_bytes(4, "big"))  # a first frame longer than any greeting
+            time.sleep(0.05)
+            assert me.recv() is None
+        assert me.counts()["too-large"] == 2
         with pytest.raises(FrameTooLarge):
             me.send("a", b"x" * 1001)  # above this process's own limit: not sent
         a.send("me", b"fine")
@@ -274,3 +279,49 @@ def test_with_keys_a_member_claiming_another_s_name_is_named_by_its_key(tmp_path
     finally:
         b.close()
         liar.close()
+
+
+def test_connections_that_never_greet_are_bounded() -> None:
+    peers = book("me", "a")
+    me = TcpTransport("me", peers["me"], peers["me"], peers)
+    a = TcpTransport("a", peers["a"], peers["a"], peers)
+    silent = [raw(peers["me"]) for _ in range(UNGREETED + 20)]
+    try:
+        time.sleep(0.1)
+        assert me.recv() is None
+        assert me.counts()["ungreeted"] >= 20 and len(me._ungreeted) <= UNGREETED
+        a.send("me", b"still heard")
+        assert receive(me, a) == ("a", b"still heard")
+    finally:
+        for s in silent:
+            s.close()
+        me.close()
+        a.close()
+
+
+def test_with_keys_a_controller_s_address_is_learnt_only_from_a_live_connection(tmp_path) -> None:
+    """A launcher's ``control`` is answered where its greeting says it listens, but a recorded greeting
+    replayed (its sender gone) teaches nothing: the process would answer a dead address."""
+    peers = keyed(tmp_path)
+    b = opened(peers, "node-1")
+    (port,) = free_ports(1)
+    here = f"tcp://127.0.0.1:{port}"
+    ctl = TcpTransport("control", here, here, peers)
+    recorder = socket.create_server(("127.0.0.1", 0))
+    try:
+        ctl.peers["rec"] = f"tcp://127.0.0.1:{recorder.getsockname()[1]}"
+        ctl.keys.public["rec"] = ctl.keys.public["node-1"]  # type: ignore[union-attr]
+        ctl.send("rec", b"x")
+        greeting = recorded(recorder, ctl)
+        with raw(peers["node-1"]) as s:
+            s.sendall(greeting)
+            time.sleep(0.1)
+            assert b.recv() is None
+        assert "control" not in b.peers
+        ctl.send("node-1", b"hello")
+        assert receive(b, ctl) == ("control", b"hello")
+        assert b.peers["control"] == here
+    finally:
+        recorder.close()
+        ctl.close(linger=0)
+        b.close()

@@ -33,7 +33,9 @@ def cluster_table(cluster: Cluster, names: set[str] | None = None) -> Table:
     scale = cluster.params.get("time_scale")
     title = f"testbed: policy {cluster.policy}, executor {cluster.executor}"
     title += f", time scale {scale:g}" if scale else ""
-    table = Table(title=title + (", CurveZMQ keys" if cluster.keys else ", no keys"))
+    wire = "tcp, Noise" if cluster.transport == "tcp" else "ZeroMQ, CurveZMQ"
+    keys = f", {wire} keys" if cluster.keys else f", {wire.split(',')[0]}, no keys"
+    table = Table(title=title + keys)
     for col in ("name", "role", "address", "slots", "partition"):
         table.add_column(col)
     for p in cluster.processes:

@@ -193,6 +193,8 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
         extra["gshet"] = gshet_defaults() | gshet_options(spec.gshet)
     if cluster.nodes_per_process > 1:
         extra["nodes_per_process"] = cluster.nodes_per_process
+    if cluster.transport != "zmq" and spec.runtime == "real":
+        extra["transport"] = cluster.transport
     failures = injected_failures(spec, cluster)
     if failures:
         extra["failures"] = [[f.name, f.at, *([f.stall] if f.stall else [])] for f in failures]
