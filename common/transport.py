@@ -34,6 +34,7 @@ High-water marks are off: a message is never dropped for lack of queue space.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import logging
@@ -57,6 +58,18 @@ MAX_FRAME = int(os.environ.get("AVIARY_MAX_FRAME", 64 << 20))
 largest legitimate frames: a ``SubmitJob`` of 100,000 tasks is 0.9 MB (the bundled Google sample's
 largest job, 4,953 tasks, 45 kB); a central scheduler's ``Stats`` carries its task log, ~65 bytes a
 task, so 64 MiB holds a million finished tasks."""
+
+
+def raise_open_files() -> None:
+    """Lift this process's limit of open descriptors to the hard one: each peer takes one or two (a
+    scheduler of a 1,000-node testbed ~2,000; the soft limit is often 1,024)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 class UnknownPeer(KeyError):

@@ -30,7 +30,7 @@ from typing import Any
 
 from ...common.cluster import ClusterError, load_cluster
 from ...common.runtime import Runtime
-from ...common.transport import AddressInUse
+from ...common.transport import AddressInUse, raise_open_files
 from ...common.wire import open_transport
 from ...worker.executors import make_executor
 from ..policies.registry import build_core
@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args[1]} %(levelname)s %(message)s")
+    raise_open_files()
     try:
         import uvloop
 
