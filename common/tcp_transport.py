@@ -55,6 +55,8 @@ HEADER = 4
 RETRY = 0.1
 """Seconds between two tries to reach a peer that refused a connection (ZeroMQ's default)."""
 READ = 1 << 18
+"""Bytes read at most per ``recv``, into one buffer kept for the purpose (``sock.recv(n)`` would allocate
+``n`` bytes each time: with 256 KiB, an ``mmap`` and page faults per frame)."""
 GREETING = 1024
 """The longest first frame read on a connection (a greeting: a name, an address and with keys 96
 bytes of handshake); a longer one is refused before it is read."""
@@ -193,6 +195,7 @@ class TcpTransport(AddressBook):
         self._closed = False
         self._ungreeted: dict[int, _Inbound] = {}
         """Connections whose greeting has not come, oldest first."""
+        self._inbox = memoryview(bytearray(READ))
         self._epoll = select.epoll()
         self._listener = self._listen(bind)
         self._listen_fd = self._listener.fileno()
@@ -427,16 +430,13 @@ class TcpTransport(AddressBook):
         anything else (the peer closed it, or sent what it should not) ends the connection."""
         sock = link.sock
         assert sock is not None
-        try:
-            data = sock.recv(READ)
-        except (BlockingIOError, InterruptedError):
+        n = self._receive(sock)
+        if n is None:
             return
-        except OSError:
-            data = b""
-        if not data or link.noise is None or link.secure:
+        if not n or link.noise is None or link.secure:
             self._lost(link)
             return
-        link.buf += data
+        link.buf += self._inbox[:n]
         if len(link.buf) < HEADER:
             return
         n = int.from_bytes(link.buf[:HEADER], "big")
@@ -453,6 +453,15 @@ class TcpTransport(AddressBook):
         link.buf.clear()
         link.secure = True
         self._flush(link)
+
+    def _receive(self, sock: socket.socket) -> int | None:
+        """Bytes read from ``sock`` into :attr:`_inbox` (0: the connection ended; None: none yet)."""
+        try:
+            return sock.recv_into(self._inbox)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return 0
 
     def _accept(self) -> None:
         while True:
@@ -482,17 +491,14 @@ class TcpTransport(AddressBook):
             self._epoll.modify(self._listen_fd, select.EPOLLIN)
 
     def _read(self, conn: _Inbound) -> None:
-        try:
-            data = conn.sock.recv(READ)
-        except (BlockingIOError, InterruptedError):
+        got = self._receive(conn.sock)
+        if got is None:
             return
-        except OSError:
-            data = b""
-        if not data:
+        if not got:
             self._close(conn)
             return
         buf = conn.buf
-        buf += data
+        buf += self._inbox[:got]
         at, end = 0, len(buf)
         while end - at >= HEADER:
             n = int.from_bytes(buf[at : at + HEADER], "big")

@@ -48,8 +48,9 @@ def round_trips(echo: Callable[[int, Any], None], client: Client, rounds: int) -
     import uvloop
 
     (port,) = free_ports(1)
-    ready = mp.Event()
-    child = mp.Process(target=echo, args=(port, ready))
+    spawn = mp.get_context("spawn")  # not fork: this process may hold ZeroMQ's threads by now
+    ready = spawn.Event()
+    child = spawn.Process(target=echo, args=(port, ready))
     child.start()
     ready.wait(10)
     times: list[float] = []
