@@ -341,3 +341,31 @@ def test_an_eagle_replay_over_keyed_tcp_finishes_every_job_and_drops_nothing(tmp
     assert s["finished"] == s["jobs"] == 60 and s["extra"]["transport"] == "tcp"
     assert not {k: v for k, v in s["counters"].items() if k.startswith(("dropped.", "error."))}
     assert load_cluster(out / "testbed" / "cluster.toml").transport == "tcp"
+
+
+def test_the_session_ciphers_seal_as_noise_itself_does(tmp_path) -> None:
+    """After the handshake, frames are sealed without the library's per-message layers: the bytes must be
+    Noise's own, byte for byte, and open in order on the other side (a frame of several pieces too)."""
+    from cryptography.exceptions import InvalidTag
+
+    from aviary.common.tcp_transport import _ciphers, _Keys
+
+    peers = keyed(tmp_path)
+    a, b = _Keys("node-0", peers), _Keys("node-1", peers)
+    initiator, responder = a.session(b.public["node-1"]), b.session(None)
+    responder.read_message(bytes(initiator.write_message(b"claim")))
+    initiator.read_message(bytes(responder.write_message()))
+    send, _ = _ciphers(initiator)
+    _, receive = _ciphers(responder)
+    for frame in (b"one", b"two"):
+        ours = send.seal(frame)
+        assert ours == initiator.encrypt(frame)  # the library's own, from the same key and counter
+        assert responder.decrypt(ours) == frame
+    receive.n = send.n  # past the two frames the library opened
+    big = bytes(range(256)) * 300  # 76,800 bytes: two pieces
+    sealed = send.seal(big)
+    assert len(sealed) == len(big) + 2 * 16 and receive.open(sealed) == big
+    damaged = bytearray(send.seal(b"x"))
+    damaged[-1] ^= 1  # one bit of the tag
+    with pytest.raises(InvalidTag):
+        receive.open(bytes(damaged))
