@@ -310,7 +310,7 @@ class TcpTransport(AddressBook):
             code = sock.connect_ex(sockaddr)
         except (OSError, ValueError):  # a name that does not resolve now, no descriptor left
             code = -1
-        if code not in (0, errno.EINPROGRESS):
+        if sock is None or code not in (0, errno.EINPROGRESS):
             if sock is not None:
                 sock.close()
             if code == -1:
@@ -630,9 +630,9 @@ class TcpTransport(AddressBook):
                     self._dial(link)  # a refused peer is tried again while the linger lasts
             for fd, mask in self._epoll.poll(min(left, 0.05)):
                 self._event(fd, mask)
-        for conn in list(self._fds.values()):
-            if conn.sock is not None:
-                conn.sock.close()
+        for item in list(self._fds.values()):
+            if item.sock is not None:
+                item.sock.close()
         self._fds.clear()
         self._listener.close()
         self._epoll.close()
