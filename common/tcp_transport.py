@@ -55,8 +55,11 @@ HEADER = 4
 RETRY = 0.1
 """Seconds between two tries to reach a peer that refused a connection (ZeroMQ's default)."""
 READ = 1 << 18
-"""Bytes read at most per ``recv``, into one buffer kept for the purpose (``sock.recv(n)`` would allocate
-``n`` bytes each time: with 256 KiB, an ``mmap`` and page faults per frame)."""
+"""Bytes read at most per ``recv``, into :data:`_INBOX` (``sock.recv(n)`` would allocate ``n`` bytes each
+time: with 256 KiB, an ``mmap`` and page faults per frame)."""
+_INBOX = memoryview(bytearray(READ))
+"""The one read buffer of the process, shared by its transports (a pack's run on one thread, and what is
+read is copied out at once)."""
 GREETING = 1024
 """The longest first frame read on a connection (a greeting: a name, an address and with keys 96
 bytes of handshake); a longer one is refused before it is read."""
@@ -226,7 +229,6 @@ class TcpTransport(AddressBook):
         self._closed = False
         self._ungreeted: dict[int, _Inbound] = {}
         """Connections whose greeting has not come, oldest first."""
-        self._inbox = memoryview(bytearray(READ))
         self._epoll = select.epoll()
         self._listener = self._listen(bind)
         self._listen_fd = self._listener.fileno()
@@ -460,7 +462,7 @@ class TcpTransport(AddressBook):
         if not n or link.noise is None or link.secure:
             self._lost(link)
             return
-        link.buf += self._inbox[:n]
+        link.buf += _INBOX[:n]
         if len(link.buf) < HEADER:
             return
         n = int.from_bytes(link.buf[:HEADER], "big")
@@ -480,9 +482,9 @@ class TcpTransport(AddressBook):
         self._flush(link)
 
     def _receive(self, sock: socket.socket) -> int | None:
-        """Bytes read from ``sock`` into :attr:`_inbox` (0: the connection ended; None: none yet)."""
+        """Bytes read from ``sock`` into :data:`_INBOX` (0: the connection ended; None: none yet)."""
         try:
-            return sock.recv_into(self._inbox)
+            return sock.recv_into(_INBOX)
         except (BlockingIOError, InterruptedError):
             return None
         except OSError:
@@ -523,7 +525,7 @@ class TcpTransport(AddressBook):
             self._close(conn)
             return
         buf = conn.buf
-        buf += self._inbox[:got]
+        buf += _INBOX[:got]
         at, end = 0, len(buf)
         while end - at >= HEADER:
             n = int.from_bytes(buf[at : at + HEADER], "big")
