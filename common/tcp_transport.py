@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .cluster import Peers
+from .keys import Curve
 from .transport import MAX_FRAME, AddressBook, AddressInUse, FrameTooLarge, UnknownPeer
 
 HELLO = b"AVIARY/1 "
@@ -74,23 +75,26 @@ _OUT = _IN | select.EPOLLOUT
 _GONE = select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR
 
 
-def _header(n: int) -> bytes:
-    return n.to_bytes(HEADER, "big")
+def _framed(payload: bytes) -> bytes:
+    """``payload`` preceded by its length, as every frame goes on the wire."""
+    return len(payload).to_bytes(HEADER, "big") + payload
 
 
 class _Keys:
     """This process's X25519 key pair and the cluster's public keys (the CurveZMQ keys, decoded)."""
 
-    def __init__(self, name: str, peers: Peers) -> None:
+    def __init__(self, curve: Curve) -> None:
         from zmq.utils import z85
 
-        from .keys import Curve
-
-        curve = Curve.of(name, peers)
-        assert curve is not None
         self.secret: bytes = z85.decode(curve.secret)
         self.public: dict[str, bytes] = {n: z85.decode(k) for n, k in curve.peers.items()}
         self.owner = {k: n for n, k in self.public.items()}
+
+    @classmethod
+    def of(cls, name: str, peers: Mapping[str, str]) -> _Keys | None:
+        """``name``'s keys in a keyed cluster's address book (:meth:`Curve.of`); None without keys."""
+        curve = Curve.of(name, peers) if isinstance(peers, Peers) else None
+        return None if curve is None else cls(curve)
 
     def session(self, peer_key: bytes | None) -> Any:
         """A Noise handshake: the initiator's of a connection to ``peer_key``, the responder's if None."""
@@ -183,10 +187,12 @@ class _Inbound:
     """A connection a peer made to this process: bytes read and not yet framed, and its sender (and with
     keys its session) once its greeting came."""
 
-    __slots__ = ("buf", "cipher", "claim", "sender", "sock")
+    __slots__ = ("buf", "cipher", "claim", "limit", "sender", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.limit = GREETING
+        """The longest frame read next: a greeting, then a frame (sealed: with its pieces' tags)."""
         self.buf = bytearray()
         self.sender: str | None = None
         self.cipher: _Cipher | None = None
@@ -215,9 +221,10 @@ class TcpTransport(AddressBook):
         self, name: str, bind: str, advertise: str, peers: Mapping[str, str], *, max_frame: int = MAX_FRAME
     ) -> None:
         super().__init__(name, peers)
-        keyed = isinstance(peers, Peers) and bool(peers.public) and peers.key_folder is not None
-        self.keys = _Keys(name, peers) if keyed else None  # type: ignore[arg-type]
+        self.keys = _Keys.of(name, peers)
         self.max_frame = max_frame
+        self._sealed_max = max_frame + (max_frame // PIECE + 1) * 16
+        """The longest sealed frame read: ``max_frame`` with the tag of each of its pieces."""
         self.dropped: Counter[str] = Counter()
         self._claim = f"{name}@{advertise}".encode()
         self._links: dict[str, _Link] = {}
@@ -289,10 +296,7 @@ class TcpTransport(AddressBook):
 
     @staticmethod
     def _wire(link: _Link, frame: bytes) -> bytes:
-        if link.cipher is None:
-            return _header(len(frame)) + frame
-        sealed = link.cipher.seal(frame)
-        return _header(len(sealed)) + sealed
+        return _framed(frame if link.cipher is None else link.cipher.seal(frame))
 
     def _dial(self, link: _Link) -> None:
         """Start a connection to ``link``'s peer (unless a refusal was too recent: a retry is due)."""
@@ -323,11 +327,10 @@ class TcpTransport(AddressBook):
             return
         link.sock = sock
         if self.keys is None:
-            link.out = _header(len(HELLO) + len(self._claim)) + HELLO + self._claim
+            link.out = _framed(HELLO + self._claim)
         else:
             link.noise = self.keys.session(self.keys.public[link.name])
-            greeting = bytes(link.noise.write_message(self._claim))
-            link.out = _header(len(greeting)) + greeting
+            link.out = _framed(bytes(link.noise.write_message(self._claim)))
             self._later(HANDSHAKE, self._handshake_due, link, sock)
         link.frame, link.offset, link.watching = None, 0, True
         self._fds[sock.fileno()] = link
@@ -371,14 +374,18 @@ class TcpTransport(AddressBook):
         if self._due:
             self._retry_later()
 
+    def _drop(self, sock: socket.socket) -> None:
+        """Stop watching ``sock`` and close it."""
+        self._ungreeted.pop(sock.fileno(), None)
+        self._fds.pop(sock.fileno(), None)
+        self._epoll.unregister(sock.fileno())
+        sock.close()
+
     def _lost(self, link: _Link) -> None:
         """Forget ``link``'s connection (dropping a frame half written on it), and dial again in
         :data:`RETRY` seconds if frames wait."""
-        sock = link.sock
-        if sock is not None:
-            self._fds.pop(sock.fileno(), None)
-            self._epoll.unregister(sock.fileno())
-            sock.close()
+        if link.sock is not None:
+            self._drop(link.sock)
         if link.frame is not None and link.offset == 0:
             link.pending.appendleft(link.frame)  # not started: it goes over the next connection
         link.sock, link.secure, link.noise, link.cipher = None, False, None, None
@@ -467,7 +474,7 @@ class TcpTransport(AddressBook):
             return
         n = int.from_bytes(link.buf[:HEADER], "big")
         if len(link.buf) < HEADER + n:
-            if n > 1024:
+            if n > GREETING:
                 self._lost(link)
             return
         try:
@@ -511,7 +518,7 @@ class TcpTransport(AddressBook):
             self._ungreeted[sock.fileno()] = conn
             if len(self._ungreeted) > UNGREETED:
                 self.dropped["ungreeted"] += 1
-                self._close(next(iter(self._ungreeted.values())))
+                self._drop(next(iter(self._ungreeted.values())).sock)
 
     def _listen_again(self) -> None:
         if not self._closed:
@@ -522,22 +529,16 @@ class TcpTransport(AddressBook):
         if got is None:
             return
         if not got:
-            self._close(conn)
+            self._drop(conn.sock)
             return
         buf = conn.buf
         buf += _INBOX[:got]
         at, end = 0, len(buf)
         while end - at >= HEADER:
             n = int.from_bytes(buf[at : at + HEADER], "big")
-            if conn.sender is None:
-                limit = GREETING
-            elif conn.cipher is None:
-                limit = self.max_frame
-            else:
-                limit = self.max_frame + (self.max_frame // PIECE + 1) * 16  # the pieces' tags
-            if n > limit:
+            if n > conn.limit:
                 self.dropped["too-large"] += 1
-                self._close(conn)
+                self._drop(conn.sock)
                 return
             if end - at - HEADER < n:
                 break
@@ -545,7 +546,7 @@ class TcpTransport(AddressBook):
             at += HEADER + n
             if conn.sender is None:
                 if not self._greeted(conn, frame):
-                    self._close(conn)
+                    self._drop(conn.sock)
                     return
                 self._ungreeted.pop(conn.sock.fileno(), None)
                 continue
@@ -554,15 +555,15 @@ class TcpTransport(AddressBook):
                     frame = conn.cipher.open(frame)
                 except Exception:  # a forged or damaged frame (InvalidTag): the stream is lost
                     self.dropped["unauthenticated"] += 1
-                    self._close(conn)
+                    self._drop(conn.sock)
+                    return
+                if len(frame) > self.max_frame:  # the tags' allowance let it through
+                    self.dropped["too-large"] += 1
+                    self._drop(conn.sock)
                     return
                 if conn.claim is not None:  # the connection is live: its claim can teach
                     claim, conn.claim = conn.claim, None
                     self.learn(claim)
-            if len(frame) > self.max_frame:
-                self.dropped["too-large"] += 1
-                self._close(conn)
-                return
             self._ready.append((conn.sender, frame))
         del buf[:at]
 
@@ -573,7 +574,7 @@ class TcpTransport(AddressBook):
             if not frame.startswith(HELLO):
                 self.dropped["bad-envelope"] += 1
                 return False
-            conn.sender = self.learn(frame[len(HELLO) :])
+            conn.sender, conn.limit = self.learn(frame[len(HELLO) :]), self.max_frame
             return True
         noise = self.keys.session(None)
         try:
@@ -586,7 +587,7 @@ class TcpTransport(AddressBook):
         if owner is None:
             self.dropped["unknown-key"] += 1
             return False
-        answer = _header(len(noise_answer := bytes(noise.write_message()))) + noise_answer
+        answer = _framed(bytes(noise.write_message()))
         try:
             if conn.sock.send(answer) < len(answer):
                 return False
@@ -594,23 +595,15 @@ class TcpTransport(AddressBook):
             return False
         if self._parse(claim)[0] == owner and owner not in self.known:
             conn.claim = claim  # a controller: answered where it says it listens, once proved live
-        conn.sender, conn.cipher = owner, _ciphers(noise)[1]
+        conn.sender, conn.cipher, conn.limit = owner, _ciphers(noise)[1], self._sealed_max
         return True
-
-    def _close(self, conn: _Inbound) -> None:
-        self._ungreeted.pop(conn.sock.fileno(), None)
-        self._fds.pop(conn.sock.fileno(), None)
-        self._epoll.unregister(conn.sock.fileno())
-        conn.sock.close()
 
     def forget(self, name: str) -> None:
         """A controller came back under a new address: the next send to it dials that one."""
         link = self._links.pop(name, None)
-        if link is not None and link.sock is not None:
-            self._fds.pop(link.sock.fileno(), None)
-            self._epoll.unregister(link.sock.fileno())
-            link.sock.close()
         if link is not None:
+            if link.sock is not None:
+                self._drop(link.sock)
             self._due.discard(link)
 
     def close(self, linger: int | None = None) -> None:
@@ -621,7 +614,7 @@ class TcpTransport(AddressBook):
         self._closed = True
         self._epoll.unregister(self._listen_fd)
         for conn in [c for c in self._fds.values() if isinstance(c, _Inbound)]:
-            self._close(conn)
+            self._drop(conn.sock)
         deadline = time.monotonic() + (1.0 if linger is None else linger / 1000)
         while waiting := [link for link in self._links.values() if link.pending or link.out]:
             left = deadline - time.monotonic()

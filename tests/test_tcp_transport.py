@@ -351,7 +351,8 @@ def test_the_session_ciphers_seal_as_noise_itself_does(tmp_path) -> None:
     from aviary.common.tcp_transport import _ciphers, _Keys
 
     peers = keyed(tmp_path)
-    a, b = _Keys("node-0", peers), _Keys("node-1", peers)
+    a, b = _Keys.of("node-0", peers), _Keys.of("node-1", peers)
+    assert a is not None and b is not None
     initiator, responder = a.session(b.public["node-1"]), b.session(None)
     responder.read_message(bytes(initiator.write_message(b"claim")))
     initiator.read_message(bytes(responder.write_message()))

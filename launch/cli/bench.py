@@ -14,8 +14,8 @@ default; the timer figures are measured again without keys (``no_keys``) in the 
 Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encryption either. The
 timer figures are measured again over the plain-TCP transport (``transport = "tcp"``: no ZeroMQ I/O
 threads, :mod:`aviary.common.tcp_transport`), keyed (``tcp``) and not (``tcp_no_keys``);
-``zmq_over_tcp`` gives what ZeroMQ costs over it, keyed both (> 1: ZeroMQ costs that much), and
-``--peer dask`` compares Dask with both wires unkeyed. All figures come from one run on one machine:
+``zmq_over_tcp`` gives what ZeroMQ costs over it, keyed both (> 1: ZeroMQ costs that much); Dask is
+compared with both wires' unkeyed figures. All figures come from one run on one machine:
 compare ratios between runs, not bare times, on a shared machine.
 """
 

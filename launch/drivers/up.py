@@ -33,9 +33,8 @@ def cluster_table(cluster: Cluster, names: set[str] | None = None) -> Table:
     scale = cluster.params.get("time_scale")
     title = f"testbed: policy {cluster.policy}, executor {cluster.executor}"
     title += f", time scale {scale:g}" if scale else ""
-    wire = "tcp, Noise" if cluster.transport == "tcp" else "ZeroMQ, CurveZMQ"
-    keys = f", {wire} keys" if cluster.keys else f", {wire.split(',')[0]}, no keys"
-    table = Table(title=title + keys)
+    wire, keys = ("tcp", "Noise") if cluster.transport == "tcp" else ("ZeroMQ", "CurveZMQ")
+    table = Table(title=f"{title}, {wire}, " + (f"{keys} keys" if cluster.keys else "no keys"))
     for col in ("name", "role", "address", "slots", "partition"):
         table.add_column(col)
     for p in cluster.processes:
