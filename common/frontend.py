@@ -18,8 +18,9 @@ runtime) it says ``Hello`` to every process every period once the replay began a
 that has not answered for ``misses`` periods; a driver may also declare a process dead at once
 (:meth:`declare_dead`: its child exited, or the simulator's injected failure after the same detection
 delay). A death goes to every live process as ``PeerDown`` (they stop sending it work and re-run what it
-held); the jobs of a dead scheduler are submitted again to a live one of the same role (a later
-``JobDone`` from the dead one is a late result, counted and ignored). Where no process of that role is
+held); the jobs of a dead scheduler are submitted again to a live one of the same role, under a new id on the
+wire (:data:`RESUBMIT_STRIDE`; a later ``JobDone`` from the dead one, or of an earlier attempt, is a
+late result, counted and ignored). Where no process of that role is
 left the replay has :attr:`failed`, with one line naming the process. A dead process that answers again
 rejoins (``PeerUp``).
 
@@ -71,14 +72,15 @@ class JobTimes:
     finish: float | None = None
 
 
-def submit_message(job: JobSpec) -> SubmitJob:
-    """The ``SubmitJob`` of a job; the DAG and multi-resource fields only when the job has them, so a
-    flat job's frame is what it always was."""
+def submit_message(job: JobSpec, job_id: int | None = None) -> SubmitJob:
+    """The ``SubmitJob`` of a job (under ``job_id``, its id on the wire, when not its own); the DAG and
+    multi-resource fields only when the job has them, so a flat job's frame is what it always was."""
+    wire = job.job_id if job_id is None else job_id
     if not (job.stages or job.deadline is not None or job.slo or job.gang or job.preference):
-        return SubmitJob(job.job_id, job.durations, job.estimate)
+        return SubmitJob(wire, job.durations, job.estimate)
     stages = [[s.tasks, s.estimate, list(s.demand), list(s.parents)] for s in job.stages]
     return SubmitJob(
-        job.job_id,
+        wire,
         job.durations,
         job.estimate,
         stages,
@@ -89,6 +91,12 @@ def submit_message(job: JobSpec) -> SubmitJob:
         job.slowdown,
     )
 
+
+RESUBMIT_STRIDE = 1 << 40
+"""A job submitted again after its scheduler's death goes under a new id on the wire, its own plus this
+times its attempt (trace ids stay far below it): a scheduler that was declared dead, rejoined and still
+holds the first attempt (stalled: the nodes dropped its probes at ``PeerDown``) takes the new attempt as
+a new job instead of refusing it as a duplicate."""
 
 FAILURE_COUNTERS = (
     "processes_declared_dead",
@@ -159,6 +167,7 @@ class FrontendCore(Core):
         self.pings = 0
         self.counters_every = COUNTERS_EVERY  # liveness pings per request of every process's Counters
         self.resubmitted: dict[int, float] = {}  # job -> replay clock of its last resubmission
+        self.attempts: Counter[int] = Counter()  # job -> times resubmitted (its wire id: RESUBMIT_STRIDE)
         self.failed: str | None = None
         """Why the replay cannot go on (a process no other can replace died), or None."""
         self.stopping = False
@@ -274,13 +283,14 @@ class FrontendCore(Core):
         if self.closed:
             self.counters["job_done_after_the_end"] += 1
             return []
-        times = self.times.get(msg.job_id)
-        if times is None or times.submit is None or self.t0 is None:
+        job_id, attempt = msg.job_id % RESUBMIT_STRIDE, msg.job_id // RESUBMIT_STRIDE
+        times = self.times.get(job_id)
+        if times is None or times.submit is None or self.t0 is None or attempt > self.attempts[job_id]:
             return self._refuse(
                 "unknown_job_done", f"a JobDone from {sender!r} for job {msg.job_id}, not submitted"
             )
-        if (to := self.routed.get(msg.job_id)) != sender:
-            if sender in self.dead or msg.job_id in self.resubmitted:
+        if (to := self.routed.get(job_id)) != sender or attempt < self.attempts[job_id]:
+            if sender in self.dead or job_id in self.resubmitted:
                 self.counters["late_results_ignored"] += 1
                 return []
             text = f"a JobDone from {sender!r} for job {msg.job_id}, submitted to {to!r}"
@@ -290,7 +300,7 @@ class FrontendCore(Core):
             return []
         times.finish = now - self.t0
         # The delay is measured from the job's arrival at the scheduler that finished it.
-        times.first_start = self.resubmitted.get(msg.job_id, times.submit) + msg.first_start_delay
+        times.first_start = self.resubmitted.get(job_id, times.submit) + msg.first_start_delay
         self.finished += 1
         self.last_progress = now
         return []
@@ -359,7 +369,9 @@ class FrontendCore(Core):
                 self.routed[job_id] = stand_in
                 self.resubmitted[job_id] = clock
                 self.counters["jobs_resubmitted"] += 1
-                effects.append(Send(stand_in, submit_message(self.by_id[job_id])))
+                self.attempts[job_id] += 1
+                wire = job_id + self.attempts[job_id] * RESUBMIT_STRIDE
+                effects.append(Send(stand_in, submit_message(self.by_id[job_id], wire)))
         return effects
 
     def central_back(self, now: float, name: str) -> list[Effect]:

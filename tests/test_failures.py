@@ -12,7 +12,7 @@ from aviary.central.fifo import CentralFifoCore
 from aviary.central.kairos import KairosCentralCore
 from aviary.common.effects import Kill, Send, SetTimer
 from aviary.common.failures import Failure, parse_failures
-from aviary.common.frontend import PING, FrontendCore, round_robin
+from aviary.common.frontend import PING, RESUBMIT_STRIDE, FrontendCore, round_robin
 from aviary.common.messages import (
     AssignTask,
     GetTask,
@@ -68,11 +68,16 @@ def test_a_dead_scheduler_s_unfinished_jobs_go_to_a_live_one_and_its_late_result
     out = fe.declare_dead(2.0, "s0", "test")
     # Everyone alive hears of it; s0's unfinished job 2 (not 0) is submitted again, to s1.
     assert sorted(to for to, _ in sent(out, PeerDown)) == ["n0", "n1", "s1"]
-    assert [(to, m.job_id) for to, m in sent(out, SubmitJob)] == [("s1", 2)]
+    # Under a new id on the wire: its own plus one stride (its first resubmission).
+    again = 2 + RESUBMIT_STRIDE
+    assert [(to, m.job_id) for to, m in sent(out, SubmitJob)] == [("s1", again)]
     assert fe.counters["processes_declared_dead"] == fe.counters["jobs_resubmitted"] == 1
     assert fe.on_message(2.5, "s0", JobDone(2, 0.0)) == []  # from the dead one: late, ignored
-    assert fe.counters["late_results_ignored"] == 1 and fe.times[2].finish is None
-    fe.on_message(3.0, "s1", JobDone(2, 0.25))
+    assert fe.on_message(2.6, "s1", JobDone(2, 0.0)) == []  # the first attempt's id: late, ignored
+    assert fe.counters["late_results_ignored"] == 2 and fe.times[2].finish is None
+    assert fe.on_message(2.7, "s1", JobDone(2 + 2 * RESUBMIT_STRIDE, 0.0)) == []  # never sent
+    assert fe.counters["unknown_job_done"] == 1
+    fe.on_message(3.0, "s1", JobDone(again, 0.25))
     # Its first start counts from the resubmission, where s1 measured the delay from.
     assert (fe.times[2].finish, fe.times[2].first_start) == (3.0, 2.25)
     assert fe.declare_dead(4.0, "s0") == [] and fe.counters["processes_declared_dead"] == 1  # once
@@ -267,6 +272,21 @@ def test_a_dead_scheduler_s_jobs_finish_on_the_other_one() -> None:
     assert all(fe.routed[j.job_id] == "sched-1" for j in jobs if j.submit >= 3.0)
     assert len(fe.resubmitted) == out.counters["jobs_resubmitted"]
     assert all(fe.routed[j] == "sched-1" and fe.times[j].submit < 3.0 for j in fe.resubmitted)
+
+
+def test_jobs_go_back_to_a_scheduler_that_stalled_rejoined_and_still_holds_them() -> None:
+    """sched-0 stalls past detection: its jobs go to sched-1, and it rejoins still holding them, stuck (the
+    nodes dropped its probes at PeerDown). Then sched-1 dies: every unfinished job goes back to sched-0,
+    which must take them as new jobs, not refuse them as duplicates of what it holds."""
+    cluster = policy_cluster("sparrow", nodes=6, slots=2, schedulers=2, bind_ports=False)
+    jobs = [job(i, i * 0.4, 30.0, 30.0) for i in range(4)]  # all still running when sched-1 dies
+    out = simulate(cluster, jobs, failures=[Failure("sched-0", 0.5, 5.0), Failure("sched-1", 10.0)])
+    fe = out.frontend
+    assert out.counters["processes_declared_dead"] == 2 and out.counters["processes_rejoined"] == 1
+    assert {fe.routed[j.job_id] for j in jobs} == {"sched-0"}
+    assert fe.unfinished() == []
+    assert out.cores["sched-0"].counters["duplicate_job"] == 0
+    assert fe.attempts[0] == 2  # to sched-1, then back to sched-0
 
 
 def test_a_dead_central_scheduler_nobody_restarts_ends_the_replay_in_one_line() -> None:
