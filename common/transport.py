@@ -244,10 +244,9 @@ class Transport(AddressBook):
         self._outgoing: dict[bytes, str] = {}
         self._ids: dict[str, bytes] = {}
         self.dropped: Counter[str] = Counter()
-        self._watch: Watch | None = None
+        self._monitor: zmq.Socket[Any] | None = None
         if self.curve is not None:
-            self._watch = Watch(sock, name, self.dropped)
-            self._watch.start()
+            self._monitor = Watch.watch(sock, name, self.dropped)
         self.bound = self._bound(bind)
         if self.curve is None:
             self.warn_unkeyed(self.bound)
@@ -359,8 +358,8 @@ class Transport(AddressBook):
         socket's 1 s; 0: drop it, as a killed process would)."""
         if self.sock.closed:
             return
-        if self._watch is not None:
-            self._watch.close(self.sock)
+        if self._monitor is not None:
+            Watch.unwatch(self.sock, self._monitor)
         self.sock.close(linger)
         if self.curve is not None:
             self.curve.close(self.sock, self._domain)
