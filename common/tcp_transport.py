@@ -15,7 +15,9 @@ one. It offers what :class:`~aviary.common.transport.Transport` offers the runti
   (``bad-envelope``);
 - a frame announced above ``max_frame`` bytes is refused from its 4-byte length, before it is read:
   the connection is closed and counted (``too-large``), the process carries on;
-- a lost connection drops the frame it was writing (as ZeroMQ drops what is in flight); the frames
+- frames sent during one turn of the event loop go to each peer in one write, once the turn's callbacks
+  are done (without a running loop, at once);
+- a lost connection drops the frames it was writing (as ZeroMQ drops what is in flight); the frames
   still waiting go over a new one.
 
 With keys (the cluster's CurveZMQ key pairs, which are X25519 keys) the greeting is the first message
@@ -33,6 +35,7 @@ that one, level-triggered, and :meth:`recv` serves the frames of every connectio
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import select
 import socket
@@ -155,12 +158,12 @@ def _ciphers(noise: Any) -> tuple[_Cipher, _Cipher]:
 
 
 class _Link:
-    """A connection this process makes to a peer: the frames waiting for it (plain), the one being
+    """A connection this process makes to a peer: the frames waiting for it (plain), those being
     written (``out``, with its header, sealed with keys; ``offset`` bytes of it written), and with keys
     the handshake or session."""
 
     __slots__ = (
-        *("address", "buf", "frame", "name", "noise", "offset", "out", "pending", "retry_at", "secure"),
+        *("address", "buf", "frames", "name", "noise", "offset", "out", "pending", "retry_at", "secure"),
         *("cipher", "sock", "watching"),
     )
 
@@ -178,7 +181,9 @@ class _Link:
         self.buf = bytearray()
         self.pending: deque[bytes] = deque()
         self.out = b""
-        self.frame: bytes | None = None
+        """What is being written: the greeting, or every frame that waited, framed (and sealed) in one."""
+        self.frames: list[bytes] = []
+        """The frames :attr:`out` carries: they go again over the next connection if none of it went."""
         self.offset = 0
         self.retry_at = 0.0
 
@@ -230,6 +235,10 @@ class TcpTransport(AddressBook):
         self._links: dict[str, _Link] = {}
         self._fds: dict[int, _Link | _Inbound] = {}
         self._ready: deque[tuple[str, bytes]] = deque()
+        self._dirty: dict[_Link, None] = {}
+        """Links sent to since the last flush: written together once the loop's current callbacks are done
+        (a scheduler's answers to a burst of frames go to each peer in one write)."""
+        self._flushing = False
         self._due: set[_Link] = set()
         """Links with frames waiting and no connection: dialled again once their ``retry_at`` passes."""
         self._retrying = False
@@ -292,7 +301,19 @@ class TcpTransport(AddressBook):
         if link.sock is None:
             self._dial(link)
         elif link.secure and not link.out:
-            self._flush(link)
+            self._dirty[link] = None
+            if not self._flushing:
+                self._flushing = self._soon(self._flush_dirty)
+                if not self._flushing:  # no event loop: write now
+                    self._flush_dirty()
+
+    def _flush_dirty(self) -> None:
+        """Write what waits for every link sent to since the last flush."""
+        self._flushing = False
+        dirty, self._dirty = self._dirty, {}
+        for link in dirty:
+            if link.sock is not None and link.secure and not link.out:
+                self._flush(link)
 
     @staticmethod
     def _wire(link: _Link, frame: bytes) -> bytes:
@@ -332,7 +353,7 @@ class TcpTransport(AddressBook):
             link.noise = self.keys.session(self.keys.public[link.name])
             link.out = _framed(bytes(link.noise.write_message(self._claim)))
             self._later(HANDSHAKE, self._handshake_due, link, sock)
-        link.frame, link.offset, link.watching = None, 0, True
+        link.frames, link.offset, link.watching = [], 0, True
         self._fds[sock.fileno()] = link
         self._epoll.register(sock.fileno(), _OUT)
 
@@ -345,10 +366,17 @@ class TcpTransport(AddressBook):
     @staticmethod
     def _later(delay: float, fn: Any, *args: Any) -> bool:
         """Call ``fn(*args)`` in ``delay`` seconds on the running event loop (False: there is none)."""
-        import asyncio
-
         try:
             asyncio.get_running_loop().call_later(delay, fn, *args)
+        except RuntimeError:
+            return False
+        return True
+
+    @staticmethod
+    def _soon(fn: Any) -> bool:
+        """Call ``fn()`` once the running event loop's current callbacks are done (False: no loop)."""
+        try:
+            asyncio.get_running_loop().call_soon(fn)
         except RuntimeError:
             return False
         return True
@@ -382,14 +410,14 @@ class TcpTransport(AddressBook):
         sock.close()
 
     def _lost(self, link: _Link) -> None:
-        """Forget ``link``'s connection (dropping a frame half written on it), and dial again in
+        """Forget ``link``'s connection (dropping the frames half written on it), and dial again in
         :data:`RETRY` seconds if frames wait."""
         if link.sock is not None:
             self._drop(link.sock)
-        if link.frame is not None and link.offset == 0:
-            link.pending.appendleft(link.frame)  # not started: it goes over the next connection
+        if link.frames and link.offset == 0:
+            link.pending.extendleft(reversed(link.frames))  # not started: they go over the next connection
         link.sock, link.secure, link.noise, link.cipher = None, False, None, None
-        link.out, link.frame, link.offset = b"", None, 0
+        link.out, link.frames, link.offset = b"", [], 0
         link.buf.clear()
         link.retry_at = time.monotonic() + RETRY
         if link.pending:
@@ -397,7 +425,7 @@ class TcpTransport(AddressBook):
 
     def _flush(self, link: _Link) -> None:
         """Write what waits for ``link`` until done or the kernel's buffer is full (then wait for
-        ``EPOLLOUT``)."""
+        ``EPOLLOUT``): every frame waiting in one write."""
         sock = link.sock
         assert sock is not None
         pending = link.pending
@@ -405,8 +433,13 @@ class TcpTransport(AddressBook):
             if not link.out:
                 if not pending or not link.secure:
                     break
-                link.frame = frame = pending.popleft()
-                link.out, link.offset = self._wire(link, frame), 0
+                link.frames = frames = list(pending)
+                pending.clear()
+                wire = self._wire
+                link.out = (
+                    b"".join([wire(link, f) for f in frames]) if len(frames) > 1 else wire(link, frames[0])
+                )
+                link.offset = 0
             out = link.out
             try:
                 n = sock.send(memoryview(out)[link.offset :] if link.offset else out)
@@ -421,7 +454,7 @@ class TcpTransport(AddressBook):
                     link.watching = True
                     self._epoll.modify(sock.fileno(), _OUT)
                 return
-            link.out, link.frame, link.offset = b"", None, 0
+            link.out, link.frames, link.offset = b"", [], 0
             if not link.secure and link.noise is None:
                 link.secure = True  # the plain greeting is out: frames may follow
         if link.watching:
@@ -612,6 +645,7 @@ class TcpTransport(AddressBook):
         if self._closed:
             return
         self._closed = True
+        self._flush_dirty()
         self._epoll.unregister(self._listen_fd)
         for conn in [c for c in self._fds.values() if isinstance(c, _Inbound)]:
             self._drop(conn.sock)
