@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,10 @@ class Memory:
     pss: int = 0
     pack: int = 0
     processes: int = 0
+    cpu: float = 0.0
+    """CPU seconds (user + system) the testbed's processes had used at the last sample, ``span`` seconds
+    after the first."""
+    span: float = 0.0
     samples: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -48,8 +53,10 @@ class Memory:
 def sample_tree(root: psutil.Process, memory: Memory, stop: threading.Event, period: float = 0.5) -> None:
     """Peak total RSS and PSS of ``root``'s testbed processes (its children running
     ``aviary.launch.drivers.process``) until ``stop``."""
+    first = time.monotonic()
     while not stop.wait(period):
         rss = pss = pack = count = 0
+        cpu = 0.0
         try:
             children = root.children(recursive=True)
         except psutil.Error:
@@ -60,21 +67,24 @@ def sample_tree(root: psutil.Process, memory: Memory, stop: threading.Event, per
                 if "aviary.launch.drivers.process" not in cmd:
                     continue
                 info = child.memory_full_info()
+                times = child.cpu_times()
             except psutil.Error:
                 continue
             rss, pss, count = rss + info.rss, pss + info.pss, count + 1
+            cpu += times.user + times.system
             if cmd[-1].startswith("pack-"):
                 pack = max(pack, info.pss)
         memory.rss, memory.pss = max(memory.rss, rss), max(memory.pss, pss)
         memory.pack, memory.processes = max(memory.pack, pack), max(memory.processes, count)
+        memory.cpu, memory.span = max(memory.cpu, cpu), time.monotonic() - first
         memory.samples += 1
 
 
 def replay(
-    args: argparse.Namespace, policy: str, runtime: str, out: Path, transport: str = "zmq"
+    args: argparse.Namespace, policy: str, runtime: str, out: Path, transport: str = "zmq", keys: bool = True
 ) -> tuple[dict[str, Any], Memory]:
     """One replay in a child ``aviary replay`` (sampled when real); its summary and the memory peaks."""
-    wire = ["--transport", transport] if runtime == "real" else []
+    wire = ["--transport", transport, *([] if keys else ["--no-keys"])] if runtime == "real" else []
     command = [sys.executable, "-m", "aviary.launch.cli", "replay", "--runtime", runtime, "--policy", policy,
                *wire, "--nodes", str(args.nodes), "--nodes-per-process", str(args.nodes_per_process),
                "--jobs", str(args.jobs), "--load", str(args.load), "--time-scale", str(args.time_scale),
@@ -96,26 +106,27 @@ def replay(
 
 
 def row(
-    policy: str, real: dict[str, Any], sim: dict[str, Any], memory: Memory, nodes: int, k: int, transport: str
+    policy: str, real: dict[str, Any], sim: dict[str, Any], memory: Memory, nodes: int, k: int, wire: str
 ) -> str:
     short_real, short_sim = real["jct"]["short"], sim["jct"]["short"]
     wall = real["wall_seconds"]
     decisions = real["counters"].get("tasks_launched", 0) / wall
     ratios = " / ".join(f"{short_real[p] / short_sim[p]:.3f}" for p in ("p50", "p90"))
     return (
-        f"| {policy} | {transport} | {nodes:,} ({k} per process, {memory.processes} processes) | "
+        f"| {policy} | {wire} | {nodes:,} ({k} per process, {memory.processes} processes) | "
         f"{real['finished']}/{real['jobs']} | {real['extra'].get('startup_seconds', float('nan')):.1f} | "
         f"{memory.pss / MiB:,.0f} / {memory.rss / MiB:,.0f} | {memory.pss / nodes / 1024:,.0f} | "
         f"{memory.pack / MiB:,.1f} | {decisions:,.0f} | {real['messages']['per_task']:.1f} | "
-        f"{ratios} | {short_real['p50']:.3f} / {short_real['p90']:.3f} | {wall:.1f} |"
+        f"{ratios} | {short_real['p50']:.3f} / {short_real['p90']:.3f} | {wall:.1f} | "
+        f"{memory.cpu / memory.span if memory.span else float('nan'):.2f} |"
     )
 
 
 HEADER = (
     "| policy | transport | nodes | finished | start-up (s) | peak memory PSS / RSS (MiB) "
     "| PSS per node (KiB) | one pack's PSS (MiB) | decisions / s | messages / task "
-    "| short p50 / p90 real / sim | short p50 / p90 real (s) | wall (s) |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| short p50 / p90 real / sim | short p50 / p90 real (s) | wall (s) | CPU (cores) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -131,6 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-scale", type=float, default=100.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--transports", nargs="+", choices=("zmq", "tcp"), default=["zmq"])
+    p.add_argument(
+        "--keys",
+        nargs="+",
+        choices=("on", "off"),
+        default=["on"],
+        help="each real replay with the testbed's keys (on, the default) and/or without (off)",
+    )
     p.add_argument("--results", type=Path, default=RESULTS, help="where bench_nodes.md and the runs go")
     args = p.parse_args(argv)
     folder = args.results / "bench_nodes"
@@ -138,19 +156,28 @@ def main(argv: list[str] | None = None) -> int:
     for policy in args.policies:
         sim, _ = replay(args, policy, "sim", folder / f"{policy}-{args.nodes}-sim")
         for transport in args.transports:
-            name = f"{policy}-{args.nodes}-real" + ("" if transport == "zmq" else f"-{transport}")
-            real, memory = replay(args, policy, "real", folder / name, transport)
-            rows.append(row(policy, real, sim, memory, args.nodes, args.nodes_per_process, transport))
+            for keys in args.keys:
+                wire = transport + ("" if keys == "on" else ", no keys")
+                name = f"{policy}-{args.nodes}-real" + ("" if transport == "zmq" else f"-{transport}")
+                name += "" if keys == "on" else "-no-keys"
+                real, memory = replay(args, policy, "real", folder / name, transport, keys == "on")
+                rows.append(row(policy, real, sim, memory, args.nodes, args.nodes_per_process, wire))
             print(rows[-1], flush=True)
     text = (
         "# A thousand real node monitors on one machine\n\n"
         f"`python -m aviary.experiments.bench_nodes --nodes {args.nodes} --nodes-per-process "
         f"{args.nodes_per_process} --jobs {args.jobs} --load {args.load:g} "
-        f"--time-scale {args.time_scale:g} --transports {' '.join(args.transports)}` — "
+        f"--time-scale {args.time_scale:g} --transports {' '.join(args.transports)} "
+        f"--keys {' '.join(args.keys)}` — "
         f"the bundled Google sample, {args.jobs} consecutive jobs, Poisson arrivals at load {args.load:g}, "
         f"seed {args.seed}; the simulator replays the same arrivals. Memory: peaks over half-second samples "
         "of every testbed process (PSS counts shared pages once). Decisions: tasks launched per second of "
-        "the real replay's wall time.\n\n" + HEADER + "\n" + "\n".join(rows) + "\n"
+        "the real replay's wall time. CPU: the testbed's CPU seconds over the sampled seconds (the machine "
+        f"has {len(psutil.Process().cpu_affinity() or [])} cores).\n\n"
+        + HEADER
+        + "\n"
+        + "\n".join(rows)
+        + "\n"
     )
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "bench_nodes.md").write_text(text)
