@@ -54,6 +54,13 @@ from .wire import AnyTransport
 
 log = logging.getLogger("aviary.runtime")
 
+BEAT = 1.0
+"""Seconds between two unasked ``Register``s a process sends the frontend while it works through a backlog
+of frames (a scheduler handing out a 1,000-task job at 1,000 nodes): the ``Hello`` waiting behind them
+would come too late, and a busy process is not a dead one."""
+BEAT_CHECK = 64
+"""Frames handled between two looks at the clock for :data:`BEAT`."""
+
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
 """What a process takes only from the frontend (or a launcher's ``control``), even from a transport
@@ -100,6 +107,9 @@ class Runtime:
         """While paused (:meth:`pause`): timers, task exits and injected calls that came, in order."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.crashed = False
+        self._beat_to: str | None = None
+        """The controller whose ``Hello`` this process last answered: told it lives while it is busy."""
+        self._beat_at = 0.0
 
     # --- life cycle --------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -182,11 +192,16 @@ class Runtime:
     def _drain(self) -> None:
         """Handle every frame waiting; the last socket operation is always a recv that found none,
         so the edge-triggered ZeroMQ descriptor will signal the next one (the tcp transport's ``epoll``
-        descriptor is level-triggered: it stays readable while anything waits)."""
+        descriptor is level-triggered: it stays readable while anything waits). While a long backlog is
+        worked through, the frontend hears a ``Register`` every :data:`BEAT` seconds."""
         if self.crashed or self._frozen is not None:
             return
         recv = self.transport.recv
+        handled = 0
         while (item := recv()) is not None:
+            handled += 1
+            if handled % BEAT_CHECK == 0 and self._beat_to is not None and self.now() - self._beat_at > BEAT:
+                self._register(self._beat_to)
             sender, frame = item
             try:
                 msg = decode(frame)
@@ -223,9 +238,9 @@ class Runtime:
         if isinstance(msg, Hello):
             if msg.epoch and msg.epoch != self.epoch and sender in self.transport.controllers:
                 self._new_epoch(msg.epoch)
-            core = self.core
-            recovering = getattr(core, "recovering", False)  # a restarted central scheduler, not rebuilt yet
-            self._send(sender, Register(core.role, getattr(core, "slots", 0), recovering))
+            if msg.epoch and sender in self.transport.controllers:
+                self._beat_to = sender
+            self._register(sender)
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())
         elif isinstance(msg, GetCounters):
@@ -237,6 +252,13 @@ class Runtime:
         else:
             return False
         return True
+
+    def _register(self, to: str) -> None:
+        """Answer a ``Hello`` (or beat, :meth:`_drain`): the role, the slots and whether it recovers."""
+        core = self.core
+        recovering = getattr(core, "recovering", False)  # a restarted central scheduler, not rebuilt yet
+        self._beat_at = self.now()
+        self._send(to, Register(core.role, getattr(core, "slots", 0), recovering))
 
     def _new_epoch(self, epoch: int) -> None:
         """A new replay: after an earlier one, a fresh core and none of the old one's tasks or timers."""

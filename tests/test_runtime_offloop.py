@@ -154,3 +154,40 @@ def test_a_paused_runtime_reads_nothing_and_fires_no_timer_until_it_resumes_then
     assert frozen == []
     assert after == ["tick", "message 7"]  # what waited first, then the frames in their order
     assert [type(m).__name__ for m in answers] == ["Register"]  # the Hello answered only after resuming
+
+
+def test_a_runtime_working_through_a_backlog_tells_the_frontend_it_lives():
+    """A scheduler handing out a big job at 1,000 nodes works through frames for seconds: the frontend's
+    next ``Hello`` waits behind them, so the runtime beats (an unasked ``Register``) every BEAT s."""
+
+    class Busy(Core):
+        role = "scheduler"
+
+        def on_message(self, now, sender, msg):
+            time.sleep(0.005)
+            return []
+
+    a, b = free_port(), free_port()
+    core_addr, fe_addr = f"tcp://127.0.0.1:{a}", f"tcp://127.0.0.1:{b}"
+    peers = {"core": core_addr, "frontend": fe_addr}
+
+    async def scenario() -> list[str]:
+        runtime = Runtime(Busy("core"), Transport("core", core_addr, core_addr, peers))
+        frontend = Transport("frontend", fe_addr, fe_addr, peers)
+        task = asyncio.ensure_future(runtime.run())
+        frontend.send("core", encode(Hello(1)))
+        for i in range(500):  # 2.5 s of work behind the Hello
+            frontend.send("core", encode(JobDone(i, 0.0)))
+        start, heard = time.monotonic(), []
+        while time.monotonic() - start < 3.0:  # (this loop is the runtime's: it reads after the backlog)
+            await asyncio.sleep(0.02)
+            while (item := frontend.recv()) is not None:
+                heard.append(type(decode(item[1])).__name__)
+        runtime.stop()
+        await task
+        frontend.close()
+        return heard
+
+    heard = uvloop.run(scenario())
+    assert set(heard) == {"Register"}
+    assert len(heard) >= 3  # the answer, then a beat every second of the 2.5 s

@@ -15,8 +15,11 @@ Dask (``--peer dask``) takes the unkeyed figures, Dask's workers having no encry
 timer figures are measured again over the plain-TCP transport (``transport = "tcp"``: no ZeroMQ I/O
 threads, :mod:`aviary.common.tcp_transport`), keyed (``tcp``) and not (``tcp_no_keys``);
 ``zmq_over_tcp`` gives what ZeroMQ costs over it, keyed both (> 1: ZeroMQ costs that much); Dask is
-compared with both wires' unkeyed figures. All figures come from one run on one machine:
-compare ratios between runs, not bare times, on a shared machine.
+compared with both wires' unkeyed figures. The unkeyed tcp figures are measured once more with the
+central FIFO scheduler instead of Sparrow (``central_tcp_no_keys``): a task then crosses four hops
+(``SubmitJob``, ``PlaceTask``, ``TaskFinished``, ``JobDone``) instead of Sparrow's six (late binding adds
+``Probe`` and ``GetTask`` / ``AssignTask``), the path closest to Dask's. All figures come from one run
+on one machine: compare ratios between runs, not bare times, on a shared machine.
 """
 
 from __future__ import annotations
@@ -73,12 +76,12 @@ async def _measure(
 
 
 async def _timer_figures(
-    workdir: Path, keys: bool, dashboard: str | None = None, transport: str = "zmq"
+    workdir: Path, keys: bool, dashboard: str | None = None, transport: str = "zmq", policy: str = "sparrow"
 ) -> dict[str, Any]:
     """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
-    dashboard: :func:`_measure`), over ``transport``."""
+    dashboard: :func:`_measure`), over ``transport``, scheduled by ``policy``."""
     results: dict[str, Any] = {}
-    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor="timer")
+    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy=policy, executor="timer")
     cluster.transport = transport
     with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
@@ -115,6 +118,9 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
     results["keys_cost"] = _cost(unkeyed, results)
     results["tcp"] = tcp = await _timer_figures(workdir / "timer-tcp", keys=True, transport="tcp")
     results["tcp_no_keys"] = await _timer_figures(workdir / "timer-tcp-no-keys", keys=False, transport="tcp")
+    results["central_tcp_no_keys"] = await _timer_figures(
+        workdir / "timer-central-tcp-no-keys", keys=False, transport="tcp", policy="fifo"
+    )
     results["zmq_over_tcp"] = _cost(tcp, results)
     if dashboard:
         for mode in ("idle", "page"):
@@ -148,6 +154,7 @@ def run_bench(out: Path, peer: str | None = None, dashboard: bool = False) -> di
         results["dask"] = run_dask(_percentile)
         results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
         results["aviary_tcp_over_dask"] = ratios(results["tcp_no_keys"], results["dask"])
+        results["aviary_central_tcp_over_dask"] = ratios(results["central_tcp_no_keys"], results["dask"])
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),
