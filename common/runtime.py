@@ -59,7 +59,8 @@ BEAT = 1.0
 of frames (a scheduler handing out a 1,000-task job at 1,000 nodes): the ``Hello`` waiting behind them
 would come too late, and a busy process is not a dead one."""
 BEAT_CHECK = 64
-"""Frames handled between two looks at the clock for :data:`BEAT`."""
+"""Frames handled between two looks at the clock for :data:`BEAT`, and two flushes of what was sent
+meanwhile (the tcp transport writes a turn's frames at its end: a backlog is one long turn)."""
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
@@ -200,8 +201,10 @@ class Runtime:
         handled = 0
         while (item := recv()) is not None:
             handled += 1
-            if handled % BEAT_CHECK == 0 and self._beat_to is not None and self.now() - self._beat_at > BEAT:
-                self._register(self._beat_to)
+            if handled % BEAT_CHECK == 0:
+                if self._beat_to is not None and self.now() - self._beat_at > BEAT:
+                    self._register(self._beat_to)
+                self.transport.flush()
             sender, frame = item
             try:
                 msg = decode(frame)

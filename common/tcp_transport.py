@@ -307,6 +307,14 @@ class TcpTransport(AddressBook):
                 if not self._flushing:  # no event loop: write now
                     self._flush_dirty()
 
+    def flush(self) -> None:
+        """Write now what was sent this turn, and serve what the sockets say (a connection now up, room to
+        write again): the runtime working through a backlog of read frames is one long turn."""
+        if self._dirty:
+            self._flush_dirty()
+        for fd, mask in self._epoll.poll(0):
+            self._event(fd, mask)
+
     def _flush_dirty(self) -> None:
         """Write what waits for every link sent to since the last flush."""
         self._flushing = False

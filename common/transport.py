@@ -275,6 +275,9 @@ class Transport(AddressBook):
     def readable(self) -> bool:
         return bool(self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN)
 
+    def flush(self) -> None:
+        """Nothing waits here: ZeroMQ's I/O thread writes each frame as it is sent."""
+
     def send(self, to: str, frame: bytes) -> None:
         if len(frame) > self.max_frame:
             raise FrameTooLarge(f"a frame of {len(frame)} bytes is above the limit of {self.max_frame}")
