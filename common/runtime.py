@@ -62,6 +62,11 @@ BEAT_CHECK = 64
 """Frames handled between two looks at the clock for :data:`BEAT`, and two flushes of what was sent
 meanwhile (the tcp transport writes a turn's frames at its end: a backlog is one long turn)."""
 
+PARTNERS = {"node": ("scheduler", "central"), "scheduler": ("node",), "central": ("node",)}
+"""The roles a process of each role connects to as it starts (:meth:`Runtime.run`), before any work: the
+first jobs of a replay then meet a warm testbed, not thousands of connections and key handshakes made
+on their first messages (at 1,000 nodes the jobs of the first 10 s took 0.7 s longer at the median)."""
+
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
 """What a process takes only from the frontend (or a launcher's ``control``), even from a transport
@@ -121,6 +126,8 @@ class Runtime:
         if self.make_executor is not None:
             self.executor = self.make_executor(loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
+        want, me = PARTNERS.get(self.core.role, ()), self.core.name
+        self.transport.connect([n for n, r in self.transport.roles.items() if r in want and n != me])
         try:
             self._apply(self.core.start(self.now()))
             self._drain()

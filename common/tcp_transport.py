@@ -291,12 +291,9 @@ class TcpTransport(AddressBook):
             return
         if len(frame) > self.max_frame:
             raise FrameTooLarge(f"a frame of {len(frame)} bytes is above the limit of {self.max_frame}")
-        link = self._links.get(to)
+        link = self._link(to)
         if link is None:
-            address = self.peers.get(to)
-            if address is None or (self.keys is not None and to not in self.keys.public):
-                raise UnknownPeer(to)
-            link = self._links[to] = _Link(to, address)
+            raise UnknownPeer(to)
         link.pending.append(frame)
         if link.sock is None:
             self._dial(link)
@@ -306,6 +303,23 @@ class TcpTransport(AddressBook):
                 self._flushing = self._soon(self._flush_dirty)
                 if not self._flushing:  # no event loop: write now
                     self._flush_dirty()
+
+    def connect(self, names: list[str]) -> None:
+        """Dial ``names`` now, before anything is sent to them (with keys, the handshake's first half
+        goes at once); a name without an address or a key is left alone."""
+        for name in names:
+            if name not in self._links and not self._closed and (link := self._link(name)) is not None:
+                self._dial(link)
+
+    def _link(self, to: str) -> _Link | None:
+        """The link to ``to``, made on first use (None: no address, or with keys no key, for it)."""
+        link = self._links.get(to)
+        if link is None:
+            address = self.peers.get(to)
+            if address is None or (self.keys is not None and to not in self.keys.public):
+                return None
+            link = self._links[to] = _Link(to, address)
+        return link
 
     def flush(self) -> None:
         """Write now what was sent this turn, and serve what the sockets say (a connection now up, room to

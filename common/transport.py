@@ -286,6 +286,14 @@ class Transport(AddressBook):
     def flush(self) -> None:
         """Nothing waits here: ZeroMQ's I/O thread writes each frame as it is sent."""
 
+    def connect(self, names: list[str]) -> None:
+        """Connect to ``names`` now, before anything is sent to them (ZeroMQ makes the connections and
+        their handshakes in its I/O thread); a name without an address or a key is left alone."""
+        for name in names:
+            if name not in self._ids:
+                with contextlib.suppress(UnknownPeer):
+                    self._connect(name)
+
     def send(self, to: str, frame: bytes) -> None:
         if len(frame) > self.max_frame:
             raise FrameTooLarge(f"a frame of {len(frame)} bytes is above the limit of {self.max_frame}")

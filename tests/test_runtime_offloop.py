@@ -13,6 +13,7 @@ import pytest
 import uvloop
 
 from aviary.common import runtime as runtime_module
+from aviary.common.cluster import Peers
 from aviary.common.core import Core
 from aviary.common.effects import Send, SetTimer
 from aviary.common.messages import Hello, JobDone, decode, encode
@@ -207,3 +208,37 @@ def test_a_runtime_working_through_a_backlog_tells_the_frontend_it_lives(wire, m
     assert {kind for _, kind in heard} == {"Register"}
     assert len(heard) >= 3, heard  # the answer, then the beats
     assert sum(at < 0.9 for at, _ in heard) >= 2, heard  # they come while the backlog lasts
+
+
+@pytest.mark.parametrize("wire", [Transport, TcpTransport])
+def test_a_process_connects_to_the_roles_it_works_with_as_it_starts(wire):
+    """A node dials the schedulers and the central before any work (a warm testbed: the first jobs do not
+    pay for a thousand connections and key handshakes); not the other nodes, nor the frontend."""
+    names = ["node-0", "node-1", "sched-0", "central", "frontend"]
+    roles = ["node", "node", "scheduler", "central", "frontend"]
+    peers = Peers({n: f"tcp://127.0.0.1:{free_port()}" for n in names})
+    peers.roles = dict(zip(names, roles, strict=True))
+    others = {n: wire(n, peers[n], peers[n], peers) for n in names[1:]}
+
+    class Node(Core):
+        role = "node"
+
+    async def scenario() -> set[str]:
+        runtime = Runtime(Node("node-0"), wire("node-0", peers["node-0"], peers["node-0"], peers))
+        task = asyncio.ensure_future(runtime.run())
+        await asyncio.sleep(0.3)
+        told = set(getattr(runtime.transport, "_ids", {}))  # ZeroMQ: the peers its socket connects to
+        if wire is TcpTransport:  # the peers that saw a connection greet them as node-0
+            for other in others.values():
+                other.recv()
+            senders = {n: {getattr(c, "sender", "") for c in t._fds.values()} for n, t in others.items()}
+            told = {n for n, seen in senders.items() if "node-0" in seen}
+        runtime.stop()
+        await task
+        runtime.transport.close()
+        return told
+
+    told = uvloop.run(scenario())
+    for other in others.values():
+        other.close()
+    assert told == {"sched-0", "central"}
