@@ -67,6 +67,10 @@ PARTNERS = {"node": ("scheduler", "central"), "scheduler": ("node",), "central":
 first jobs of a replay then meet a warm testbed, not thousands of connections and key handshakes made
 on their first messages (at 1,000 nodes the jobs of the first 10 s took 0.7 s longer at the median)."""
 
+WARM_UP = 10.0
+"""Seconds at most a process leaves the ``Hello``s of registration unanswered while the connections it
+made at its start are still being set up (the frontend says ``Hello`` again until it answers)."""
+
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
 """What a process takes only from the frontend (or a launcher's ``control``), even from a transport
@@ -113,6 +117,9 @@ class Runtime:
         """While paused (:meth:`pause`): timers, task exits and injected calls that came, in order."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.crashed = False
+        self._warm = False
+        """The connections made at the start are up (the transport is ``connected``), or WARM_UP passed."""
+        self._started = 0.0
         self._beat_to: str | None = None
         """The controller whose ``Hello`` this process last answered: told it lives while it is busy."""
         self._beat_at = 0.0
@@ -126,6 +133,7 @@ class Runtime:
         if self.make_executor is not None:
             self.executor = self.make_executor(loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
+        self._started = self.now()
         want, me = PARTNERS.get(self.core.role, ()), self.core.name
         self.transport.connect([n for n, r in self.transport.roles.items() if r in want and n != me])
         try:
@@ -250,6 +258,10 @@ class Runtime:
                 self._new_epoch(msg.epoch)
             if msg.epoch and sender in self.transport.controllers:
                 self._beat_to = sender
+            if not self._warm:
+                if not self.transport.connected() and self.now() - self._started < WARM_UP:
+                    return True  # registering: answered once the connections made at the start are up
+                self._warm = True
             self._register(sender)
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())

@@ -311,6 +311,10 @@ class TcpTransport(AddressBook):
             if name not in self._links and not self._closed and (link := self._link(name)) is not None:
                 self._dial(link)
 
+    def connected(self) -> bool:
+        """Every connection this process made is up, with keys handshake done (or given up on)."""
+        return all(link.secure or link.sock is None for link in self._links.values())
+
     def _link(self, to: str) -> _Link | None:
         """The link to ``to``, made on first use (None: no address, or with keys no key, for it)."""
         link = self._links.get(to)

@@ -75,6 +75,7 @@ def test_bench_nodes_packs_node_monitors_into_processes(tmp_path):
     assert [row.split(" | ")[1] for row in rows] == ["zmq", "tcp"], out
     for row in rows:
         assert " | 20 (10 per process, " in row and "| 20/20 |" in row, (row, out)
+        assert float(row.split(" | ")[-1].rstrip(" |")) > 0, row  # the testbed's CPU, in cores
 
 
 def test_bench_messages_counts_every_policy_s_messages(tmp_path):

@@ -4,9 +4,11 @@ keeps running, and what arrives meanwhile is handled after, in order."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -242,3 +244,86 @@ def test_a_process_connects_to_the_roles_it_works_with_as_it_starts(wire):
     for other in others.values():
         other.close()
     assert told == {"sched-0", "central"}
+
+
+class _Wire:
+    """A transport without sockets: frames put in by the test (a pipe wakes the loop), frames sent kept,
+    and whether the connections made at the start are up."""
+
+    roles: dict[str, str] = {}
+    controllers = frozenset({"frontend"})
+
+    def __init__(self) -> None:
+        self.fd, self._bell = os.pipe()
+        self.inbox: list[tuple[str, bytes]] = []
+        self.sent: list[tuple[str, Any]] = []
+        self.up = False
+        self.dropped: Counter[str] = Counter()
+
+    def put(self, sender: str, msg: Any) -> None:
+        self.inbox.append((sender, encode(msg)))
+        os.write(self._bell, b"x")
+
+    def recv(self) -> tuple[str, bytes] | None:
+        if not self.inbox:
+            return None
+        os.read(self.fd, 1)
+        return self.inbox.pop(0)
+
+    def send(self, to: str, frame: bytes) -> None:
+        self.sent.append((to, type(decode(frame)).__name__))
+
+    def connected(self) -> bool:
+        return self.up
+
+    def readable(self) -> bool:
+        return bool(self.inbox)
+
+    def connect(self, names: list[str]) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def counts(self) -> Counter[str]:
+        return Counter()
+
+
+def test_registration_waits_for_the_connections_made_at_the_start(monkeypatch):
+    """The frontend's registration ``Hello``s go unanswered while the process's first connections are
+    being made (it says ``Hello`` again), so a replay begins on a warm testbed; never longer than WARM_UP."""
+    monkeypatch.setattr(runtime_module, "WARM_UP", 0.3)
+    wire = _Wire()
+
+    class Node(Core):
+        role = "node"
+
+    async def scenario() -> list[list[tuple[str, Any]]]:
+        runtime = Runtime(Node("node-0"), wire)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(runtime.run())
+        seen = []
+        for up in (False, True):
+            wire.up = up
+            wire.put("frontend", Hello(1))
+            await asyncio.sleep(0.05)
+            seen.append(list(wire.sent))
+        runtime.stop()
+        await task
+        return seen
+
+    before, after = uvloop.run(scenario())
+    assert before == [] and after == [("frontend", "Register")]
+
+    wire = _Wire()  # never connected: answered all the same once WARM_UP passed
+
+    async def late() -> list[tuple[str, Any]]:
+        runtime = Runtime(Node("node-0"), wire)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(runtime.run())
+        await asyncio.sleep(0.35)
+        wire.put("frontend", Hello(1))
+        await asyncio.sleep(0.05)
+        runtime.stop()
+        await task
+        return list(wire.sent)
+
+    assert uvloop.run(late()) == [("frontend", "Register")]
