@@ -214,19 +214,23 @@ class Runtime:
             return
         recv = self.transport.recv
         handled = 0
-        while (item := recv()) is not None:
-            handled += 1
-            if handled % BEAT_CHECK == 0:
-                if self._beat_to is not None and self.now() - self._beat_at > BEAT:
-                    self._register(self._beat_to)
-                self.transport.flush()
-            sender, frame = item
-            try:
-                msg = decode(frame)
-            except BadFrame as exc:
-                self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
-                continue
-            self._deliver(sender, msg)
+        self.transport.hold()  # what these frames bring about goes to each peer in one write
+        try:
+            while (item := recv()) is not None:
+                handled += 1
+                if handled % BEAT_CHECK == 0:
+                    if self._beat_to is not None and self.now() - self._beat_at > BEAT:
+                        self._register(self._beat_to)
+                    self.transport.flush()
+                sender, frame = item
+                try:
+                    msg = decode(frame)
+                except BadFrame as exc:
+                    self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
+                    continue
+                self._deliver(sender, msg)
+        finally:
+            self.transport.release()
 
     def _hold(self, fn: Any, *args: Any) -> bool:
         """While an off-loop handler runs, keep ``fn(*args)`` for after it (True); else False."""

@@ -15,8 +15,8 @@ one. It offers what :class:`~aviary.common.transport.Transport` offers the runti
   (``bad-envelope``);
 - a frame announced above ``max_frame`` bytes is refused from its 4-byte length, before it is read:
   the connection is closed and counted (``too-large``), the process carries on;
-- frames sent during one turn of the event loop go to each peer in one write, once the turn's callbacks
-  are done (without a running loop, at once);
+- frames sent between :meth:`~TcpTransport.hold` and :meth:`~TcpTransport.release` (the runtime handling
+  the frames of one wake-up) go to each peer in one write; any other frame goes at once;
 - a lost connection drops the frames it was writing (as ZeroMQ drops what is in flight); the frames
   still waiting go over a new one.
 
@@ -236,9 +236,9 @@ class TcpTransport(AddressBook):
         self._fds: dict[int, _Link | _Inbound] = {}
         self._ready: deque[tuple[str, bytes]] = deque()
         self._dirty: dict[_Link, None] = {}
-        """Links sent to since the last flush: written together once the loop's current callbacks are done
-        (a scheduler's answers to a burst of frames go to each peer in one write)."""
-        self._flushing = False
+        """Links sent to while :meth:`hold` lasts: written together at :meth:`flush` or :meth:`release` (a
+        scheduler's answers to a burst of frames go to each peer in one write)."""
+        self._held = False
         self._due: set[_Link] = set()
         """Links with frames waiting and no connection: dialled again once their ``retry_at`` passes."""
         self._retrying = False
@@ -298,11 +298,10 @@ class TcpTransport(AddressBook):
         if link.sock is None:
             self._dial(link)
         elif link.secure and not link.out:
-            self._dirty[link] = None
-            if not self._flushing:
-                self._flushing = self._soon(self._flush_dirty)
-                if not self._flushing:  # no event loop: write now
-                    self._flush_dirty()
+            if self._held:
+                self._dirty[link] = None
+            else:
+                self._flush(link)
 
     def connect(self, names: list[str]) -> None:
         """Dial ``names`` now, before anything is sent to them (with keys, the handshake's first half
@@ -325,17 +324,27 @@ class TcpTransport(AddressBook):
             link = self._links[to] = _Link(to, address)
         return link
 
+    def hold(self) -> None:
+        """Keep what is sent from now on until :meth:`flush` or :meth:`release` (the runtime, while it
+        handles the frames one wake-up brought): each peer then gets it in one write."""
+        self._held = True
+
+    def release(self) -> None:
+        """Write what :meth:`hold` kept; what is sent after goes at once."""
+        self._held = False
+        if self._dirty:
+            self._flush_dirty()
+
     def flush(self) -> None:
-        """Write now what was sent this turn, and serve what the sockets say (a connection now up, room to
-        write again): the runtime working through a backlog of read frames is one long turn."""
+        """Write what :meth:`hold` kept so far, and serve what the sockets say (a connection now up, room
+        to write again): the runtime working through a long backlog of read frames."""
         if self._dirty:
             self._flush_dirty()
         for fd, mask in self._epoll.poll(0):
             self._event(fd, mask)
 
     def _flush_dirty(self) -> None:
-        """Write what waits for every link sent to since the last flush."""
-        self._flushing = False
+        """Write what waits for every link sent to while held."""
         dirty, self._dirty = self._dirty, {}
         for link in dirty:
             if link.sock is not None and link.secure and not link.out:
@@ -394,15 +403,6 @@ class TcpTransport(AddressBook):
         """Call ``fn(*args)`` in ``delay`` seconds on the running event loop (False: there is none)."""
         try:
             asyncio.get_running_loop().call_later(delay, fn, *args)
-        except RuntimeError:
-            return False
-        return True
-
-    @staticmethod
-    def _soon(fn: Any) -> bool:
-        """Call ``fn()`` once the running event loop's current callbacks are done (False: no loop)."""
-        try:
-            asyncio.get_running_loop().call_soon(fn)
         except RuntimeError:
             return False
         return True
@@ -671,7 +671,7 @@ class TcpTransport(AddressBook):
         if self._closed:
             return
         self._closed = True
-        self._flush_dirty()
+        self.release()
         self._epoll.unregister(self._listen_fd)
         for conn in [c for c in self._fds.values() if isinstance(c, _Inbound)]:
             self._drop(conn.sock)

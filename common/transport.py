@@ -283,8 +283,15 @@ class Transport(AddressBook):
     def readable(self) -> bool:
         return bool(_get(self.sock, _EVENTS) & _POLLIN)
 
+    def hold(self) -> None:
+        """Nothing is kept here: ZeroMQ's I/O thread writes each frame as it is sent (and :meth:`release`,
+        :meth:`flush` have nothing to do)."""
+
+    def release(self) -> None:
+        pass
+
     def flush(self) -> None:
-        """Nothing waits here: ZeroMQ's I/O thread writes each frame as it is sent."""
+        pass
 
     def connected(self) -> bool:
         """The connections :meth:`connect` started are up: ZeroMQ's handshakes take no time to speak of."""

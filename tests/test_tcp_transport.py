@@ -4,7 +4,6 @@ choice carried by the cluster description."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -98,24 +97,22 @@ def test_close_writes_what_waits() -> None:
         b.close()
 
 
-def test_frames_sent_in_one_turn_of_the_event_loop_are_written_together_after_it() -> None:
+def test_frames_sent_while_held_are_written_together_at_release() -> None:
     peers = book("a", "b")
     a, b = (TcpTransport(n, peers[n], peers[n], peers) for n in "ab")
-    a.send("b", b"up")  # no event loop: written at once
-    assert receive(b, a) == ("a", b"up")
-
-    async def turn() -> None:
+    try:
+        a.send("b", b"up")  # not held: written at once
+        assert receive(b, a) == ("a", b"up")
+        a.hold()  # as the runtime does while it handles the frames of one wake-up
         for i in range(100):
             a.send("b", b"x%d" % i)
-        time.sleep(0.05)  # still this turn: nothing is written yet
-        assert b.recv() is None
-        await asyncio.sleep(0)  # the turn's callbacks are done: all of it goes, in order
+        time.sleep(0.05)
+        assert b.recv() is None  # kept
+        a.release()  # all of it, in order
         assert [receive(b, a) for _ in range(100)] == [("a", b"x%d" % i) for i in range(100)]
+        a.hold()
         a.send("b", b"last")
-        a.close()  # in the same turn: close writes it
-
-    try:
-        asyncio.run(turn())
+        a.close()  # close writes what was kept
         assert receive(b) == ("a", b"last")
     finally:
         a.close()

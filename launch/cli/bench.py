@@ -38,7 +38,7 @@ from ...common.model import JobSpec
 from ..drivers.dashboard import Dashboard, node_slots
 from ..drivers.local import LocalTestbed
 from ..drivers.real import FrontendSession
-from ..policies.registry import get_policy
+from ..policies.registry import get_policy, policy_cluster
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -81,7 +81,7 @@ async def _timer_figures(
     """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
     dashboard: :func:`_measure`), over ``transport``, scheduled by ``policy``."""
     results: dict[str, Any] = {}
-    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy=policy, executor="timer")
+    cluster = policy_cluster(policy, nodes=4, slots=1, schedulers=1, executor="timer")
     cluster.transport = transport
     with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
