@@ -59,8 +59,8 @@ BEAT = 1.0
 of frames (a scheduler handing out a 1,000-task job at 1,000 nodes): the ``Hello`` waiting behind them
 would come too late, and a busy process is not a dead one."""
 BEAT_CHECK = 64
-"""Frames handled between two looks at the clock for :data:`BEAT`, and two flushes of what was sent
-meanwhile (the tcp transport writes a turn's frames at its end: a backlog is one long turn)."""
+"""Frames handled between two looks at the clock for :data:`BEAT`, and two looks at the transport's own
+events (over tcp, a connection coming up: a backlog reads none meanwhile)."""
 
 PARTNERS = {"node": ("scheduler", "central"), "scheduler": ("node",), "central": ("node",)}
 """The roles a process of each role connects to as it starts (:meth:`Runtime.run`), before any work: the
@@ -214,23 +214,19 @@ class Runtime:
             return
         recv = self.transport.recv
         handled = 0
-        self.transport.hold()  # what these frames bring about goes to each peer in one write
-        try:
-            while (item := recv()) is not None:
-                handled += 1
-                if handled % BEAT_CHECK == 0:
-                    if self._beat_to is not None and self.now() - self._beat_at > BEAT:
-                        self._register(self._beat_to)
-                    self.transport.flush()
-                sender, frame = item
-                try:
-                    msg = decode(frame)
-                except BadFrame as exc:
-                    self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
-                    continue
-                self._deliver(sender, msg)
-        finally:
-            self.transport.release()
+        while (item := recv()) is not None:
+            handled += 1
+            if handled % BEAT_CHECK == 0:
+                if self._beat_to is not None and self.now() - self._beat_at > BEAT:
+                    self._register(self._beat_to)
+                self.transport.flush()
+            sender, frame = item
+            try:
+                msg = decode(frame)
+            except BadFrame as exc:
+                self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
+                continue
+            self._deliver(sender, msg)
 
     def _hold(self, fn: Any, *args: Any) -> bool:
         """While an off-loop handler runs, keep ``fn(*args)`` for after it (True); else False."""

@@ -15,8 +15,7 @@ one. It offers what :class:`~aviary.common.transport.Transport` offers the runti
   (``bad-envelope``);
 - a frame announced above ``max_frame`` bytes is refused from its 4-byte length, before it is read:
   the connection is closed and counted (``too-large``), the process carries on;
-- frames sent between :meth:`~TcpTransport.hold` and :meth:`~TcpTransport.release` (the runtime handling
-  the frames of one wake-up) go to each peer in one write; any other frame goes at once;
+- frames that wait (the connection is not up yet, or the kernel's buffer is full) go in one write;
 - a lost connection drops the frames it was writing (as ZeroMQ drops what is in flight); the frames
   still waiting go over a new one.
 
@@ -235,10 +234,6 @@ class TcpTransport(AddressBook):
         self._links: dict[str, _Link] = {}
         self._fds: dict[int, _Link | _Inbound] = {}
         self._ready: deque[tuple[str, bytes]] = deque()
-        self._dirty: dict[_Link, None] = {}
-        """Links sent to while :meth:`hold` lasts: written together at :meth:`flush` or :meth:`release` (a
-        scheduler's answers to a burst of frames go to each peer in one write)."""
-        self._held = False
         self._due: set[_Link] = set()
         """Links with frames waiting and no connection: dialled again once their ``retry_at`` passes."""
         self._retrying = False
@@ -298,10 +293,7 @@ class TcpTransport(AddressBook):
         if link.sock is None:
             self._dial(link)
         elif link.secure and not link.out:
-            if self._held:
-                self._dirty[link] = None
-            else:
-                self._flush(link)
+            self._flush(link)
 
     def connect(self, names: list[str]) -> None:
         """Dial ``names`` now, before anything is sent to them (with keys, the handshake's first half
@@ -324,31 +316,11 @@ class TcpTransport(AddressBook):
             link = self._links[to] = _Link(to, address)
         return link
 
-    def hold(self) -> None:
-        """Keep what is sent from now on until :meth:`flush` or :meth:`release` (the runtime, while it
-        handles the frames one wake-up brought): each peer then gets it in one write."""
-        self._held = True
-
-    def release(self) -> None:
-        """Write what :meth:`hold` kept; what is sent after goes at once."""
-        self._held = False
-        if self._dirty:
-            self._flush_dirty()
-
     def flush(self) -> None:
-        """Write what :meth:`hold` kept so far, and serve what the sockets say (a connection now up, room
-        to write again): the runtime working through a long backlog of read frames."""
-        if self._dirty:
-            self._flush_dirty()
+        """Serve what the sockets say now (a connection up, room to write again), so that what waits is
+        written: the runtime working through a long backlog of read frames reads no events meanwhile."""
         for fd, mask in self._epoll.poll(0):
             self._event(fd, mask)
-
-    def _flush_dirty(self) -> None:
-        """Write what waits for every link sent to while held."""
-        dirty, self._dirty = self._dirty, {}
-        for link in dirty:
-            if link.sock is not None and link.secure and not link.out:
-                self._flush(link)
 
     @staticmethod
     def _wire(link: _Link, frame: bytes) -> bytes:
@@ -671,7 +643,6 @@ class TcpTransport(AddressBook):
         if self._closed:
             return
         self._closed = True
-        self.release()
         self._epoll.unregister(self._listen_fd)
         for conn in [c for c in self._fds.values() if isinstance(c, _Inbound)]:
             self._drop(conn.sock)

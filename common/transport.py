@@ -156,7 +156,9 @@ def _bind(sock: zmq.Socket, address: str, patience: float = 2.0) -> None:
             time.sleep(0.01)
 
 
-_send, _recv, _get = zmq.backend.Socket.send, zmq.backend.Socket.recv, zmq.backend.Socket.get
+_send: Any = zmq.backend.Socket.send
+_recv: Any = zmq.backend.Socket.recv
+_get: Any = zmq.backend.Socket.get
 """pyzmq's own calls, below its Python layer: ``send_multipart`` and ``recv_multipart`` cost 8 µs a
 frame in that layer (its flags are Python ``enum``s), these 2 (a scheduler multicasting an Eagle update to
 1,000 nodes spent most of its time there)."""
@@ -283,15 +285,8 @@ class Transport(AddressBook):
     def readable(self) -> bool:
         return bool(_get(self.sock, _EVENTS) & _POLLIN)
 
-    def hold(self) -> None:
-        """Nothing is kept here: ZeroMQ's I/O thread writes each frame as it is sent (and :meth:`release`,
-        :meth:`flush` have nothing to do)."""
-
-    def release(self) -> None:
-        pass
-
     def flush(self) -> None:
-        pass
+        """Nothing waits here: ZeroMQ's I/O thread writes each frame as it is sent."""
 
     def connected(self) -> bool:
         """The connections :meth:`connect` started are up: ZeroMQ's handshakes take no time to speak of."""

@@ -285,8 +285,6 @@ class _Wire:
     def flush(self) -> None:
         pass
 
-    hold = release = flush
-
     def counts(self) -> Counter[str]:
         return Counter()
 

@@ -97,28 +97,6 @@ def test_close_writes_what_waits() -> None:
         b.close()
 
 
-def test_frames_sent_while_held_are_written_together_at_release() -> None:
-    peers = book("a", "b")
-    a, b = (TcpTransport(n, peers[n], peers[n], peers) for n in "ab")
-    try:
-        a.send("b", b"up")  # not held: written at once
-        assert receive(b, a) == ("a", b"up")
-        a.hold()  # as the runtime does while it handles the frames of one wake-up
-        for i in range(100):
-            a.send("b", b"x%d" % i)
-        time.sleep(0.05)
-        assert b.recv() is None  # kept
-        a.release()  # all of it, in order
-        assert [receive(b, a) for _ in range(100)] == [("a", b"x%d" % i) for i in range(100)]
-        a.hold()
-        a.send("b", b"last")
-        a.close()  # close writes what was kept
-        assert receive(b) == ("a", b"last")
-    finally:
-        a.close()
-        b.close()
-
-
 def raw(address: str) -> socket.socket:
     host, port = address.removeprefix("tcp://").rsplit(":", 1)
     return socket.create_connection((host, int(port)))
