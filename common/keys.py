@@ -18,6 +18,7 @@ socket's monitor).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -310,9 +311,11 @@ class Watch(threading.Thread):
             watch.join(1.0)
 
     def _ring(self, monitor: zmq.Socket[Any] | None, watched: _Watched | None) -> None:
-        """(Under the class lock.) Queue one operation and wake the thread."""
+        """(Under the class lock.) Queue one operation and wake the thread (a full bell: it is awake
+        already, and takes every operation queued when it wakes)."""
         self._ops.append((monitor, watched))
-        self._bell.send(b"", zmq.NOBLOCK)
+        with contextlib.suppress(zmq.Again):
+            self._bell.send(b"", zmq.NOBLOCK)
 
     def run(self) -> None:
         poller = zmq.Poller()
