@@ -102,7 +102,9 @@ FLAGS = ["--jobs", "100", "--start", "6000", "--nodes", "10", "--duration", "6s"
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("wire", [[], ["--transport", "tcp"]], ids=["zmq", "tcp"])
+@pytest.mark.parametrize(  # over tcp: -m slow (tests/test_tcp_transport.py replays over keyed tcp)
+    "wire", [[], pytest.param(["--transport", "tcp"], marks=pytest.mark.slow)], ids=["zmq", "tcp"]
+)
 def test_a_packed_node_fails_or_stalls_alone_or_with_its_pack_and_every_job_finishes(
     tmp_path, no_leftover_children, wire
 ):
