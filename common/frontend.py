@@ -283,7 +283,7 @@ class FrontendCore(Core):
         if self.closed:
             self.counters["job_done_after_the_end"] += 1
             return []
-        job_id, attempt = msg.job_id % RESUBMIT_STRIDE, msg.job_id // RESUBMIT_STRIDE
+        attempt, job_id = divmod(msg.job_id, RESUBMIT_STRIDE)
         times = self.times.get(job_id)
         if times is None or times.submit is None or self.t0 is None or attempt > self.attempts[job_id]:
             return self._refuse(

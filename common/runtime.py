@@ -117,9 +117,9 @@ class Runtime:
         """While paused (:meth:`pause`): timers, task exits and injected calls that came, in order."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.crashed = False
-        self._warm = False
-        """The connections made at the start are up (the transport is ``connected``), or WARM_UP passed."""
-        self._started = 0.0
+        self._cold_until: float | None = None
+        """Until when registration waits for the connections made at the start (None: they are up, or
+        WARM_UP passed)."""
         self._beat_to: str | None = None
         """The controller whose ``Hello`` this process last answered: told it lives while it is busy."""
         self._beat_at = 0.0
@@ -133,7 +133,7 @@ class Runtime:
         if self.make_executor is not None:
             self.executor = self.make_executor(loop, self._task_exit)
         loop.add_reader(self.transport.fd, self._drain)
-        self._started = self.now()
+        self._cold_until = self.now() + WARM_UP
         want, me = PARTNERS.get(self.core.role, ()), self.core.name
         self.transport.connect([n for n, r in self.transport.roles.items() if r in want and n != me])
         try:
@@ -258,10 +258,10 @@ class Runtime:
                 self._new_epoch(msg.epoch)
             if msg.epoch and sender in self.transport.controllers:
                 self._beat_to = sender
-            if not self._warm:
-                if not self.transport.connected() and self.now() - self._started < WARM_UP:
+            if self._cold_until is not None:
+                if not self.transport.connected() and self.now() < self._cold_until:
                     return True  # registering: answered once the connections made at the start are up
-                self._warm = True
+                self._cold_until = None
             self._register(sender)
         elif isinstance(msg, GetStats):
             self._send(sender, self.stats())

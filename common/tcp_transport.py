@@ -433,10 +433,7 @@ class TcpTransport(AddressBook):
                     break
                 link.frames = frames = list(pending)
                 pending.clear()
-                wire = self._wire
-                link.out = (
-                    b"".join([wire(link, f) for f in frames]) if len(frames) > 1 else wire(link, frames[0])
-                )
+                link.out = b"".join([self._wire(link, frame) for frame in frames])
                 link.offset = 0
             out = link.out
             try:

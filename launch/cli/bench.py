@@ -33,7 +33,6 @@ from typing import Any
 
 import uvloop
 
-from ...common.cluster import local_cluster
 from ...common.model import JobSpec
 from ..drivers.dashboard import Dashboard, node_slots
 from ..drivers.local import LocalTestbed
@@ -127,7 +126,7 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
             figures = await _timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
             results[f"dashboard_{mode}"] = figures
             results[f"dashboard_{mode}_cost"] = _cost(results, figures)
-    cluster = local_cluster(nodes=4, slots=1, schedulers=1, policy="sparrow", executor=executor_for_sleep)
+    cluster = policy_cluster("sparrow", nodes=4, slots=1, schedulers=1, executor=executor_for_sleep)
     with LocalTestbed(cluster, workdir / executor_for_sleep) as bed:
         jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
         _, makespan = await _measure(cluster, jobs, bed.dead)
