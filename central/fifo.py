@@ -2,7 +2,13 @@
 
 One central queue of tasks in arrival order; a task is placed (``PlaceTask``) on a node only when
 that node has a free slot, as known from the central scheduler's own bookkeeping of what it placed
-and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5). Jobs are booked
+and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5).
+
+``queue`` (the policy's ``fifo_queue``, default 0: the thesis' baseline) lets the scheduler place that
+many tasks per node beyond its slots; they wait in the node's own FIFO queue and start there without a
+round trip when a slot frees. Kairos' dispatcher does the same with its Q (thesis §4.4), and Dask
+distributed's default ``worker-saturation`` of 1.1 keeps one such task per one-thread worker, so
+``aviary bench`` compares the two runtimes with ``queue = 1``. Jobs are booked
 in the shared central state (:mod:`aviary.central.state`); a DAG job's stages join the queue's end
 when their parents finish. A dead node's tasks (``PeerDown``) go to the front of the queue, in
 their jobs' arrival order (the shared state's ``node_down``).
@@ -25,15 +31,16 @@ class CentralFifoCore(Core):
 
     role = "central"
 
-    def __init__(self, name: str, node_slots: dict[str, int]) -> None:
+    def __init__(self, name: str, node_slots: dict[str, int], queue: int = 0) -> None:
         super().__init__(name)
         if not node_slots:
             raise ValueError(f"central scheduler {name}: no nodes")
         self.state = CentralState(slot_nodes(node_slots), self, record=False)
-        # One entry per free slot, nodes interleaved so consecutive tasks spread over nodes.
-        most = max(node_slots.values())
-        self.free: deque[str] = deque(n for level in range(most) for n, s in node_slots.items() if s > level)
-        self.node_slots = dict(node_slots)
+        # What each node may hold: its slots and the queue beyond them.
+        self.node_slots = {n: s + queue for n, s in node_slots.items()}
+        # One entry per free place, nodes interleaved so consecutive tasks spread over nodes.
+        levels = range(max(self.node_slots.values()))
+        self.free: deque[str] = deque(n for level in levels for n, s in self.node_slots.items() if s > level)
         self.queue: deque[JobState] = deque()  # jobs with runnable tasks not yet placed, in order
         self.queued: set[int] = set()
 

@@ -18,7 +18,10 @@ threads, :mod:`aviary.common.tcp_transport`), keyed (``tcp``) and not (``tcp_no_
 compared with both wires' unkeyed figures. The unkeyed tcp figures are measured once more with the
 central FIFO scheduler instead of Sparrow (``central_tcp_no_keys``): a task then crosses four hops
 (``SubmitJob``, ``PlaceTask``, ``TaskFinished``, ``JobDone``) instead of Sparrow's six (late binding adds
-``Probe`` and ``GetTask`` / ``AssignTask``), the path closest to Dask's. All figures come from one run
+``Probe`` and ``GetTask`` / ``AssignTask``), the path closest to Dask's; and once more with one task
+queued on each node beyond its slot (``central_queue_tcp_no_keys``: the FIFO's ``fifo_queue = 1``), the
+hand-out of Dask's default ``worker-saturation`` (1.1: two tasks on a one-thread worker), so that a
+node starts its next task without waiting for the scheduler. All figures come from one run
 on one machine: compare ratios between runs, not bare times, on a shared machine.
 """
 
@@ -75,13 +78,19 @@ async def _measure(
 
 
 async def _timer_figures(
-    workdir: Path, keys: bool, dashboard: str | None = None, transport: str = "zmq", policy: str = "sparrow"
+    workdir: Path,
+    keys: bool,
+    dashboard: str | None = None,
+    transport: str = "zmq",
+    policy: str = "sparrow",
+    **params: Any,
 ) -> dict[str, Any]:
     """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
-    dashboard: :func:`_measure`), over ``transport``, scheduled by ``policy``."""
+    dashboard: :func:`_measure`), over ``transport``, scheduled by ``policy`` with ``params``."""
     results: dict[str, Any] = {}
     cluster = policy_cluster(policy, nodes=4, slots=1, schedulers=1, executor="timer")
     cluster.transport = transport
+    cluster.params.update(params)
     with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
         jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
@@ -120,6 +129,9 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
     results["central_tcp_no_keys"] = await _timer_figures(
         workdir / "timer-central-tcp-no-keys", keys=False, transport="tcp", policy="fifo"
     )
+    results["central_queue_tcp_no_keys"] = await _timer_figures(
+        workdir / "timer-central-queue-tcp-no-keys", keys=False, transport="tcp", policy="fifo", fifo_queue=1
+    )
     results["zmq_over_tcp"] = _cost(tcp, results)
     if dashboard:
         for mode in ("idle", "page"):
@@ -152,8 +164,8 @@ def run_bench(out: Path, peer: str | None = None, dashboard: bool = False) -> di
 
         results["dask"] = run_dask(_percentile)
         results["aviary_over_dask"] = ratios(results["no_keys"], results["dask"])  # neither side keyed
-        results["aviary_tcp_over_dask"] = ratios(results["tcp_no_keys"], results["dask"])
-        results["aviary_central_tcp_over_dask"] = ratios(results["central_tcp_no_keys"], results["dask"])
+        for name in ("tcp", "central_tcp", "central_queue_tcp"):
+            results[f"aviary_{name}_over_dask"] = ratios(results[f"{name}_no_keys"], results["dask"])
     results["machine"] = {
         "python": platform.python_version(),
         "cpus": _cpus(),

@@ -528,8 +528,17 @@ def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
     )
 
 
+FIFO_QUEUE = Param(
+    "fifo_queue",
+    0,
+    "tasks placed on a node beyond its slots, waiting in its queue (0: on a free slot only, the thesis')",
+    low=0,
+)
+
+
 def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
-    return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes})
+    queue = int(declared_values(get_policy(cluster.policy), cluster)["fifo_queue"])
+    return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes}, queue)
 
 
 KAIROS_REFERENCE_QUANTUM = 10_000.0
@@ -610,6 +619,8 @@ POLICIES: dict[str, Policy] = {
             "fifo",
             "central FIFO queue, a task placed only on a free slot (no preemption)",
             central=_central_fifo,
+            declared=(FIFO_QUEUE,),
+            family="Central FIFO",
         ),
         *(
             Policy(
