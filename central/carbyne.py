@@ -78,12 +78,12 @@ from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from ..common.choices import LEFTOVER_ORDERS
 from ..common.resources import EPS, ZERO, Resources
 from .packing import first_fitting, room
 from .state import JobState, NodeState, StageState
 from .tetris import Tetris
 
-LEFTOVER_ORDERS = ("srtf-first", "pack-first")
 INF = float("inf")
 
 

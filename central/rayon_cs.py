@@ -71,14 +71,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..common.choices import BOOKINGS
 from ..common.reservations import CapacityPlan
 from ..common.resources import EPS, Resources
 from .packing import Placement, PlacementPolicy
 from .state import JobState, NodeState, StageState
 from .tetrisched import SLOTS, slot_count
-
-BOOKINGS = ("preferred", "slowed")
-"""Which reservation a GPU/MPI job tries first: d on its preferred partition, or d x slowdown anywhere."""
 
 Booking = tuple[str, float, str | None]
 """A reservation to try: its counter, its duration, its partition (None: the whole cluster)."""

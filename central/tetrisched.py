@@ -52,6 +52,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..common.choices import WARM_STARTS
 from ..common.resources import EPS, Resources
 from .packing import Placement, PlacementPolicy
 from .state import JobState, NodeState, StageState
@@ -62,7 +63,6 @@ ALL = "all"
 SLOTS = ("core", "node")
 LATE_SLO = ("be", "drop")
 BE_DECAY = ("now", "arrival")
-WARM_STARTS = ("greedy", "previous", "off")
 LP_NOISE = 3.0  # [D] standard deviation, in ranks, of the noise on the LP orders' later passes
 SLO_FACTORS = {"accepted": 1000.0, "noreserve": 25.0}
 QUEUES = {"accepted": 0, "noreserve": 1}  # NG's priority queues; everything else is best effort (2)

@@ -168,7 +168,8 @@ def test_a_slot_policy_ignores_the_flags_of_the_others_so_one_command_line_runs_
     spec = ReplaySpec.from_args(build_parser().parse_args(flags))
     assert spec.params == {}
     cluster = cluster_from(spec)
-    assert cluster.params == {"time_scale": 1000.0} and {n.partition for n in cluster.nodes} == {"general"}
+    assert cluster.params == {"time_scale": 1000.0, "fifo_queue": 0}  # its own parameter only
+    assert {n.partition for n in cluster.nodes} == {"general"}
 
 
 def test_param_units():

@@ -52,13 +52,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ..common.choices import CONTENTION
 from ..common.core import Core
 from ..common.effects import CancelTimer, Effect, Kill, Launch, Send, SetTimer, TaskId
 from ..common.messages import GetHolding, KillTask, PeerDown, PeerUp, PlaceTask, TaskFinished
 from ..common.resources import EPS, ONE_CORE, Resources, vector_sum
 from .holdings import Holdings
 
-CONTENTION = ("fluid", "off")
 FLUID = "fluid"
 """The timer key of the fluid model's next projected task end."""
 FUNGIBLE = (0, 2, 3)

@@ -17,17 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...central.lwl import CentralLwlCore
 from ...common.cluster import Cluster, ProcessSpec
 from ...common.core import Core
 from ...common.frontend import Router, round_robin
 from ...common.model import GOOGLE_CUTOFF, JobSpec
 from ...common.params import Param
-from ...distributed.dlwl import DlwlSchedulerCore
-from ...distributed.eagle import EagleSchedulerCore
-from ...distributed.hawk import HawkSchedulerCore
-from ...worker.hybrid import HybridNodeCore
-from ...worker.stealing import Stealer
 
 __all__ = [
     "CANCEL_PROBES",
@@ -185,6 +179,8 @@ def hybrid_router(cluster: Cluster) -> Router:
 # --- builders ----------------------------------------------------------------------------------------
 def _central(*, everywhere: bool, sss: bool) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...central.lwl import CentralLwlCore
+
         lay = _layout(cluster)
         targets = lay.nodes if everywhere else lay.general
         return CentralLwlCore(spec.name, lay.nodes, targets, sss=sss, seed=cluster.seed)
@@ -193,6 +189,8 @@ def _central(*, everywhere: bool, sss: bool) -> Builder:
 
 
 def _hawk_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...distributed.hawk import HawkSchedulerCore
+
     lay = _layout(cluster)
     return HawkSchedulerCore(
         spec.name,
@@ -211,6 +209,9 @@ def _hawk_node(*, steal: bool) -> Builder:
     partition's (``stealers`` general, §3.6.1)."""
 
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...worker.hybrid import HybridNodeCore
+        from ...worker.stealing import Stealer
+
         lay = _layout(cluster)
         attempts = int(_p(cluster, STEAL_ATTEMPTS)) if steal else 0
         if spec.partition == "short" and _p(cluster, STEALERS) == "general":
@@ -227,6 +228,8 @@ def _hawk_node(*, steal: bool) -> Builder:
 
 def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...distributed.eagle import EagleSchedulerCore
+
         lay = _layout(cluster)
         return EagleSchedulerCore(
             spec.name,
@@ -248,6 +251,8 @@ def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
 
 def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...worker.hybrid import HybridNodeCore
+
         return HybridNodeCore(
             spec.name,
             spec.slots,
@@ -262,10 +267,14 @@ def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
 
 def _lwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
     """The centralized baseline places short jobs too: a task below the cutoff is short on the node."""
+    from ...worker.hybrid import HybridNodeCore
+
     return HybridNodeCore(spec.name, spec.slots, long_cutoff=cutoff_of(cluster))
 
 
 def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...distributed.dlwl import DlwlSchedulerCore
+
     lay = _layout(cluster)
     return DlwlSchedulerCore(
         spec.name,
@@ -280,6 +289,8 @@ def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
 
 
 def _dlwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...worker.hybrid import HybridNodeCore
+
     return HybridNodeCore(
         spec.name,
         spec.slots,

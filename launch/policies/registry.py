@@ -1,6 +1,8 @@
 """Policies by name: which processes a policy needs and how each role's core is built.
 
-A new policy is one module plus one entry here (DESIGN §2).
+A new policy is one module plus one entry here (DESIGN §2). A core's module is imported by its builder,
+when a process is built: a node process loads its node core only, and a command that only reads its
+flags (``aviary replay --help``, a bad flag) no core at all.
 """
 
 from __future__ import annotations
@@ -10,29 +12,18 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...central.carbyne import LEFTOVER_ORDERS, Carbyne
-from ...central.cs import SlotFair
-from ...central.drf import Drf
-from ...central.fifo import CentralFifoCore
-from ...central.graphene import Graphene
-from ...central.kairos import KairosCentralCore
-from ...central.packing import PackingCore, PlacementPolicy
-from ...central.rayon_cs import BOOKINGS, RayonCS
-from ...central.sjf import ShortestJobFirst
-from ...central.tetris import Tetris
-from ...central.tetrisched import WARM_STARTS, TetriSched
+from ...common.choices import BOOKINGS, CONTENTION, LEFTOVER_ORDERS, WARM_STARTS
 from ...common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, local_cluster
 from ...common.core import Core
 from ...common.frontend import Router, round_robin
 from ...common.params import Param, unknown
 from ...common.resources import DEFAULT_MACHINE, Resources
-from ...distributed.sparrow import SparrowCore
-from ...worker.las import KairosNodeCore
-from ...worker.node_monitor import NodeMonitorCore
-from ...worker.resource_node import CONTENTION, ResourceNodeCore
 from .hybrid import CANCEL_PROBES, PROBE_RATIO, cancel_of, hybrid_policies
+
+if TYPE_CHECKING:
+    from ...central.packing import PlacementPolicy
 
 Builder = Callable[[ProcessSpec, Cluster], Core]
 
@@ -342,6 +333,8 @@ def _tetrisched(
     *, nh: bool = False, ng: bool = False, np: bool = False
 ) -> Callable[[dict[str, Any]], PlacementPolicy]:
     def make(v: dict[str, Any]) -> PlacementPolicy:
+        from ...central.tetrisched import TetriSched
+
         silence_highs_banner()
         return TetriSched(
             cycle=v["plan_cycle"],
@@ -386,6 +379,8 @@ def silence_highs_banner() -> None:
 
 def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...central.packing import PackingCore
+
         values = declared_values(get_policy(cluster.policy), cluster)
         nodes = [(n.name, n.resources, n.attributes) for n in cluster.nodes]
         return PackingCore(
@@ -401,6 +396,8 @@ def _packing_central(make: Callable[[dict[str, Any]], PlacementPolicy]) -> Build
 
 
 def _resource_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...worker.resource_node import ResourceNodeCore
+
     contention, disk_loss = (p.held(cluster.params) for p in CONTENTION_PARAMS)
     return ResourceNodeCore(spec.name, spec.resources, contention, disk_loss)
 
@@ -419,62 +416,112 @@ def _packing_policy(
     )
 
 
+def _slot_fair(order: str | None = None) -> Callable[[dict[str, Any]], PlacementPolicy]:
+    def make(v: dict[str, Any]) -> PlacementPolicy:
+        from ...central.cs import SlotFair
+
+        return SlotFair(order or v["intra_order"])
+
+    return make
+
+
+def _drf(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.drf import Drf
+
+    return Drf(v["intra_order"])
+
+
+def _sjf(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.sjf import ShortestJobFirst
+
+    return ShortestJobFirst(v["intra_order"])
+
+
+def _tetris(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.tetris import Tetris
+
+    return Tetris(fair_fraction=v["fair_fraction"], srtf_weight=v["srtf_weight"], alignment=v["alignment"])
+
+
+def _carbyne(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.carbyne import Carbyne
+
+    return Carbyne(
+        altruism=v["altruism"],
+        granule=v["granule"],
+        period=v["share_period"],
+        leftover=v["leftover"],
+        intra=v["intra_order"],
+    )
+
+
+def _graphene(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.graphene import Graphene
+
+    return Graphene(
+        kappa=v["kappa"],
+        m_eta=v["eta_weight"],
+        share=v["virtual_share"],
+        offline=v["pri_score"] != "none",
+        rebase=v["pri_score"] == "remaining",
+    )
+
+
+def _rayon_cs(v: dict[str, Any]) -> PlacementPolicy:
+    from ...central.rayon_cs import RayonCS
+
+    return RayonCS(
+        cycle=v["plan_cycle"],
+        quantum=v["plan_cycle"],
+        hetero=v["rayon_placement"] == "aware",
+        preempt=v["rayon_preemption"] == "on",
+        book=v["rayon_booking"],
+        early=v["rayon_start"] == "early",
+    )
+
+
 PACKING_POLICIES = (
     _packing_policy(
         "cs",
         "slot-fair capacity scheduler: the job running the fewest tasks first, first fit (Tez + CS)",
-        lambda v: SlotFair(v["intra_order"]),
+        _slot_fair(),
         (INTRA_ORDER, ACCOUNT),
     ),
     _packing_policy(
         "cp",
         "slot-fair capacity scheduler, critical path first within a job (Tez + CP)",
-        lambda v: SlotFair("cp"),
+        _slot_fair("cp"),
         (ACCOUNT,),
     ),
     _packing_policy(
         "drf",
         "DRF: the job with the lowest dominant share first, first fit (progressive filling)",
-        lambda v: Drf(v["intra_order"]),
+        _drf,
         (INTRA_ORDER, ACCOUNT),
     ),
     _packing_policy(
         "sjf",
         "shortest remaining critical path first, strictly; critical path first within a job",
-        lambda v: ShortestJobFirst(v["intra_order"]),
+        _sjf,
         (replace(INTRA_ORDER, default="cp"), ACCOUNT),
     ),
     _packing_policy(
         "tetris",
         "Tetris: best alignment of demand and free resources, minus an SRTF term, with a fairness knob",
-        lambda v: Tetris(
-            fair_fraction=v["fair_fraction"], srtf_weight=v["srtf_weight"], alignment=v["alignment"]
-        ),
+        _tetris,
         TETRIS_PARAMS,
     ),
     _packing_policy(
         "carbyne",
         "Carbyne: DRF shares, each job starts only what keeps its completion time, the rest SRTF then packed",
-        lambda v: Carbyne(
-            altruism=v["altruism"],
-            granule=v["granule"],
-            period=v["share_period"],
-            leftover=v["leftover"],
-            intra=v["intra_order"],
-        ),
+        _carbyne,
         (INTRA_ORDER, *CARBYNE_PARAMS),
     ),
     _packing_policy(
         "graphene",
         "Graphene: offline DAG schedules with troublesome tasks first, online packing x priority - SRPT, "
         "deficit counters",
-        lambda v: Graphene(
-            kappa=v["kappa"],
-            m_eta=v["eta_weight"],
-            share=v["virtual_share"],
-            offline=v["pri_score"] != "none",
-            rebase=v["pri_score"] == "remaining",
-        ),
+        _graphene,
         (*GRAPHENE_PARAMS, OVERBOOK),
     ),
     _packing_policy(
@@ -505,20 +552,15 @@ PACKING_POLICIES = (
     _packing_policy(
         "rayon-cs",
         "Rayon/CS-like: accepted SLO jobs at their latest-start reservations, the rest one FIFO queue",
-        lambda v: RayonCS(
-            cycle=v["plan_cycle"],
-            quantum=v["plan_cycle"],
-            hetero=v["rayon_placement"] == "aware",
-            preempt=v["rayon_preemption"] == "on",
-            book=v["rayon_booking"],
-            early=v["rayon_start"] == "early",
-        ),
+        _rayon_cs,
         (PLAN_CYCLE, *RAYON_PARAMS),
     ),
 )
 
 
 def _sparrow(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...distributed.sparrow import SparrowCore
+
     return SparrowCore(
         spec.name,
         [n.name for n in cluster.nodes],
@@ -537,6 +579,8 @@ FIFO_QUEUE = Param(
 
 
 def _central_fifo(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...central.fifo import CentralFifoCore
+
     queue = int(declared_values(get_policy(cluster.policy), cluster)["fifo_queue"])
     return CentralFifoCore(spec.name, {n.name: n.slots for n in cluster.nodes}, queue)
 
@@ -579,6 +623,8 @@ scale, but a given ``--quantum`` is already in seconds of the replay clock."""
 
 def _kairos_central(tiebreak: str) -> Builder:
     def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+        from ...central.kairos import KairosCentralCore
+
         values = declared_values(get_policy(cluster.policy), cluster)
         return KairosCentralCore(
             spec.name,
@@ -592,6 +638,8 @@ def _kairos_central(tiebreak: str) -> Builder:
 
 
 def _kairos_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+    from ...worker.las import KairosNodeCore
+
     values = declared_values(get_policy(cluster.policy), cluster)
     heartbeat = values["heartbeat_interval"]
     return KairosNodeCore(
@@ -655,6 +703,8 @@ def build_core(spec: ProcessSpec, cluster: Cluster, *, recover: bool = False) ->
         return Recovering(build_core(spec, cluster))
     policy = get_policy(cluster.policy)
     if spec.role == "node" and policy.node is None:
+        from ...worker.node_monitor import NodeMonitorCore
+
         return NodeMonitorCore(spec.name, spec.slots)
     builder = {"scheduler": policy.scheduler, "central": policy.central, "node": policy.node}.get(spec.role)
     if builder is None:
