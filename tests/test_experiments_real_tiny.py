@@ -92,6 +92,12 @@ def test_bench_transport_times_every_transport():
     assert "| Aviary's tcp transport, keyed |" in out and "Aviary's zmq / tcp transport:" in out
 
 
+def test_bench_floor_times_the_bare_path_and_the_timers():
+    out = experiment("bench_floor", "--rounds", "20", "--gap-ms", "1")
+    assert out.count(" ms: ") == 4 and "block  gap 1 ms" in out and "uvloop gap 0 ms" in out
+    assert "time.sleep" in out and "call_later" in out
+
+
 def test_dashboard_cost_replays_with_and_without_the_dashboard(tmp_path):
     out = experiment(
         "dashboard_cost", "--nodes", "6", "--jobs", "20", "--duration", "2s", "--rounds", "1",

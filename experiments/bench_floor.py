@@ -1,0 +1,194 @@
+"""What this machine allows before any runtime does any work: the floor under ``aviary bench``'s round trip
+and its 10 ms tasks (issue 27's "which part of the path costs what").
+
+    python -m aviary.experiments.bench_floor [--rounds 300] [--gap-ms 5]
+
+- **Round trip.** ``aviary bench``'s central FIFO round trip crosses four hops over three processes
+  (frontend -> scheduler -> node -> scheduler -> frontend), each process idle in between. Here three
+  processes do nothing but pass a 100-byte frame along the same path on loopback TCP: a relay that
+  blocks in ``epoll_wait`` and an echo that blocks in ``recv`` (``block``), or uvloop protocols
+  (``uvloop``); once with the bench's idle gap between round trips, once back to back. What is left
+  of Aviary's round trip above this is Aviary's own work.
+- **Timers.** A 10 ms task is a 10 ms wait: how late ``time.sleep(0.010)`` and uvloop's
+  ``call_later(0.010)`` wake up, the floor under the 10 ms efficiency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import selectors
+import socket
+import statistics
+import time
+from collections.abc import Callable
+
+FRAME = b"x" * 100
+
+
+def _listen() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def _nodelay(sock: socket.socket) -> socket.socket:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _echo(sock: socket.socket, mode: str) -> None:
+    """The node: every frame straight back."""
+    if mode == "block":
+        while data := sock.recv(4096):
+            sock.sendall(data)
+        return
+    import uvloop
+
+    async def main() -> None:
+        done = asyncio.get_running_loop().create_future()
+
+        class Echo(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                self.transport = transport
+
+            def data_received(self, data: bytes) -> None:
+                self.transport.write(data)  # type: ignore[attr-defined]
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                done.set_result(None)
+
+        await asyncio.get_running_loop().connect_accepted_socket(Echo, sock)
+        await done
+
+    uvloop.run(main())
+
+
+def _relay(a: socket.socket, b: socket.socket, mode: str) -> None:
+    """The scheduler: what comes from one side goes to the other."""
+    if mode == "block":
+        sel = selectors.EpollSelector()
+        other = {a.fileno(): b, b.fileno(): a}
+        sel.register(a, selectors.EVENT_READ)
+        sel.register(b, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                data = key.fileobj.recv(4096)  # type: ignore[union-attr]
+                if not data:
+                    return
+                other[key.fd].sendall(data)
+    import uvloop
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        ends: dict[str, asyncio.Transport] = {}
+
+        class Side(asyncio.Protocol):
+            def __init__(self, to: str) -> None:
+                self.to = to
+
+            def data_received(self, data: bytes) -> None:
+                ends[self.to].write(data)
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                if not done.done():
+                    done.set_result(None)
+
+        ends["b"], _ = await loop.connect_accepted_socket(lambda: Side("a"), b)  # before a frame can come
+        ends["a"], _ = await loop.connect_accepted_socket(lambda: Side("b"), a)
+        await done
+
+    uvloop.run(main())
+
+
+def _child(fn: Callable[[], None]) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def round_trips(mode: str, rounds: int, gap: float) -> list[float]:
+    """Microseconds of each 4-hop round trip through a relay and an echo of ``mode``."""
+    to_relay, to_echo = _listen(), _listen()
+    echo = _child(lambda: _echo(_nodelay(to_echo.accept()[0]), mode))
+    relay = _child(
+        lambda: _relay(
+            _nodelay(to_relay.accept()[0]),
+            _nodelay(socket.create_connection(to_echo.getsockname())),
+            mode,
+        )
+    )
+    client = _nodelay(socket.create_connection(to_relay.getsockname(), timeout=10))
+    times = []
+    try:
+        for _ in range(rounds + 20):  # the first 20 warm up
+            start = time.perf_counter()
+            client.sendall(FRAME)
+            got = 0
+            while got < len(FRAME):
+                got += len(client.recv(4096))
+            times.append((time.perf_counter() - start) * 1e6)
+            time.sleep(gap)
+    finally:
+        client.close()
+        for pid in (relay, echo):
+            os.waitpid(pid, 0)
+        to_relay.close()
+        to_echo.close()
+    return times[20:]
+
+
+def _wake(woke: asyncio.Future[float]) -> None:
+    woke.set_result(time.monotonic())
+
+
+def timer_lateness(rounds: int) -> dict[str, float]:
+    """Mean microseconds by which a 10 ms ``time.sleep`` and a 10 ms uvloop ``call_later`` wake up late."""
+    import uvloop
+
+    slept = []
+    for _ in range(rounds):
+        start = time.monotonic()
+        time.sleep(0.010)
+        slept.append((time.monotonic() - start - 0.010) * 1e6)
+
+    async def timers() -> list[float]:
+        loop = asyncio.get_running_loop()
+        late = []
+        for _ in range(rounds):
+            woke: asyncio.Future[float] = loop.create_future()
+            start = time.monotonic()
+            loop.call_later(0.010, _wake, woke)
+            late.append((await woke - start - 0.010) * 1e6)
+        return late
+
+    return {"sleep": statistics.mean(slept), "call_later": statistics.mean(uvloop.run(timers()))}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=300, help="round trips per case (default 300, as the bench)")
+    p.add_argument(
+        "--gap-ms", type=float, default=5.0, help="idle time between round trips (default 5, as the bench)"
+    )
+    args = p.parse_args(argv)
+    print("4 hops over 3 processes, no work per hop: round trip p50 / p90 (us)")
+    for mode in ("block", "uvloop"):
+        for gap in (args.gap_ms / 1000, 0.0):
+            t = sorted(round_trips(mode, args.rounds, gap))
+            print(
+                f"  {mode:6s} gap {gap * 1000:g} ms: {statistics.median(t):6.0f} / {t[9 * len(t) // 10]:6.0f}"
+            )
+    late = timer_lateness(args.rounds)
+    print(f"10 ms waits, lateness (us): time.sleep {late['sleep']:.0f}, call_later {late['call_later']:.0f}")
+
+
+if __name__ == "__main__":
+    main()
