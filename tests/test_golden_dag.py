@@ -17,7 +17,8 @@ CONTROL = {"cs": ["--account", "all"], "cp": ["--account", "all"], "drf": ["--ac
 
 
 @pytest.mark.parametrize("policy", sorted(CONTROL))
-@pytest.mark.parametrize("workload", ["alibaba", "tpch"])
+# TPC-H's cases: -m slow (suite time); the Alibaba ones pin every policy.
+@pytest.mark.parametrize("workload", ["alibaba", pytest.param("tpch", marks=pytest.mark.slow)])
 def test_contention_off_and_todays_accounting_reproduce_the_runs_before_them(tmp_path, policy, workload):
     extra = ["--tpch-mix", "50g"] if workload == "tpch" else []
     args = ["replay", "--runtime", "sim", "--workload", workload, "--policy", policy, "--jobs", "40",

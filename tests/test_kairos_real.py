@@ -61,13 +61,16 @@ def check(summary: dict, rows: list) -> None:
         assert abs(float(row["submit"]) - job.submit) < 0.5
 
 
-@pytest.mark.parametrize("executor", ["timer", "process"])
+# The process executor's SIGSTOP/SIGCONT (tests/test_executors.py) under Kairos: -m slow (suite time).
+@pytest.mark.parametrize("executor", ["timer", pytest.param("process", marks=pytest.mark.slow)])
 def test_kairos_real_replay_finishes_every_job_with_preemptions(tmp_path, executor, no_leftover_children):
     summary, rows = replay(tmp_path, executor, time_scale=6000, quantum=0.15, load=0.9)
     check(summary, rows)
 
 
 @pytest.mark.system
+@pytest.mark.slow  # suite time: LAS preemption on real processes (above), docker pause/unpause of a task and
+# a replay on the docker executor (tests/test_docker_executor.py) each stay in the default suite
 def test_kairos_real_replay_with_docker_tasks(tmp_path, no_leftover_children):
     """Issue 5's end-to-end proof: LAS preemption by docker pause / unpause on a 4 x 2 testbed."""
     client = docker_engine()  # skips, or fails in CI (AVIARY_REQUIRE_DOCKER=1), without an engine
