@@ -49,7 +49,8 @@ def test_a_dead_process_s_counters_are_kept_from_its_last_report(tmp_path, no_le
     assert 0 < s["utilization"] <= 1
 
 
-@pytest.mark.parametrize("policy", ["fifo", "eagle"])
+# The FIFO's restart: -m slow (suite time); its rebuild is walked on the simulator (test_central_recovery).
+@pytest.mark.parametrize("policy", [pytest.param("fifo", marks=pytest.mark.slow), "eagle"])
 def test_a_killed_central_scheduler_is_restarted_and_rebuilds_its_state(
     tmp_path, no_leftover_children, policy
 ):
