@@ -8,7 +8,8 @@ and its 10 ms tasks (issue 27's "which part of the path costs what").
   processes do nothing but pass a 100-byte frame along the same path on loopback TCP: a relay that
   blocks in ``epoll_wait`` and an echo that blocks in ``recv`` (``block``), or uvloop protocols
   (``uvloop``); once with the bench's idle gap between round trips, once back to back. What is left
-  of Aviary's round trip above this is Aviary's own work.
+  of Aviary's round trip above this is Aviary's own work; the relay's CPU a round trip (two frames in,
+  two out) is the floor under the scheduler's.
 - **Timers.** A 10 ms task is a 10 ms wait: how late ``time.sleep(0.010)`` and uvloop's
   ``call_later(0.010)`` wake up, the floor under the 10 ms efficiency.
 """
@@ -114,8 +115,11 @@ def _child(fn: Callable[[], None]) -> int:
     return pid
 
 
-def round_trips(mode: str, rounds: int, gap: float) -> list[float]:
-    """Microseconds of each 4-hop round trip through a relay and an echo of ``mode``."""
+def round_trips(mode: str, rounds: int, gap: float) -> tuple[list[float], float]:
+    """Microseconds of each 4-hop round trip through a relay and an echo of ``mode``, and the relay's CPU
+    (user + system) per round trip in microseconds."""
+    import psutil
+
     to_relay, to_echo = _listen(), _listen()
     echo = _child(lambda: _echo(_nodelay(to_echo.accept()[0]), mode))
     relay = _child(
@@ -127,8 +131,11 @@ def round_trips(mode: str, rounds: int, gap: float) -> list[float]:
     )
     client = _nodelay(socket.create_connection(to_relay.getsockname(), timeout=10))
     times = []
+    cpu = 0.0
     try:
-        for _ in range(rounds + 20):  # the first 20 warm up
+        for i in range(rounds + 20):  # the first 20 warm up
+            if i == 20:
+                cpu = sum(psutil.Process(relay).cpu_times()[:2])
             start = time.perf_counter()
             client.sendall(FRAME)
             got = 0
@@ -136,13 +143,14 @@ def round_trips(mode: str, rounds: int, gap: float) -> list[float]:
                 got += len(client.recv(4096))
             times.append((time.perf_counter() - start) * 1e6)
             time.sleep(gap)
+        cpu = sum(psutil.Process(relay).cpu_times()[:2]) - cpu
     finally:
         client.close()
         for pid in (relay, echo):
             os.waitpid(pid, 0)
         to_relay.close()
         to_echo.close()
-    return times[20:]
+    return times[20:], cpu / rounds * 1e6
 
 
 def _wake(woke: asyncio.Future[float]) -> None:
@@ -179,13 +187,13 @@ def main(argv: list[str] | None = None) -> None:
         "--gap-ms", type=float, default=5.0, help="idle time between round trips (default 5, as the bench)"
     )
     args = p.parse_args(argv)
-    print("4 hops over 3 processes, no work per hop: round trip p50 / p90 (us)")
+    print("4 hops over 3 processes, no work per hop: round trip p50 / p90, the relay's CPU a round trip (us)")
     for mode in ("block", "uvloop"):
         for gap in (args.gap_ms / 1000, 0.0):
-            t = sorted(round_trips(mode, args.rounds, gap))
-            print(
-                f"  {mode:6s} gap {gap * 1000:g} ms: {statistics.median(t):6.0f} / {t[9 * len(t) // 10]:6.0f}"
-            )
+            t, cpu = round_trips(mode, args.rounds, gap)
+            t.sort()
+            p50, p90 = statistics.median(t), t[9 * len(t) // 10]
+            print(f"  {mode:6s} gap {gap * 1000:g} ms: {p50:6.0f} / {p90:6.0f}, CPU {cpu:4.0f}")
     late = timer_lateness(args.rounds)
     print(f"10 ms waits, lateness (us): time.sleep {late['sleep']:.0f}, call_later {late['call_later']:.0f}")
 
