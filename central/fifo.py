@@ -2,16 +2,16 @@
 
 One central queue of tasks in arrival order; a task is placed (``PlaceTask``) on a node only when
 that node has a free slot, as known from the central scheduler's own bookkeeping of what it placed
-and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5).
-
-``queue`` (the policy's ``fifo_queue``, default 0: the thesis' baseline) lets the scheduler place that
-many tasks per node beyond its slots; they wait in the node's own FIFO queue and start there without a
-round trip when a slot frees. Kairos' dispatcher does the same with its Q (thesis §4.4), and Dask
-distributed's default ``worker-saturation`` of 1.1 keeps one such task per one-thread worker, so
-``aviary bench`` compares the two runtimes with ``queue = 1``. Jobs are booked
+and what finished. This is the FIFO baseline of the Kairos evaluation (thesis §4.5). Jobs are booked
 in the shared central state (:mod:`aviary.central.state`); a DAG job's stages join the queue's end
 when their parents finish. A dead node's tasks (``PeerDown``) go to the front of the queue, in
 their jobs' arrival order (the shared state's ``node_down``).
+
+``queue`` (the policy's ``fifo_queue``, default 0: the thesis' baseline) lets the scheduler place that
+many tasks per node beyond its slots; they wait in the node's own FIFO queue and start there without a
+round trip when a slot frees. Kairos' dispatcher does the same with its Q (thesis §4.3.3), and Dask
+distributed's default ``worker-saturation`` of 1.1 keeps one such task per one-thread worker, so
+``aviary bench`` compares the two runtimes with ``queue = 1``.
 """
 
 from __future__ import annotations
