@@ -23,8 +23,9 @@ def summary(out: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("policy", "victim"),
-    [("sparrow", "sched-0"), ("eagle", "node-1"), ("kairos", "node-2")],
-)  # a Sparrow node killed alone or with its OS process: tests/test_packed_nodes.py
+    [("sparrow", "sched-0"), ("eagle", "node-1"), pytest.param("kairos", "node-2", marks=pytest.mark.slow)],
+)  # a Sparrow node killed alone or with its OS process: tests/test_packed_nodes.py; Kairos' requeue of a
+# dead node's tasks: -m slow here (suite time), walked on the simulator in tests/test_failures.py
 def test_every_job_finishes_when_a_process_is_killed(tmp_path, no_leftover_children, policy, victim):
     out = tmp_path / "run"
     flags = [*FLAGS, "--policy", policy, "--schedulers", "2", "--fail", f"{victim}@2s", "--out", str(out)]

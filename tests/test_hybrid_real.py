@@ -30,7 +30,10 @@ def replay(tmp_path: Path, policy: str, runtime: str) -> tuple[dict, list[dict]]
     return summary, jobs_rows(out / "jobs.csv")
 
 
-@pytest.mark.parametrize("policy", ["hawk", "eagle", "lwl", pytest.param("dlwl", marks=pytest.mark.slow)])
+# LWL's and DLWL's: -m slow (suite time); Hawk's and Eagle's runs place their long jobs with the same LWL.
+@pytest.mark.parametrize(
+    "policy", ["hawk", "eagle", *(pytest.param(p, marks=pytest.mark.slow) for p in ("lwl", "dlwl"))]
+)
 def test_hybrid_policy_finishes_every_job_on_real_processes(tmp_path, policy, no_leftover_children):
     real, rows = replay(tmp_path, policy, "real")
     sim, _ = replay(tmp_path, policy, "sim")
