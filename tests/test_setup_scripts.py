@@ -130,3 +130,15 @@ def test_the_import_contracts_are_kept():
     done = subprocess.run([tool("lint-imports"), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Contracts: 4 kept, 0 broken." in done.stdout
+
+
+def test_set_up_writes_the_package_s_bytecode():
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set (CI machines) no import writes a ``.pyc``: ``setup.sh`` writes
+    the package's, or every process would compile each module it imports from its source at its start."""
+    import importlib.util
+
+    import aviary.common.runtime
+    import aviary.launch.drivers.process
+
+    for module in (aviary.common.runtime, aviary.launch.drivers.process):
+        assert Path(importlib.util.cache_from_source(module.__file__)).exists(), module.__name__
