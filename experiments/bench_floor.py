@@ -24,8 +24,11 @@ import socket
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 FRAME = b"x" * 100
+WARM = 20
+"""Round trips before the measured ones (connections and caches warm)."""
 
 
 def _listen() -> socket.socket:
@@ -40,55 +43,30 @@ def _nodelay(sock: socket.socket) -> socket.socket:
     return sock
 
 
-def _echo(sock: socket.socket, mode: str) -> None:
-    """The node: every frame straight back."""
-    if mode == "block":
-        while data := sock.recv(4096):
-            sock.sendall(data)
-        return
-    import uvloop
-
-    async def main() -> None:
-        done = asyncio.get_running_loop().create_future()
-
-        class Echo(asyncio.Protocol):
-            def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                self.transport = transport
-
-            def data_received(self, data: bytes) -> None:
-                self.transport.write(data)  # type: ignore[attr-defined]
-
-            def connection_lost(self, exc: Exception | None) -> None:
-                done.set_result(None)
-
-        await asyncio.get_running_loop().connect_accepted_socket(Echo, sock)
-        await done
-
-    uvloop.run(main())
-
-
-def _relay(a: socket.socket, b: socket.socket, mode: str) -> None:
-    """The scheduler: what comes from one side goes to the other."""
+def _pass_on(a: socket.socket, b: socket.socket, mode: str) -> None:
+    """A process that does no work: what comes from ``a`` goes to ``b`` and back (the scheduler), or
+    straight back to ``a`` when ``b`` is ``a`` (the node)."""
+    route = {a.fileno(): b.fileno(), b.fileno(): a.fileno()}
+    socks = {b.fileno(): b, a.fileno(): a}  # b first: its end is up before a frame can come from a
     if mode == "block":
         sel = selectors.EpollSelector()
-        other = {a.fileno(): b, b.fileno(): a}
-        sel.register(a, selectors.EVENT_READ)
-        sel.register(b, selectors.EVENT_READ)
+        for sock in socks.values():
+            sel.register(sock, selectors.EVENT_READ)
         while True:
             for key, _ in sel.select():
-                data = key.fileobj.recv(4096)  # type: ignore[union-attr]
+                data = socks[key.fd].recv(4096)
                 if not data:
                     return
-                other[key.fd].sendall(data)
+                socks[route[key.fd]].sendall(data)
     import uvloop
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done = loop.create_future()
-        ends: dict[str, asyncio.Transport] = {}
+        ends: dict[int, asyncio.Transport] = {}
 
         class Side(asyncio.Protocol):
-            def __init__(self, to: str) -> None:
+            def __init__(self, to: int) -> None:
                 self.to = to
 
             def data_received(self, data: bytes) -> None:
@@ -98,8 +76,8 @@ def _relay(a: socket.socket, b: socket.socket, mode: str) -> None:
                 if not done.done():
                     done.set_result(None)
 
-        ends["b"], _ = await loop.connect_accepted_socket(lambda: Side("a"), b)  # before a frame can come
-        ends["a"], _ = await loop.connect_accepted_socket(lambda: Side("b"), a)
+        for fd, sock in socks.items():
+            ends[fd], _ = await loop.connect_accepted_socket(partial(Side, route[fd]), sock)
         await done
 
     uvloop.run(main())
@@ -121,20 +99,23 @@ def round_trips(mode: str, rounds: int, gap: float) -> tuple[list[float], float]
     import psutil
 
     to_relay, to_echo = _listen(), _listen()
-    echo = _child(lambda: _echo(_nodelay(to_echo.accept()[0]), mode))
+
+    def echo_side() -> None:
+        node = _nodelay(to_echo.accept()[0])
+        _pass_on(node, node, mode)
+
+    echo = _child(echo_side)
     relay = _child(
-        lambda: _relay(
-            _nodelay(to_relay.accept()[0]),
-            _nodelay(socket.create_connection(to_echo.getsockname())),
-            mode,
+        lambda: _pass_on(
+            _nodelay(to_relay.accept()[0]), _nodelay(socket.create_connection(to_echo.getsockname())), mode
         )
     )
     client = _nodelay(socket.create_connection(to_relay.getsockname(), timeout=10))
     times = []
     cpu = 0.0
     try:
-        for i in range(rounds + 20):  # the first 20 warm up
-            if i == 20:
+        for i in range(WARM + rounds):
+            if i == WARM:
                 cpu = sum(psutil.Process(relay).cpu_times()[:2])
             start = time.perf_counter()
             client.sendall(FRAME)
@@ -150,7 +131,7 @@ def round_trips(mode: str, rounds: int, gap: float) -> tuple[list[float], float]
             os.waitpid(pid, 0)
         to_relay.close()
         to_echo.close()
-    return times[20:], cpu / rounds * 1e6
+    return times[WARM:], cpu / rounds * 1e6
 
 
 def _wake(woke: asyncio.Future[float]) -> None:

@@ -105,14 +105,14 @@ def test_a_node_process_loads_no_scheduler_and_reading_the_flags_loads_no_core()
 import sys
 from aviary.launch.flags.parser import build_parser
 build_parser().parse_args(["replay", "--policy", "eagle"])
-cores = ("aviary.central.", "aviary.distributed.", "aviary.worker.")
-print(sorted(m for m in sys.modules if m.startswith(cores)))
+schedulers = ("aviary.central.", "aviary.distributed.")
+print(sorted(m for m in sys.modules if m.startswith((*schedulers, "aviary.worker."))))
 from aviary.launch.drivers import process
 from aviary.launch.policies.registry import POLICIES, build_core, policy_cluster
 for name in sorted(POLICIES):
     cluster = policy_cluster(name, nodes=2, bind_ports=False)
     build_core(cluster.nodes[0], cluster)
-print(sorted(m for m in sys.modules if m.startswith(cores[:2])))
+print(sorted(m for m in sys.modules if m.startswith(schedulers)))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "[]"], out.stdout

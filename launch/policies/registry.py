@@ -665,7 +665,7 @@ POLICIES: dict[str, Policy] = {
         ),
         Policy(
             "fifo",
-            "central FIFO queue, a task placed only on a free slot (no preemption)",
+            "central FIFO queue, a task placed on a free slot (--fifo-queue Q: Q more a node), no preemption",
             central=_central_fifo,
             declared=(FIFO_QUEUE,),
             family="Central FIFO",
