@@ -20,11 +20,13 @@ import argparse
 import asyncio
 import os
 import selectors
+import signal
 import socket
 import statistics
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import cast
 
 FRAME = b"x" * 100
 WARM = 20
@@ -66,8 +68,11 @@ def _pass_on(a: socket.socket, b: socket.socket, mode: str) -> None:
         ends: dict[int, asyncio.Transport] = {}
 
         class Side(asyncio.Protocol):
-            def __init__(self, to: int) -> None:
-                self.to = to
+            def __init__(self, fd: int) -> None:
+                self.fd, self.to = fd, route[fd]
+
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                ends[self.fd] = cast(asyncio.Transport, transport)  # before any data_received
 
             def data_received(self, data: bytes) -> None:
                 ends[self.to].write(data)
@@ -77,7 +82,7 @@ def _pass_on(a: socket.socket, b: socket.socket, mode: str) -> None:
                     done.set_result(None)
 
         for fd, sock in socks.items():
-            ends[fd], _ = await loop.connect_accepted_socket(partial(Side, route[fd]), sock)
+            await loop.connect_accepted_socket(partial(Side, fd), sock)
         await done
 
     uvloop.run(main())
@@ -121,13 +126,17 @@ def round_trips(mode: str, rounds: int, gap: float) -> tuple[list[float], float]
             client.sendall(FRAME)
             got = 0
             while got < len(FRAME):
-                got += len(client.recv(4096))
+                data = client.recv(4096)
+                if not data:
+                    raise RuntimeError(f"the {mode} relay or echo closed the connection (see its error above)")
+                got += len(data)
             times.append((time.perf_counter() - start) * 1e6)
             time.sleep(gap)
         cpu = sum(psutil.Process(relay).cpu_times()[:2]) - cpu
     finally:
         client.close()
-        for pid in (relay, echo):
+        for pid in (relay, echo):  # done with them (a child that failed may wait in accept for ever)
+            os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         to_relay.close()
         to_echo.close()

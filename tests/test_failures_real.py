@@ -118,14 +118,14 @@ def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
     cluster = policy_cluster("sparrow", nodes=2, slots=1, schedulers=1)
     route = get_policy("sparrow").route(cluster)
 
-    async def replay(jobs: list[JobSpec], stop_after: float | None):
+    async def replay(jobs: list[JobSpec], stop_once_running: bool):
         async with FrontendSession(cluster, jobs, route, dead=bed.dead) as s:
             await s.registered(10)
             await s.collect(shutdown=False)
-            stopping = stop_after is not None
-            run = s.replay(stall_timeout=10, tick=0.02, stop=lambda: "test" if stopping else None)
-            if stop_after is not None:
-                await asyncio.sleep(stop_after)
+            stopping = False
+            run = asyncio.ensure_future(s.replay(stall_timeout=10, tick=0.02, stop=lambda: "test" if stopping else None))
+            while stop_once_running and not stopping and not run.done():  # stop once the 3 s task runs
+                stopping = (await s.collect(shutdown=False))[1]["tasks_launched"] >= 1
             wall = await run
             _, counters = await s.collect(shutdown=False)
             return s.core, counters, wall
@@ -133,9 +133,9 @@ def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
     import asyncio
 
     with LocalTestbed(cluster, tmp_path) as bed:
-        first, _, _ = uvloop.run(replay([JobSpec(0, 0.0, [3.0], 3.0, False)], stop_after=0.0))
+        first, _, _ = uvloop.run(replay([JobSpec(0, 0.0, [3.0], 3.0, False)], stop_once_running=True))
         assert first.unfinished() == [0]
-        second, counters, _ = uvloop.run(replay([JobSpec(0, 0.0, [0.05], 0.05, False)], stop_after=None))
+        second, counters, _ = uvloop.run(replay([JobSpec(0, 0.0, [0.05], 0.05, False)], stop_once_running=False))
     assert second.unfinished() == []
     t = second.times[0]
     assert t.finish - t.submit < 1.0  # its own 0.05 s task, not the old 3 s one finishing
