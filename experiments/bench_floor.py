@@ -128,7 +128,9 @@ def round_trips(mode: str, rounds: int, gap: float) -> tuple[list[float], float]
             while got < len(FRAME):
                 data = client.recv(4096)
                 if not data:
-                    raise RuntimeError(f"the {mode} relay or echo closed the connection (see its error above)")
+                    raise RuntimeError(
+                        f"the {mode} relay or echo closed the connection (see its error above)"
+                    )
                 got += len(data)
             times.append((time.perf_counter() - start) * 1e6)
             time.sleep(gap)

@@ -123,7 +123,9 @@ def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
             await s.registered(10)
             await s.collect(shutdown=False)
             stopping = False
-            run = asyncio.ensure_future(s.replay(stall_timeout=10, tick=0.02, stop=lambda: "test" if stopping else None))
+            run = asyncio.ensure_future(
+                s.replay(stall_timeout=10, tick=0.02, stop=lambda: "test" if stopping else None)
+            )
             while stop_once_running and not stopping and not run.done():  # stop once the 3 s task runs
                 stopping = (await s.collect(shutdown=False))[1]["tasks_launched"] >= 1
             wall = await run
@@ -135,7 +137,9 @@ def test_each_replay_on_a_testbed_is_an_epoch_of_its_own(tmp_path):
     with LocalTestbed(cluster, tmp_path) as bed:
         first, _, _ = uvloop.run(replay([JobSpec(0, 0.0, [3.0], 3.0, False)], stop_once_running=True))
         assert first.unfinished() == [0]
-        second, counters, _ = uvloop.run(replay([JobSpec(0, 0.0, [0.05], 0.05, False)], stop_once_running=False))
+        second, counters, _ = uvloop.run(
+            replay([JobSpec(0, 0.0, [0.05], 0.05, False)], stop_once_running=False)
+        )
     assert second.unfinished() == []
     t = second.times[0]
     assert t.finish - t.submit < 1.0  # its own 0.05 s task, not the old 3 s one finishing
