@@ -18,6 +18,7 @@ import psutil
 import pytest
 import uvloop
 
+from aviary.worker import alarm as alarm_module
 from aviary.worker import sleeptask
 from aviary.worker.executors import (
     SLEEPTASK,
@@ -114,12 +115,22 @@ async def test_timer_task_completes_after_its_duration():
     assert ex.running == 0 and exits.of((1, 0)) == [True]
 
 
-def test_timer_tasks_never_end_early_on_uvloop():
-    """uvloop's millisecond timers fire up to ~1 ms early; a task must still run its whole duration."""
+@pytest.fixture(params=["timerfd", "call_later"])
+def alarm(request, monkeypatch):
+    """Each way the timer executor is woken: a timerfd (Linux), and the loop's timers where none is."""
+    if request.param == "call_later":
+        monkeypatch.setattr(alarm_module, "_LIBC", None)
+    return request.param
+
+
+def test_timer_tasks_never_end_early_on_uvloop(alarm):
+    """uvloop's millisecond timers fire up to ~1 ms early; a task must still run its whole duration, and
+    the executor's alarm is what it says (a timerfd on Linux, else the loop's timer)."""
 
     async def main() -> list[float]:
         exits = Exits()
         ex = TimerExecutor(asyncio.get_running_loop(), exits)
+        assert (ex._alarm.fd >= 0) == (alarm == "timerfd")
         spans = []
         for i in range(60):
             duration = 0.0031 + 0.00037 * (i % 9)
@@ -137,7 +148,7 @@ def test_timer_tasks_never_end_early_on_uvloop():
     assert min(spans) >= 0.0, f"a task ended {-min(spans) * 1000:.3f} ms early"
 
 
-async def test_timer_suspended_task_finishes_later_by_the_suspension():
+async def test_timer_suspended_task_finishes_later_by_the_suspension(alarm):
     exits = Exits()
     ex = TimerExecutor(asyncio.get_running_loop(), exits)
     t0 = time.monotonic()
@@ -203,7 +214,7 @@ async def test_timer_unknown_and_redundant_requests_are_ignored_and_counted():
     assert exits.of((1, 0)) == [True]
 
 
-async def test_timer_exactly_one_exit_per_task_under_churn():
+async def test_timer_exactly_one_exit_per_task_under_churn(alarm):
     exits = Exits()
     ex = TimerExecutor(asyncio.get_running_loop(), exits)
     rng = random.Random(7)
