@@ -98,6 +98,19 @@ def test_bench_floor_times_the_bare_path_and_the_timers():
     assert "time.sleep" in out and "call_later" in out
 
 
+def test_bench_hops_follows_each_job_s_path_step_by_step():
+    out = experiment("bench_hops", "--jobs", "20", "--gap-ms", "2", "--policies", "fifo,sparrow")
+    fifo, sparrow = out.split("sparrow: ")
+    steps = [line.split("  ")[1:3] for line in fifo.splitlines()[1:-1]]
+    assert [[s.strip() for s in step] for step in steps] == [
+        ["frontend > central", "SubmitJob"], ["central", "SubmitJob > PlaceTask"],
+        ["central > node", "PlaceTask"], ["node", "PlaceTask > TaskFinished"],
+        ["node > central", "TaskFinished"], ["central", "TaskFinished > JobDone"],
+        ["central > frontend", "JobDone"],
+    ]  # fmt: skip
+    assert "sched > node  AssignTask" in sparrow and "node > sched  GetTask" in sparrow
+
+
 def test_dashboard_cost_replays_with_and_without_the_dashboard(tmp_path):
     out = experiment(
         "dashboard_cost", "--nodes", "6", "--jobs", "20", "--duration", "2s", "--rounds", "1",

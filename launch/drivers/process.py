@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from ...common.cluster import ClusterError, load_cluster
+from ...common.hoplog import make_runtime
 from ...common.runtime import Runtime
 from ...common.transport import AddressInUse, raise_open_files
 from ...common.wire import open_transport
@@ -59,7 +60,7 @@ async def serve(cluster_path: str, unit: str, recover: bool = False) -> None:
             executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
             core = build_core(spec, cluster, recover=recover)
             rebuild = partial(build_core, spec, cluster)
-            runtimes[spec.name] = Runtime(core, transport, executor, rebuild=rebuild)
+            runtimes[spec.name] = make_runtime(core, transport, executor, rebuild=rebuild)
         loop = asyncio.get_running_loop()
 
         def stop_all() -> None:

@@ -25,9 +25,9 @@ from typing import Any
 from ...common.cluster import Cluster, ProcessSpec
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.frontend import FrontendCore, Router, round_robin
+from ...common.hoplog import make_runtime
 from ...common.messages import Counters
 from ...common.model import JobSpec
-from ...common.runtime import Runtime
 from ...common.transport import AddressInUse
 from ...common.wire import open_transport
 
@@ -98,7 +98,7 @@ class FrontendSession:
             self.transport = open_transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
         except AddressInUse as exc:
             raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
-        self.runtime = Runtime(self.core, self.transport)
+        self.runtime = make_runtime(self.core, self.transport)
         self.dead = dead
         self.fail = fail
         self.restart = restart
