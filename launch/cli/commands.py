@@ -140,11 +140,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_bench
+    from rich.console import Console
+
+    from .bench import run_bench, summary
 
     results = run_bench(args.out, peer=args.peer, dashboard=args.dashboard)
-    print(json.dumps(results, indent=2))
-    print(f"written: {Path(args.out) / 'bench.json'}")
+    Console().print(summary(results))
+    print(f"every figure: {Path(args.out) / 'bench.json'}")
     return 0
 
 
