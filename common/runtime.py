@@ -208,25 +208,32 @@ class Runtime:
     def _drain(self) -> None:
         """Handle every frame waiting; the last socket operation is always a recv that found none,
         so the edge-triggered ZeroMQ descriptor will signal the next one (the tcp transport's ``epoll``
-        descriptor is level-triggered: it stays readable while anything waits). While a long backlog is
-        worked through, the frontend hears a ``Register`` every :data:`BEAT` seconds."""
+        descriptor is level-triggered: it stays readable while anything waits). What is sent meanwhile
+        the transport holds and writes at the end, one write per peer (and every :data:`BEAT_CHECK`
+        frames). While a long backlog is worked through, the frontend hears a ``Register`` every
+        :data:`BEAT` seconds."""
         if self.crashed or self._frozen is not None:
             return
-        recv = self.transport.recv
+        transport = self.transport
+        recv = transport.recv
         handled = 0
-        while (item := recv()) is not None:
-            handled += 1
-            if handled % BEAT_CHECK == 0:
-                if self._beat_to is not None and self.now() - self._beat_at > BEAT:
-                    self._register(self._beat_to)
-                self.transport.flush()
-            sender, frame = item
-            try:
-                msg = decode(frame)
-            except BadFrame as exc:
-                self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
-                continue
-            self._deliver(sender, msg)
+        transport.hold()  # what is sent meanwhile goes in one write per peer
+        try:
+            while (item := recv()) is not None:
+                handled += 1
+                if handled % BEAT_CHECK == 0:
+                    if self._beat_to is not None and self.now() - self._beat_at > BEAT:
+                        self._register(self._beat_to)
+                    transport.flush()
+                sender, frame = item
+                try:
+                    msg = decode(frame)
+                except BadFrame as exc:
+                    self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
+                    continue
+                self._deliver(sender, msg)
+        finally:
+            transport.release()
 
     def _hold(self, fn: Any, *args: Any) -> bool:
         """While an off-loop handler runs, keep ``fn(*args)`` for after it (True); else False."""

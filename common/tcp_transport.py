@@ -15,7 +15,10 @@ one. It offers what :class:`~aviary.common.transport.Transport` offers the runti
   (``bad-envelope``);
 - a frame announced above ``max_frame`` bytes is refused from its 4-byte length, before it is read:
   the connection is closed and counted (``too-large``), the process carries on;
-- frames that wait (the connection is not up yet, or the kernel's buffer is full) go in one write;
+- frames that wait (the connection is not up yet, or the kernel's buffer is full) go in one write, and
+  so do the frames sent while the runtime works through what it read (:meth:`TcpTransport.hold`): a
+  busy process makes one write per peer for a batch of frames, not one each (at a central scheduler
+  pushing 13,000 tasks a second, half its time was its one ``send`` a task);
 - a lost connection drops the frames it was writing (as ZeroMQ drops what is in flight); the frames
   still waiting go over a new one.
 
@@ -238,6 +241,9 @@ class TcpTransport(AddressBook):
         """Links with frames waiting and no connection: dialled again once their ``retry_at`` passes."""
         self._retrying = False
         self._closed = False
+        self._holding = False
+        self._held: set[_Link] = set()
+        """Links with frames sent while :meth:`hold` lasts, written by :meth:`release` (or :meth:`flush`)."""
         self._ungreeted: dict[int, _Inbound] = {}
         """Connections whose greeting has not come, oldest first."""
         self._epoll = select.epoll()
@@ -293,7 +299,26 @@ class TcpTransport(AddressBook):
         if link.sock is None:
             self._dial(link)
         elif link.secure and not link.out:
-            self._flush(link)
+            if self._holding:
+                self._held.add(link)
+            else:
+                self._flush(link)
+
+    def hold(self) -> None:
+        """Keep what is sent from now on until :meth:`release`, then write each peer's in one go (the
+        runtime holds while it handles the frames read in one wake-up)."""
+        self._holding = True
+
+    def release(self) -> None:
+        """Write what :meth:`hold` kept, and send at once again."""
+        self._holding = False
+        self._write_held()
+
+    def _write_held(self) -> None:
+        held, self._held = self._held, set()
+        for link in held:
+            if link.sock is not None and link.secure and not link.out:
+                self._flush(link)
 
     def connect(self, names: list[str]) -> None:
         """Dial ``names`` now, before anything is sent to them (with keys, the handshake's first half
@@ -317,8 +342,10 @@ class TcpTransport(AddressBook):
         return link
 
     def flush(self) -> None:
-        """Serve what the sockets say now (a connection up, room to write again), so that what waits is
-        written: the runtime working through a long backlog of read frames reads no events meanwhile."""
+        """Write what :meth:`hold` keeps so far and serve what the sockets say now (a connection up, room
+        to write again), so that what waits is written: the runtime working through a long backlog of
+        read frames reads no events meanwhile."""
+        self._write_held()
         for fd, mask in self._epoll.poll(0):
             self._event(fd, mask)
 

@@ -288,6 +288,12 @@ class Transport(AddressBook):
     def flush(self) -> None:
         """Nothing waits here: ZeroMQ's I/O thread writes each frame as it is sent."""
 
+    def hold(self) -> None:
+        """Nothing to hold: ZeroMQ's I/O thread already writes what queued up for a peer in one go."""
+
+    def release(self) -> None:
+        """See :meth:`hold`."""
+
     def connected(self) -> bool:
         """The connections :meth:`connect` started are up: ZeroMQ's handshakes take no time to speak of."""
         return True

@@ -259,6 +259,8 @@ class _Wire:
         self.sent: list[tuple[str, Any]] = []
         self.up = False
         self.dropped: Counter[str] = Counter()
+        self.holding = False
+        self.held: list[bool] = []  # whether each send came while the runtime held the transport
 
     def put(self, sender: str, msg: Any) -> None:
         self.inbox.append((sender, encode(msg)))
@@ -272,6 +274,7 @@ class _Wire:
 
     def send(self, to: str, frame: bytes) -> None:
         self.sent.append((to, type(decode(frame)).__name__))
+        self.held.append(self.holding)
 
     def connected(self) -> bool:
         return self.up
@@ -284,6 +287,12 @@ class _Wire:
 
     def flush(self) -> None:
         pass
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def release(self) -> None:
+        self.holding = False
 
     def counts(self) -> Counter[str]:
         return Counter()
@@ -313,6 +322,7 @@ def test_registration_waits_for_the_connections_made_at_the_start(monkeypatch):
 
     before, after = uvloop.run(scenario())
     assert before == [] and after == [("frontend", "Register")]
+    assert wire.held == [True] and not wire.holding  # sent while the frames read were handled, then released
 
     wire = _Wire()  # never connected: answered all the same once WARM_UP passed
 

@@ -53,6 +53,35 @@ def test_frames_go_by_name_in_order_both_ways() -> None:
         b.close()
 
 
+def test_what_is_sent_while_held_goes_at_release_in_one_write_per_peer(monkeypatch) -> None:
+    peers = book("a", "b", "c")
+    a, b, c = (TcpTransport(n, peers[n], peers[n], peers) for n in "abc")
+    try:
+        a.send("b", b"warm")
+        a.send("c", b"warm")
+        assert receive(b, a) == ("a", b"warm") and receive(c, a) == ("a", b"warm")
+        writes: list[str] = []
+        flush = TcpTransport._flush
+        monkeypatch.setattr(
+            TcpTransport, "_flush", lambda self, link: (writes.append(link.name), flush(self, link))
+        )
+        a.hold()
+        for i in range(5):
+            a.send("b", b"b%d" % i)
+            a.send("c", b"c%d" % i)
+        time.sleep(0.05)
+        assert writes == [] and b.recv() is None and c.recv() is None  # held
+        a.release()
+        assert sorted(writes) == ["b", "c"]  # one write each
+        assert [receive(b, a) for _ in range(5)] == [("a", b"b%d" % i) for i in range(5)]
+        assert [receive(c, a) for _ in range(5)] == [("a", b"c%d" % i) for i in range(5)]
+        a.send("b", b"now")
+        assert writes[-1] == "b"  # released: sent at once again
+    finally:
+        for t in (a, b, c):
+            t.close()
+
+
 def test_frames_wait_for_a_peer_that_is_not_listening_yet() -> None:
     peers = book("a", "b")
     a = TcpTransport("a", peers["a"], peers["a"], peers)
