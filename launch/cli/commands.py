@@ -145,7 +145,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench, summary
 
     results = run_bench(args.out, peer=args.peer, dashboard=args.dashboard)
-    Console().print(summary(results))
+    console = Console()
+    if not console.is_terminal:  # a file or a pipe: the table whole, not folded to 80 columns
+        console = Console(width=120)
+    console.print(summary(results))
     print(f"every figure: {Path(args.out) / 'bench.json'}")
     return 0
 
