@@ -80,7 +80,8 @@ def test_a_bad_pack_setting_is_one_line_naming_file_line_and_field(tmp_path, edi
 
 def test_a_testbed_process_imports_only_what_its_role_needs():
     """A node's or a scheduler's process (every policy): none of the launcher's, the analysis' or the
-    solver's libraries in its memory (the central process of TetriSched needs HiGHS; the others not)."""
+    solver's libraries in its memory (the central process of TetriSched needs HiGHS; the others not), nor
+    psutil, which only the process and docker executors use."""
     script = """
 import sys
 from aviary.launch.drivers import process
@@ -90,7 +91,7 @@ for name in sorted(POLICIES):
     for spec in cluster.processes:
         if spec.role in ("node", "scheduler"):
             build_core(spec, cluster)
-heavy = ("matplotlib", "rich", "highspy", "dask", "distributed", "asyncssh", "docker", "numpy")
+heavy = ("matplotlib", "rich", "highspy", "dask", "distributed", "asyncssh", "docker", "numpy", "psutil")
 print(sorted(m for m in sys.modules if m.split(".")[0] in heavy))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

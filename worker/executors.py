@@ -41,9 +41,10 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import psutil
+if TYPE_CHECKING:
+    import psutil  # imported where used: a node process with timer tasks never needs it (0.9 MiB)
 
 from ..common.effects import TaskId
 from .alarm import Alarm
@@ -316,6 +317,8 @@ class ProcessExecutor(_Base):
 
     def _signal(self, entry: _Proc, sig: int) -> None:
         """Send ``sig`` through psutil, which checks that the pid still names our child."""
+        import psutil
+
         proc = entry.proc
         if proc is None or proc.returncode is not None:
             return  # not spawned yet (the spawn applies the state) or already exited
@@ -497,6 +500,8 @@ class DockerExecutor(_Base):
         self._streams = ThreadPoolExecutor(self.stream_threads, thread_name_prefix="aviary-docker-out")
         self._client: Any = None
         self.image: str | None = None
+        import psutil
+
         me = psutil.Process()
         self._owner = f"{socket.gethostname()}:{me.pid}:{me.create_time()!r}"
         self._ready = loop.run_in_executor(self._ops, self._connect)
@@ -724,6 +729,8 @@ class DockerExecutor(_Base):
 
     def _reap(self, client: Any) -> None:
         """Remove containers left by an executor of this host whose process is gone."""
+        import psutil
+
         from .dockertask import OWNER_LABEL
 
         host = socket.gethostname()
