@@ -43,12 +43,27 @@ def _role(name: str) -> str:
     return "node" if name.startswith("node") else name.split("-")[0]
 
 
+def _by_job(logs: dict[str, list[Hop]]) -> dict[int, dict[str, list[Hop]]]:
+    """Each job's messages, by process, in order (what carries no job left out)."""
+    jobs: dict[int, dict[str, list[Hop]]] = {}
+    for process, rows in logs.items():
+        for hop in rows:
+            if hop[2] >= 0:
+                jobs.setdefault(hop[2], {}).setdefault(process, []).append(hop)
+    return jobs
+
+
 def path(logs: dict[str, list[Hop]], job: int) -> list[tuple[str, float]] | None:
-    """The steps of ``job``'s path, walked back from the frontend's ``JobDone``: each message that came in
-    to the message that caused it (the last one of its kind sent to that process before), and each
-    message sent to the last message of the job its process had before (label, microseconds)."""
-    ins = {p: [h for h in rows if h[2] == job and h[0] == IN] for p, rows in logs.items()}
-    outs = {p: [h for h in rows if h[2] == job and h[0] == OUT] for p, rows in logs.items()}
+    """The steps of ``job``'s path (label, microseconds): :func:`_walk` over its messages."""
+    return _walk(_by_job(logs).get(job, {}))
+
+
+def _walk(hops: dict[str, list[Hop]]) -> list[tuple[str, float]] | None:
+    """One job's path, walked back from the frontend's ``JobDone``: each message that came in to the
+    message that caused it (the last one of its kind sent to that process before), and each message
+    sent to the last message of the job its process had before. None: no path from a ``SubmitJob``."""
+    ins = {p: [h for h in rows if h[0] == IN] for p, rows in hops.items()}
+    outs = {p: [h for h in rows if h[0] == OUT] for p, rows in hops.items()}
     done = [h for h in ins.get("frontend", []) if h[1] == "JobDone"]
     if not done:
         return None
@@ -71,10 +86,10 @@ def path(logs: dict[str, list[Hop]], job: int) -> list[tuple[str, float]] | None
 def steps(logs: dict[str, list[Hop]]) -> tuple[list[tuple[str, list[float]]], float]:
     """The steps of the most common path of a job (label, microseconds of each job that took it), and the
     share of jobs that took it."""
-    jobs = {h[2] for rows in logs.values() for h in rows if h[2] >= 0}
+    jobs = _by_job(logs)
     paths: dict[tuple[str, ...], list[list[float]]] = {}
-    for job in jobs:
-        if (found := path(logs, job)) is not None:
+    for hops in jobs.values():
+        if (found := _walk(hops)) is not None:
             labels, gaps = zip(*found, strict=True)
             paths.setdefault(labels, []).append(list(gaps))
     if not paths:

@@ -43,11 +43,14 @@ _LIBC = _libc()
 
 class Alarm:
     """Calls ``fire()`` from ``loop`` once ``time.monotonic()`` reaches the instant last given to
-    :meth:`at` (a later :meth:`at` replaces it); never early, may come when nothing is due any more."""
+    :meth:`at` (a later :meth:`at` replaces it; the instant it is set for already costs nothing); never
+    early, may come when nothing is due any more."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fire: Callable[[], None]) -> None:
         self.loop = loop
         self.fire = fire
+        self._at: float | None = None
+        """The instant it is set for (None: not set, or it has rung)."""
         self._handle: asyncio.TimerHandle | None = None
         self.fd = -1 if _LIBC is None else _LIBC.timerfd_create(CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd >= 0:
@@ -55,10 +58,13 @@ class Alarm:
             loop.add_reader(self.fd, self._ring)
 
     def at(self, when: float) -> None:
+        if when == self._at:
+            return
+        self._at = when
         if self.fd < 0:
             if self._handle is not None:
                 self._handle.cancel()
-            self._handle = self.loop.call_later(max(0.0, when - time.monotonic()), self.fire)
+            self._handle = self.loop.call_later(max(0.0, when - time.monotonic()), self._rung)
             return
         assert _LIBC is not None
         value = self._spec.it_value
@@ -72,6 +78,10 @@ class Alarm:
             os.read(self.fd, 8)  # the expiry count: reading it clears the descriptor's readiness
         except BlockingIOError:  # re-armed for later since it became readable
             return
+        self._rung()
+
+    def _rung(self) -> None:
+        self._at = None
         self.fire()
 
     def close(self) -> None:
