@@ -25,14 +25,15 @@ stage's start to the job's end if nothing waits, spec §5).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import JobDone, KillTask, PlaceTask, SubmitJob, TaskFinished
-from ..common.model import JobSpec, Stage, placement_slowdown, stage_offsets
-from ..common.resources import ZERO, Resources, vector_sum
+from ..common.model import SLO_CLASSES, JobSpec, Stage, placement_slowdown, stage_offsets
+from ..common.resources import ONE_CORE, ZERO, Resources, vector_sum
 
 
 @dataclass(slots=True, eq=False)
@@ -122,6 +123,49 @@ class BadJob(ValueError):
 def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
     """The bookkeeping of a submitted job; raises :class:`BadJob` when its stages do not describe its
     tasks as a DAG (:meth:`JobSpec.check`, the workloads' own check)."""
+    flat = not msg.stages and _plain(msg)
+    job = JobState(
+        msg.job_id,
+        sender,
+        now,
+        msg.durations,
+        msg.estimate,
+        _flat_stage(msg) if flat else _dag_stages(msg),
+        deadline=msg.deadline,
+        slo=msg.slo or None,
+        gang=msg.gang,
+        preference=msg.preference or None,
+        slowdown=msg.slowdown,
+    )
+    job.runnable = [s for s in job.stages if s.waiting == 0]
+    return job
+
+
+def _plain(msg: SubmitJob) -> bool:
+    """A job with tasks whose fields pass :meth:`JobSpec.check` (what a flat job is checked for)."""
+    e = msg.estimate
+    return (
+        len(msg.durations) > 0
+        and e >= 0
+        and math.isfinite(e)
+        and (not msg.slo or msg.slo in SLO_CLASSES)
+        and msg.slowdown >= 1.0
+    )
+
+
+def _flat_stage(msg: SubmitJob) -> list[StageState]:
+    """A flat job's one stage of one-core tasks, as :func:`_dag_stages` makes it from :meth:`JobSpec.dag`
+    (without the general path's objects: a central scheduler admits a one-task job in half the time)."""
+    return [
+        StageState(
+            msg.job_id, 0, len(msg.durations), msg.estimate, ONE_CORE, (), 0, ONE_CORE, cp=msg.estimate
+        )
+    ]
+
+
+def _dag_stages(msg: SubmitJob) -> list[StageState]:
+    """The stages of any job, with their parents, children, depth and critical path; raises
+    :class:`BadJob` when they do not describe its tasks as a DAG."""
     spec = JobSpec(
         msg.job_id, 0.0, msg.durations, msg.estimate, False, slo=msg.slo or None, slowdown=msg.slowdown
     )
@@ -141,21 +185,7 @@ def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
         s.depth = max((stages[p].depth + 1 for p in s.parents), default=0)
     for s in reversed(stages):
         s.cp = s.estimate + max((stages[c].cp for c in s.children), default=0.0)
-    job = JobState(
-        msg.job_id,
-        sender,
-        now,
-        msg.durations,
-        msg.estimate,
-        stages,
-        deadline=msg.deadline,
-        slo=msg.slo or None,
-        gang=msg.gang,
-        preference=msg.preference or None,
-        slowdown=msg.slowdown,
-    )
-    job.runnable = [s for s in stages if s.waiting == 0]
-    return job
+    return stages
 
 
 class CentralState:

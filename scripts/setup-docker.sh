@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 LOG=${AVIARY_DOCKERD_LOG:-/var/log/aviary-dockerd.log}
-PYTHON=${PYTHON:-python3}
+PYTHON=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 export DEBIAN_FRONTEND=noninteractive
 
 say() { echo "setup-docker: $*" >&2; }

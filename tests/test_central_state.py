@@ -5,6 +5,9 @@ worked out by hand in the comments."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
 from aviary.central.state import (
@@ -12,6 +15,8 @@ from aviary.central.state import (
     CentralState,
     JobState,
     StageState,
+    _dag_stages,
+    _flat_stage,
     job_state,
     slot_nodes,
 )
@@ -71,6 +76,33 @@ def test_a_flat_job_is_one_stage_of_one_core_tasks():
     assert s.unplaced == 2
     assert job.runnable == [s]
     assert job.remaining_cp() == 3.0
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        SubmitJob(3, [2.0, 4.0], 3.0),
+        SubmitJob(1, [0.0], 0.0, deadline=2.0, slo="be", preference="gpu", slowdown=2.0),
+    ],
+)
+def test_a_flat_job_s_quick_stage_is_the_one_the_general_path_makes(msg):
+    # job_state admits a flat job without building a JobSpec (half its time at a central scheduler):
+    # the stage must be the general path's, field by field.
+    [quick], [general] = _flat_stage(msg), _dag_stages(msg)
+    assert dataclasses.asdict(quick) == dataclasses.asdict(general)
+
+
+@pytest.mark.parametrize(
+    ("durations", "estimate", "message"),
+    [
+        ([], 1.0, "^job 1 stage 0: no tasks$"),
+        ([1.0], -1.0, "estimate -1.0$"),
+        ([1.0], math.nan, "estimate nan$"),
+    ],
+)
+def test_a_flat_job_without_tasks_or_with_a_bad_estimate_is_refused(durations, estimate, message):
+    with pytest.raises(BadJob, match=message):
+        job_state(0.0, "fe", SubmitJob(1, durations, estimate))
 
 
 def test_a_dag_job_s_stages_offsets_depths_and_critical_paths():
