@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from .addresses import FrameTooLarge, UnknownPeer
 from .core import Core
 from .effects import CancelTimer, Kill, Launch, Multicast, Resume, Send, SetTimer, Suspend
 from .messages import (
@@ -49,7 +50,6 @@ from .messages import (
     encode,
 )
 from .senders import may_send
-from .transport import FrameTooLarge, UnknownPeer
 from .wire import AnyTransport
 
 log = logging.getLogger("aviary.runtime")

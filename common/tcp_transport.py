@@ -46,9 +46,9 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
 
+from .addresses import MAX_FRAME, AddressBook, AddressInUse, FrameTooLarge, UnknownPeer
 from .cluster import Peers
-from .keys import Curve
-from .transport import MAX_FRAME, AddressBook, AddressInUse, FrameTooLarge, UnknownPeer
+from .keys import Curve, z85_decode
 
 HELLO = b"AVIARY/1 "
 """Without keys, the greeting: this, then ``name@address`` (UTF-8)."""
@@ -89,10 +89,8 @@ class _Keys:
     """This process's X25519 key pair and the cluster's public keys (the CurveZMQ keys, decoded)."""
 
     def __init__(self, curve: Curve) -> None:
-        from zmq.utils import z85
-
-        self.secret: bytes = z85.decode(curve.secret)
-        self.public: dict[str, bytes] = {n: z85.decode(k) for n, k in curve.peers.items()}
+        self.secret: bytes = z85_decode(curve.secret)
+        self.public: dict[str, bytes] = {n: z85_decode(k) for n, k in curve.peers.items()}
         self.owner = {k: n for n, k in self.public.items()}
 
     @classmethod

@@ -2,6 +2,8 @@
 # The N-node emulation in containers, measured (docker/README.md, docs/measurements.md):
 #   bash docker/measure-compose.sh [NODES] [-- REPLAY FLAGS]     (default 100 nodes, 2 schedulers)
 #   PACK=10 bash docker/measure-compose.sh 100                   (10 node monitors per container)
+#   FLOOR=1 bash docker/measure-compose.sh 100                   (the engine's own floor: NODES containers
+#                                                                 of busybox sleep, no Python, up and down)
 # writes the testbed, starts it with `aviary compose up` (docker-compose where installed; AVIARY_SDK=1:
 # the docker SDK), prints the start time, the containers' memory (the sum of `docker stats`, and the
 # host's used memory before and after), replays against it and brings it down. Needs the engine
@@ -19,6 +21,19 @@ UP_FLAGS=()
 used() { free -b | awk '/^Mem:/ { print $3 }'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576 }'; }
 
+if [ "${FLOOR:-0}" = 1 ]; then # what docker-compose and the engine take for NODES do-nothing containers
+    image=$("${PYTHON:-python3}" -m aviary.worker.dockertask) # the task image: FROM scratch + busybox
+    mkdir -p "$DIR-floor"
+    { echo "version: '2.4'"; echo "services:"
+      for i in $(seq 0 $((NODES - 1))); do
+          printf "  n%d:\n    image: %s\n    entrypoint: [/bin/busybox, sleep, '3600']\n    network_mode: host\n" "$i" "$image"
+      done; } > "$DIR-floor/docker-compose.yml"
+    start=$(date +%s.%N)
+    docker-compose -f "$DIR-floor/docker-compose.yml" -p aviary-floor up -d > /dev/null 2>&1
+    echo "floor: $(docker ps -q --filter name=aviary-floor | wc -l) busybox containers up in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+    docker-compose -f "$DIR-floor/docker-compose.yml" -p aviary-floor down -t 0 > /dev/null 2>&1
+    exit 0
+fi
 aviary compose down "$DIR" > /dev/null 2>&1 || true
 aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000 --nodes-per-process "${PACK:-1}"
 before=$(used)

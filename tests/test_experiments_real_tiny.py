@@ -96,6 +96,7 @@ def test_bench_floor_times_the_bare_path_and_the_timers():
     out = experiment("bench_floor", "--rounds", "20", "--gap-ms", "1")
     assert out.count(" ms: ") == 4 and "block  gap 1 ms" in out and "uvloop gap 0 ms" in out
     assert "time.sleep" in out and "call_later" in out
+    assert "one msgpack decode, p50 (us): back to back " in out and "after 1 ms idle" in out
 
 
 def test_bench_hops_follows_each_job_s_path_step_by_step():

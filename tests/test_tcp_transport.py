@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from aviary.common.addresses import FrameTooLarge, UnknownPeer
 from aviary.common.cluster import ClusterError, Peers, free_ports, load_cluster, local_cluster, write_cluster
-from aviary.common.keys import make_keys
+from aviary.common.keys import make_keys, z85_decode
 from aviary.common.tcp_transport import HELLO, UNGREETED, TcpTransport
-from aviary.common.transport import FrameTooLarge, Transport, UnknownPeer
+from aviary.common.transport import Transport
 from aviary.common.wire import open_transport
 
 
@@ -399,3 +402,40 @@ def test_the_session_ciphers_seal_as_noise_itself_does(tmp_path) -> None:
     damaged[-1] ^= 1  # one bit of the tag
     with pytest.raises(InvalidTag):
         receive.open(bytes(damaged))
+
+
+def test_keys_read_without_zeromq_are_zeromq_s_keys() -> None:
+    import zmq
+    from zmq.utils import z85
+
+    for _ in range(20):
+        public, secret = zmq.curve_keypair()
+        assert z85_decode(secret) == z85.decode(secret) and z85_decode(public) == z85.decode(public)
+    assert z85_decode(z85.encode(bytes(range(256)))) == bytes(range(256))
+    for bad, why in [(b"abcd", "multiple of 5"), (b"abc~d", "not a Z85 character"), (b"#####", "32 bits")]:
+        with pytest.raises(ValueError, match=why):
+            z85_decode(bad)
+
+
+def test_a_process_of_a_plain_tcp_testbed_never_loads_zeromq(tmp_path) -> None:
+    """A node of a keyed tcp testbed reads its keys, opens its transport and builds its core: ZeroMQ
+    (its library, ~1 MiB of a process's memory) stays out of it."""
+    cluster = local_cluster(nodes=2, slots=1, schedulers=1)
+    cluster.transport = "tcp"
+    path = tmp_path / "c.toml"
+    make_keys(cluster, path)
+    script = f"""
+import sys
+from aviary.launch.drivers import process
+from aviary.common.cluster import load_cluster
+from aviary.common.wire import open_transport
+from aviary.launch.policies.registry import build_core
+cluster = load_cluster({str(path)!r})
+peers = cluster.addresses()
+t = open_transport("node-0", "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", peers)
+assert t.keys is not None
+build_core(cluster.get("node-0"), cluster)
+print(sorted(m for m in sys.modules if m.split(".")[0] == "zmq"))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -20,6 +20,7 @@ import pytest
 import uvloop
 import zmq
 
+from aviary.common.addresses import FrameTooLarge, is_loopback
 from aviary.common.cluster import Cluster, load_cluster, write_cluster
 from aviary.common.keys import keys_folder, make_keys
 from aviary.common.messages import (
@@ -36,7 +37,7 @@ from aviary.common.messages import (
     encode,
 )
 from aviary.common.model import JobSpec
-from aviary.common.transport import FrameTooLarge, Transport, is_loopback
+from aviary.common.transport import Transport
 from aviary.launch.cli.main import main
 from aviary.launch.drivers.local import LocalTestbed
 from aviary.launch.drivers.real import FrontendSession, RealOutcome, run_real

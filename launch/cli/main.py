@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:  # bare ``aviary``
         print(command_list(parser))
         return 0
-    from ...common.transport import raise_open_files
+    from ...common.addresses import raise_open_files
     from . import commands
 
     raise_open_files()  # the launcher's frontend reaches every process

@@ -41,11 +41,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ...common.addresses import is_loopback
 from ...common.cluster import Cluster, free_ports
 from ...common.frontend import COUNTERS_EVERY, FrontendCore
 from ...common.resources import Resources, vector_sum
 from ...common.results import DEADLINE_SLACK, SLO_TYPES
-from ...common.transport import is_loopback
 from ..flags.spec import DASHBOARD_PORT
 from ..policies.registry import POLICIES
 

@@ -28,10 +28,10 @@ import sys
 from functools import partial
 from typing import Any
 
+from ...common.addresses import AddressInUse, raise_open_files
 from ...common.cluster import ClusterError, load_cluster
 from ...common.hoplog import make_runtime
 from ...common.runtime import Runtime
-from ...common.transport import AddressInUse, raise_open_files
 from ...common.wire import open_transport
 from ...worker.executors import make_executor
 from ..policies.registry import build_core

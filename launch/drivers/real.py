@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...common.addresses import AddressInUse
 from ...common.cluster import Cluster, ProcessSpec
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.frontend import FrontendCore, Router, round_robin
 from ...common.hoplog import make_runtime
 from ...common.messages import Counters
 from ...common.model import JobSpec
-from ...common.transport import AddressInUse
 from ...common.wire import open_transport
 
 Progress = Callable[[FrontendCore, float | None], None]

@@ -20,8 +20,8 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
+from ...common.addresses import IN_USE, bind_problem, is_loopback
 from ...common.cluster import Cluster, ClusterError, ProcessSpec, TomlLines, Where, free_ports
-from ...common.transport import IN_USE, bind_problem, is_loopback
 from ..flags.spec import UsageError
 from .dashboard import serve
 from .local import LocalTestbed

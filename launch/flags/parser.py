@@ -167,7 +167,7 @@ def _dashboard_port(text: str) -> int:
 
 def _listen_address(text: str) -> str:
     """An address this machine can listen on (``--dashboard-address``)."""
-    from ...common.transport import bind_problem  # ZeroMQ's import, only when asked
+    from ...common.addresses import bind_problem
 
     if (problem := bind_problem(text, 0, patience=0)) is not None:
         raise argparse.ArgumentTypeError(f"cannot listen on {text!r}: {problem}")
@@ -844,7 +844,7 @@ def check_flags(args: argparse.Namespace) -> list[str]:
     if "dashboard_address" in given and args.dashboard is None:
         raise UsageError("argument --dashboard-address: only with --dashboard")
     if args.command in ("replay", "up") and args.dashboard:  # a port asked for: free before any starts
-        from ...common.transport import bind_problem
+        from ...common.addresses import bind_problem
 
         problem = bind_problem(args.dashboard_address, args.dashboard, patience=0.5)
         if problem is not None:

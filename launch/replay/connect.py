@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ...common.addresses import IN_USE, bind_problem
 from ...common.cluster import Cluster, load_cluster
-from ...common.transport import IN_USE, bind_problem
 from ..flags.spec import SHARED
 from ..policies.registry import POLICIES, check_params, get_policy
 
