@@ -26,7 +26,7 @@ import uvloop
 
 from ..common.hoplog import ENV, IN, OUT, Hop, read_hops
 from ..common.model import JobSpec
-from ..launch.cli.bench import _measure
+from ..launch.cli.bench import measure_replay
 from ..launch.drivers.local import LocalTestbed
 from ..launch.policies.registry import policy_cluster
 
@@ -108,7 +108,7 @@ async def _round_trips(
     cluster.params.update(params)
     with LocalTestbed(cluster, workdir, keys=False) as bed:  # its processes write their logs as they stop
         specs = [JobSpec(i, gap * i, [0.0], 0.0, False) for i in range(jobs)]
-        session, _ = await _measure(cluster, specs, bed.dead)
+        session, _ = await measure_replay(cluster, specs, bed.dead)
     return [(t.finish - t.submit) * 1e6 for t in session.core.times.values()]  # type: ignore[operator]
 
 

@@ -51,7 +51,7 @@ def _percentile(values: list[float], q: float) -> float:
     return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
-async def _measure(
+async def measure_replay(
     cluster: Any, jobs: list[JobSpec], dead: Any, dashboard: str | None = None
 ) -> tuple[FrontendSession, float]:
     """One replay of ``jobs``; ``dashboard``: with the dashboard served (``"idle"``: no page open;
@@ -86,7 +86,7 @@ async def _timer_figures(
     **params: Any,
 ) -> dict[str, Any]:
     """Round trip, no-op throughput and 10 ms sleep efficiency with the timer executor (and the
-    dashboard: :func:`_measure`), over ``transport``, scheduled by ``policy`` with ``params``."""
+    dashboard: :func:`measure_replay`), over ``transport``, scheduled by ``policy`` with ``params``."""
     results: dict[str, Any] = {}
     cluster = policy_cluster(policy, nodes=4, slots=1, schedulers=1, executor="timer")
     cluster.transport = transport
@@ -94,19 +94,19 @@ async def _timer_figures(
     with LocalTestbed(cluster, workdir, keys=keys) as bed:
         # Round trip: 300 one-task no-op jobs, 5 ms apart (each takes ~1 ms: the testbed stays idle).
         jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
-        session, _ = await _measure(cluster, jobs, bed.dead, dashboard)
+        session, _ = await measure_replay(cluster, jobs, bed.dead, dashboard)
         rtts = [(t.finish - t.submit) * 1000 for t in session.core.times.values()]  # type: ignore[operator]
         results["roundtrip_p50_ms"] = round(statistics.median(rtts), 3)
         results["roundtrip_p99_ms"] = round(_percentile(rtts, 0.99), 3)
         results["roundtrip_samples"] = len(rtts)
 
         jobs = [JobSpec(i, 0.0, [0.0] * 100, 0.0, False) for i in range(50)]
-        session, makespan = await _measure(cluster, jobs, bed.dead, dashboard)
+        session, makespan = await measure_replay(cluster, jobs, bed.dead, dashboard)
         results["noop_tasks_per_s"] = round(5000 / makespan, 1)
         results["noop_messages_per_task"] = round(sum(session.messages.values()) / 5000, 3)  # type: ignore[attr-defined]
 
         jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
-        _, makespan = await _measure(cluster, jobs, bed.dead, dashboard)
+        _, makespan = await measure_replay(cluster, jobs, bed.dead, dashboard)
         results["sleep10ms_efficiency"] = round(makespan / 1.0, 4)
     return results
 
@@ -141,7 +141,7 @@ async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False
     cluster = policy_cluster("sparrow", nodes=4, slots=1, schedulers=1, executor=executor_for_sleep)
     with LocalTestbed(cluster, workdir / executor_for_sleep) as bed:
         jobs = [JobSpec(i, 0.0, [0.010] * 100, 0.010, False) for i in range(4)]
-        _, makespan = await _measure(cluster, jobs, bed.dead)
+        _, makespan = await measure_replay(cluster, jobs, bed.dead)
         results[f"sleep10ms_efficiency_{executor_for_sleep}"] = round(makespan / 1.0, 4)
     return results
 
