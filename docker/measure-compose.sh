@@ -2,6 +2,7 @@
 # The N-node emulation in containers, measured (docker/README.md, docs/measurements.md):
 #   bash docker/measure-compose.sh [NODES] [-- REPLAY FLAGS]     (default 100 nodes, 2 schedulers)
 #   PACK=10 bash docker/measure-compose.sh 100                   (10 node monitors per container)
+#   TRANSPORT=tcp bash docker/measure-compose.sh 100             (the plain-TCP wire: no ZeroMQ loaded)
 #   FLOOR=1 bash docker/measure-compose.sh 100                   (the engine's own floor: NODES containers
 #                                                                 of busybox sleep, no Python, up and down)
 # writes the testbed, starts it with `aviary compose up` (docker-compose where installed; AVIARY_SDK=1:
@@ -35,7 +36,8 @@ if [ "${FLOOR:-0}" = 1 ]; then # what docker-compose and the engine take for NOD
     exit 0
 fi
 aviary compose down "$DIR" > /dev/null 2>&1 || true
-aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000 --nodes-per-process "${PACK:-1}"
+aviary compose write "$DIR" --nodes "$NODES" --schedulers 2 --time-scale 40000 --nodes-per-process "${PACK:-1}" \
+    --transport "${TRANSPORT:-zmq}"
 before=$(used)
 start=$(date +%s.%N)
 aviary compose up "$DIR" "${UP_FLAGS[@]}"
