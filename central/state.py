@@ -25,14 +25,13 @@ stage's start to the job's end if nothing waits, spec §5).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.core import Core
 from ..common.effects import Effect, Send
 from ..common.messages import JobDone, KillTask, PlaceTask, SubmitJob, TaskFinished
-from ..common.model import SLO_CLASSES, JobSpec, Stage, placement_slowdown, stage_offsets
+from ..common.model import JobSpec, Stage, flat_ok, placement_slowdown, stage_offsets
 from ..common.resources import ONE_CORE, ZERO, Resources, vector_sum
 
 
@@ -123,7 +122,7 @@ class BadJob(ValueError):
 def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
     """The bookkeeping of a submitted job; raises :class:`BadJob` when its stages do not describe its
     tasks as a DAG (:meth:`JobSpec.check`, the workloads' own check)."""
-    flat = not msg.stages and _plain(msg)
+    flat = not msg.stages and flat_ok(len(msg.durations), msg.estimate, msg.slo or None, msg.slowdown)
     job = JobState(
         msg.job_id,
         sender,
@@ -139,18 +138,6 @@ def job_state(now: float, sender: str, msg: SubmitJob) -> JobState:
     )
     job.runnable = [s for s in job.stages if s.waiting == 0]
     return job
-
-
-def _plain(msg: SubmitJob) -> bool:
-    """A job with tasks whose fields pass :meth:`JobSpec.check` (what a flat job is checked for)."""
-    e = msg.estimate
-    return (
-        len(msg.durations) > 0
-        and e >= 0
-        and math.isfinite(e)
-        and (not msg.slo or msg.slo in SLO_CLASSES)
-        and msg.slowdown >= 1.0
-    )
 
 
 def _flat_stage(msg: SubmitJob) -> list[StageState]:

@@ -89,12 +89,33 @@ class JobSpec:
                 raise ValueError(f"job {self.job_id} stage {i}: no tasks")
             if any(not (isinstance(p, int) and 0 <= p < i) for p in s.parents):
                 raise ValueError(f"job {self.job_id} stage {i}: parents {s.parents} must be earlier stages")
-            if not (s.estimate >= 0 and math.isfinite(s.estimate)):
+            if not estimate_ok(s.estimate):
                 raise ValueError(f"job {self.job_id} stage {i}: estimate {s.estimate}")
-        if self.slo is not None and self.slo not in SLO_CLASSES:
+        if not slo_ok(self.slo):
             raise ValueError(f"job {self.job_id}: slo {self.slo!r} is not one of {', '.join(SLO_CLASSES)}")
-        if not self.slowdown >= 1.0:
+        if not slowdown_ok(self.slowdown):
             raise ValueError(f"job {self.job_id}: slowdown must be >= 1, got {self.slowdown}")
+
+
+def estimate_ok(estimate: float) -> bool:
+    """A task estimate :meth:`JobSpec.check` accepts: finite and >= 0."""
+    return estimate >= 0 and math.isfinite(estimate)
+
+
+def slo_ok(slo: str | None) -> bool:
+    """A job class :meth:`JobSpec.check` accepts: none, or one of :data:`SLO_CLASSES`."""
+    return slo is None or slo in SLO_CLASSES
+
+
+def slowdown_ok(slowdown: float) -> bool:
+    """A placement slowdown :meth:`JobSpec.check` accepts: >= 1 (below would be a speed-up)."""
+    return slowdown >= 1.0
+
+
+def flat_ok(tasks: int, estimate: float, slo: str | None, slowdown: float) -> bool:
+    """Whether :meth:`JobSpec.check` passes a flat job (no ``stages``) of these fields, without building
+    the job or a message (a central scheduler's quick admission of a flat job)."""
+    return tasks > 0 and estimate_ok(estimate) and slo_ok(slo) and slowdown_ok(slowdown)
 
 
 def stage_offsets(stages: list[Stage]) -> list[int]:
