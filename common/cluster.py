@@ -105,6 +105,9 @@ class Cluster:
     transport: str = "zmq"
     """What every process speaks: ``zmq`` (ZeroMQ) or ``tcp`` (plain TCP read and written from the
     process's own event loop, :mod:`aviary.common.tcp_transport`); both with the same keys."""
+    policy_source: str = ""
+    """A plug-in policy's source (``module:attribute`` or ``/path/file.py:attribute``), from which every
+    process loads it; empty for a built-in (``policy`` names it)."""
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [p for p in self.processes if p.role == role]
@@ -278,6 +281,8 @@ def dump_cluster(cluster: Cluster, where: Path | None = None) -> str:
         out.append(f"nodes_per_process = {cluster.nodes_per_process}")
     if cluster.transport != "zmq":
         out.append(f"transport = {_toml_value(cluster.transport)}")
+    if cluster.policy_source:
+        out.append(f"policy_source = {_toml_value(cluster.policy_source)}")
     out += ["", "[cluster.params]"]
     out += [f"{k} = {_toml_value(v)}" for k, v in cluster.params.items()]
     for p in cluster.processes:
@@ -311,6 +316,7 @@ def write_cluster(cluster: Cluster, path: Path) -> None:
 CLUSTER_FIELDS = (
     *("policy", "executor", "seed", "params", "keys", "control_key", "nodes_per_process"),
     "transport",
+    "policy_source",
 )
 TRANSPORTS = ("zmq", "tcp")
 PROCESS_FIELDS = (
@@ -466,6 +472,7 @@ def load_cluster(path: Path | str) -> Cluster:
         params=_field(where, top, "params", dict, {}),
         nodes_per_process=_field(where, top, "nodes_per_process", int, 1),
         transport=_field(where, top, "transport", str, "zmq"),
+        policy_source=_field(where, top, "policy_source", str, ""),
     )
     if cluster.transport not in TRANSPORTS:
         raise where.error("transport", f"{cluster.transport!r} is not one of {', '.join(TRANSPORTS)}")

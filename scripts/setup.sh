@@ -14,7 +14,8 @@
 # is kept while its python runs (rm -rf .venv to start again with another interpreter).
 # Steps: python -m venv .venv; pip install -r requirements.lock (exact pins, setuptools included);
 # pip install --no-deps --no-build-isolation -e . (the package itself, editable, with the locked
-# setuptools). A stamp in .venv (hash of the lock, pyproject.toml and the interpreter) skips the pip
+# setuptools), then the example plug-in examples/p2c the same way. A stamp in .venv (hash of the lock,
+# pyproject.toml, the example's and the interpreter) skips the pip
 # steps when nothing changed. Last, scripts/build_speedups.py compiles the simulator's hot cores with
 # mypyc (~30-60 s on a fresh clone; skipped when up to date, or with AVIARY_PURE_PYTHON=1; a failure
 # leaves the pure-Python path in use; speedups.py); then the package's bytecode (compileall).
@@ -137,7 +138,7 @@ bytecode() {
         || say "compileall failed: the package is compiled at each import instead"
 }
 
-want=$(cat "$lock" pyproject.toml <("$py" -VV) | sha256sum | cut -d' ' -f1)
+want=$(cat "$lock" pyproject.toml examples/p2c/pyproject.toml <("$py" -VV) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2> /dev/null)" = "$want" ] && [ -x "$venv/bin/aviary" ]; then
     speedups
     bytecode
@@ -148,6 +149,8 @@ started=$(date +%s)
 say "installing requirements.lock and the project (editable) into .venv"
 "$py" -m pip install -qq -r "$lock"
 "$py" -m pip install -qq --no-deps --no-build-isolation -e "$root"
+# The example plug-in (a policy outside the package, docs/plugins.md), installed as a user installs theirs.
+"$py" -m pip install -qq --no-deps --no-build-isolation -e "$root/examples/p2c"
 # pip check: the locked set is consistent with what pyproject.toml asks for.
 "$py" -m pip check > /dev/null || {
     "$py" -m pip check >&2

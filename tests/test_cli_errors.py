@@ -122,7 +122,7 @@ def test_a_bad_cluster_file_is_one_line_naming_file_line_and_field(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--policy", "sparow"], "argument --policy: invalid choice: 'sparow'"),
+        (["--policy", "sparow"], "argument --policy: unknown policy 'sparow' (did you mean 'sparrow'?)"),
         (["--executor", "dockr"], "argument --executor: invalid choice: 'dockr'"),
         (["--probe-ratio", "x"], "argument --probe-ratio: invalid float value: 'x'"),
         (["--slots", "-1"], "argument --slots: must be at least 1, got -1"),
@@ -349,7 +349,7 @@ def test_every_flags_help_shows_its_default_and_unit(command, capsys):
 
 ERR = "aviary replay: error: argument"
 MISSPELT = [
-    (["replay", "--policy", "tetriss"], f"{ERR} --policy: invalid choice: 'tetriss'; did you mean 'tetris'?"),
+    (["replay", "--policy", "tetriss"], f"{ERR} --policy: unknown policy 'tetriss' (did you mean 'tetris'?)"),
     (
         ["replay", "--workload", "tpc"],
         f"{ERR} --workload: invalid choice: 'tpc'; did you mean 'tpch'? "

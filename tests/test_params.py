@@ -15,7 +15,7 @@ from aviary.launch.flags.spec import ReplaySpec
 from aviary.launch.policies.registry import POLICIES, check_params, policy_cluster
 from aviary.launch.replay.resolve import testbed_cluster as cluster_from
 
-DECLARED = [(pol.name, p) for pol in POLICIES.values() for p in pol.declared]
+DECLARED = [(pol.name, p) for pol in POLICIES.values() for p in pol.params]
 
 
 def sub_parser(command: str) -> argparse.ArgumentParser:
@@ -71,9 +71,9 @@ def other_value(p: Param) -> object:
     return p.kind(value)
 
 
-@pytest.mark.parametrize("policy", sorted(pol.name for pol in POLICIES.values() if pol.declared))
+@pytest.mark.parametrize("policy", sorted(pol.name for pol in POLICIES.values() if pol.params))
 def test_each_flag_reaches_the_cluster_as_its_declaration_says(policy):
-    declared = POLICIES[policy].declared
+    declared = POLICIES[policy].params
     scale = 40.0
     flags = ["up", "--policy", policy, "--nodes", "20", "--time-scale", str(scale)]
     given = {p.name: other_value(p) for p in declared}

@@ -197,7 +197,7 @@ BAD = [
     ("[grid]\npolicy = 'drf'\n", "line 2: field 'grid.policy': expected a non-empty list"),
     (
         "[grid]\npolicy = ['drf', 'nosuch']\n",
-        "line 2: field 'grid.policy': argument --policy: invalid choice",
+        "line 2: field 'grid.policy': argument --policy: unknown policy 'nosuch'",
     ),
     ("[replay]\nout = 'x'\n", "line 2: field 'replay.out': not in a sweep"),
     ("baseline = 'cs'\n[grid]\npolicy = ['drf']\n", "line 1: field 'baseline': 'cs' is not a value"),

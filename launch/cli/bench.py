@@ -40,7 +40,7 @@ from ...common.model import JobSpec
 from ..drivers.dashboard import Dashboard, node_slots
 from ..drivers.local import LocalTestbed
 from ..drivers.real import FrontendSession
-from ..policies.registry import get_policy, policy_cluster
+from ..policies.registry import cluster_policy, policy_cluster
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -56,7 +56,7 @@ async def measure_replay(
 ) -> tuple[FrontendSession, float]:
     """One replay of ``jobs``; ``dashboard``: with the dashboard served (``"idle"``: no page open;
     ``"page"``: a page computed every second, as a browser showing it makes the server do)."""
-    route = get_policy(cluster.policy).route(cluster)
+    route = cluster_policy(cluster).route(cluster)
     async with FrontendSession(cluster, jobs, route, dead=dead) as session:
         board = None
         if dashboard is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -217,6 +218,24 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_policy(args: argparse.Namespace) -> int:
+    """``aviary policy list|new``."""
+    from .plugins import new_policy, policy_list
+
+    if args.policy_command == "list":
+        table, errors = policy_list(width=shutil.get_terminal_size().columns)
+        print(table)
+        for line in errors:
+            print(f"aviary policy list: warning: {line}", file=sys.stderr)
+        return 0
+    folder = new_policy(args.name, args.kind, args.dir)
+    print(
+        f"written: {folder} ({args.kind}); then: pip install -e {folder} && pytest {folder} && "
+        f"aviary replay --policy {args.name} --runtime sim"
+    )
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "up": cmd_up,
     "cluster": cmd_cluster,
@@ -229,4 +248,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": cmd_bench,
     "sweep": cmd_sweep,
     "compose": cmd_compose,
+    "policy": cmd_policy,
 }

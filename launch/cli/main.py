@@ -8,13 +8,18 @@ import shlex
 import sys
 
 from ...common.cluster import ClusterError
-from ..flags.parser import build_parser, check_flags, command_list, given_flags
+from ..flags.parser import build_parser, check_flags, command_list, given_flags, preload_policy
 from ..flags.spec import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    preload_policy(argv)  # a plug-in's parameters are flags too
+    try:
+        parser = build_parser()
+    except ClusterError as exc:  # a plug-in whose parameter takes a flag of aviary's
+        print(f"aviary: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:  # bare ``aviary``
         print(command_list(parser))

@@ -47,7 +47,7 @@ from ...common.frontend import COUNTERS_EVERY, FrontendCore
 from ...common.resources import Resources, vector_sum
 from ...common.results import DEADLINE_SLACK, SLO_TYPES
 from ..flags.spec import DASHBOARD_PORT
-from ..policies.registry import POLICIES
+from ..policies.registry import cluster_policy
 
 if TYPE_CHECKING:
     from .real import FrontendSession
@@ -178,7 +178,7 @@ def serve(
     board = Dashboard(
         core, runtime.now, node_slots(cluster), policy=cluster.policy, port=port, address=address
     )
-    if (policy := POLICIES.get(cluster.policy)) is not None and policy.dag:
+    if cluster_policy(cluster).dag:
         board.capacity = vector_sum(n.resources for n in cluster.nodes)
     if not core.jobs:
         board.poll = partial(runtime.inject, core.ask_counters)

@@ -71,7 +71,7 @@ from ...common.frontend import FrontendCore
 from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.runtime import CONTROL_KINDS
-from ..policies.registry import build_core, get_policy
+from ..policies.registry import build_core, cluster_policy
 
 __all__ = ["SimOutcome", "Simulator", "simulate"]
 
@@ -959,7 +959,7 @@ def simulate(
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
     it rejoin a real replay. ``observer``: see the module docstring."""
     t0 = time.perf_counter()
-    policy = get_policy(cluster.policy)
+    policy = cluster_policy(cluster)
     fspec = cluster.frontend
     roles = {p.name: p.role for p in cluster.processes if p.role != "frontend"}
     frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles, restarts=True)

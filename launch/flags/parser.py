@@ -9,6 +9,7 @@ and hands the flags to :mod:`aviary.launch.cli.commands`, and the sweep reads a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import math
 import re
@@ -22,7 +23,7 @@ from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ...common.params import Param
 from ...common.resources import DEFAULT_MACHINE, Resources
 from ...common.trace import MAX_JOBS
-from ..policies.registry import POLICIES
+from ..policies.registry import BUILTIN, POLICIES, PolicyError, get_policy
 from .spec import CHOICES, DASHBOARD_PORT, DEFAULT_MAX_WALL, REAL_TIME_SCALE, UsageError
 
 BUNDLED_TRACE = GOOGLE_TRACE
@@ -188,6 +189,31 @@ def _capacity(text: str) -> Resources:
         raise argparse.ArgumentTypeError(f"expected up to 4 numbers cores,mem,disk,net: {exc}") from None
 
 
+def _policy(text: str) -> str:
+    """A policy's name or source, as given, once the registry knows it (a plug-in loaded)."""
+    try:
+        get_policy(text)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+_policy.__name__ = "policy"  # argparse's "invalid policy value"
+
+
+def preload_policy(argv: list[str]) -> None:
+    """Load the plug-in that ``--policy`` names in ``argv`` before the parser is built, so that its
+    parameters are flags like a built-in's (``--help`` lists them); a policy that cannot be loaded is
+    left for the flag's own check to report."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return
+        ref = argv[i + 1] if arg == "--policy" and i + 1 < len(argv) else arg.partition("=")[2]
+        if (arg == "--policy" or arg.startswith("--policy=")) and ref and ref not in POLICIES:
+            with contextlib.suppress(PolicyError):
+                get_policy(ref)
+
+
 def _shown(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
@@ -249,11 +275,13 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
     of the first policy declaring it (defaults per policy in the help); ``--capacity`` with the
     multi-resource policies'."""
     groups: dict[str, argparse._ArgumentGroup] = {}
+    capacity = False
     for family in dict.fromkeys(pol.family for pol in POLICIES.values() if pol.family):
         members = [pol.name for pol in POLICIES.values() if pol.family == family]
         title = f"{family} (polic{'ies' if len(members) > 1 else 'y'} {_names(members)})"
         groups[family] = p.add_argument_group(title)
-        if all(POLICIES[m].dag for m in members):
+        if all(POLICIES[m].dag for m in members) and not capacity:
+            capacity = True
             groups[family].add_argument(
                 "--capacity",
                 type=_capacity,
@@ -264,18 +292,24 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
             )
     seen: set[str] = set()
     for pol in POLICIES.values():
-        for param in pol.declared:
+        for param in pol.params:
             if param.name in seen:
                 continue
             seen.add(param.name)
-            groups[pol.family].add_argument(
-                param.flag,
-                dest=param.dest,
-                type=_param_type(param),
-                choices=param.choices or None,
-                default=None,
-                help=(param.help + default_help(param.name)).replace("%", "%%"),  # argparse formats it
-            )
+            try:
+                groups[pol.family].add_argument(
+                    param.flag,
+                    dest=param.dest,
+                    type=_param_type(param),
+                    choices=param.choices or None,
+                    default=None,
+                    help=(param.help + default_help(param.name)).replace("%", "%%"),  # argparse formats it
+                )
+            except argparse.ArgumentError:
+                raise PolicyError(
+                    f"policy {pol.name!r} ({pol.origin}): parameter {param.name!r}: {param.flag} is a "
+                    f"flag of aviary {p.prog.split()[-1]} already (rename the parameter)"
+                ) from None
 
 
 def _dashboard_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -304,9 +338,11 @@ def _testbed_flags(p: argparse.ArgumentParser, nodes: int, schedulers: int) -> N
     p.add_argument(
         "--policy",
         default="sparrow",
-        choices=sorted(POLICIES),
+        type=_policy,
         metavar="POLICY",
-        help="scheduling policy, one of " + ", ".join(sorted(POLICIES)) + " (default %(default)s)",
+        help="scheduling policy: a built-in, one of " + ", ".join(BUILTIN) + "; an installed plug-in's name; "
+        "or a plug-in not installed, module:attribute or path/to/file.py:attribute ('aviary policy list' "
+        "lists them; 'aviary replay --policy P --help' lists P's flags) (default %(default)s)",
     )
     p.add_argument(
         "--nodes",
@@ -812,6 +848,24 @@ def build_parser() -> Parser:
     )
     cd = co_sub.add_parser("down", help="stop and remove the containers")
     cd.add_argument("dir", type=Path, help="the folder of 'aviary compose write' (required)")
+
+    po = sub.add_parser("policy", help="the policies: list them, or start one of your own (a plug-in)")
+    po_sub = po.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=Parser, required=True)
+    po_sub.add_parser("list", help="built-in and installed policies, with where each comes from")
+    pn = po_sub.add_parser(
+        "new", help="write an installable plug-in package: a working policy, its tests, a README"
+    )
+    pn.add_argument("name", help="the policy's name, and the package folder's (required)")
+    pn.add_argument(
+        "--kind",
+        choices=("central", "distributed", "node"),
+        default="central",
+        help="what it schedules with: a central scheduler (least loaded), distributed schedulers (random "
+        "placement) or a node monitor's queue (under Sparrow's schedulers) (default %(default)s)",
+    )
+    pn.add_argument(
+        "--dir", type=Path, default=Path("."), help="the folder to write the package into (default: here)"
+    )
     return parser
 
 

@@ -4,7 +4,7 @@
 :meth:`ReplaySpec.from_args`; code builds one directly (``aviary demo``, experiments) and hands it to
 :func:`aviary.launch.replay.resolve.setup_replay` or
 :func:`~aviary.launch.replay.resolve.testbed_cluster`. The policy's own parameters go in ``params`` by
-the names its registry entry declares (:attr:`aviary.launch.policies.registry.Policy.declared`), in the
+the names its registry entry declares (:attr:`aviary.launch.policies.registry.Policy.params`), in the
 units their help names (trace seconds for the durations that follow the time scale); a name the policy
 does not declare, or a bad value, is refused in one line.
 """
@@ -183,7 +183,7 @@ class ReplaySpec:
         policy = get_policy(values.get("policy", cls.policy))
         params: dict[str, Any] = {}
         for other in POLICIES.values():
-            for p in other.declared:
+            for p in other.params:
                 value = getattr(args, p.dest, None)
                 if value is None or p.name in SHARED:
                     continue

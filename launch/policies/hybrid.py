@@ -13,12 +13,12 @@ cluster description: the central scheduler places long tasks only on general-par
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...common.cluster import Cluster, ProcessSpec
+from ...common.cluster import Cluster
 from ...common.core import Core
+from ...common.declaration import Builder, Context, Policy
 from ...common.frontend import Router, round_robin
 from ...common.model import GOOGLE_CUTOFF, JobSpec
 from ...common.params import Param
@@ -113,8 +113,6 @@ HEARTBEAT = Param(
     option="--dlwl-heartbeat",
 )
 
-Builder = Callable[[ProcessSpec, Cluster], Core]
-
 
 @dataclass(frozen=True)
 class _Layout:
@@ -178,9 +176,10 @@ def hybrid_router(cluster: Cluster) -> Router:
 
 # --- builders ----------------------------------------------------------------------------------------
 def _central(*, everywhere: bool, sss: bool) -> Builder:
-    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+    def build(ctx: Context) -> Core:
         from ...central.lwl import CentralLwlCore
 
+        spec, cluster = ctx.spec, ctx.cluster
         lay = _layout(cluster)
         targets = lay.nodes if everywhere else lay.general
         return CentralLwlCore(spec.name, lay.nodes, targets, sss=sss, seed=cluster.seed)
@@ -188,9 +187,10 @@ def _central(*, everywhere: bool, sss: bool) -> Builder:
     return build
 
 
-def _hawk_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
+def _hawk_scheduler(ctx: Context) -> Core:
     from ...distributed.hawk import HawkSchedulerCore
 
+    spec, cluster = ctx.spec, ctx.cluster
     lay = _layout(cluster)
     return HawkSchedulerCore(
         spec.name,
@@ -208,10 +208,11 @@ def _hawk_node(*, steal: bool) -> Builder:
     general-partition nodes when idle: every node (``stealers`` all, thesis §2.3.6) or only the general
     partition's (``stealers`` general, §3.6.1)."""
 
-    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+    def build(ctx: Context) -> Core:
         from ...worker.hybrid import HybridNodeCore
         from ...worker.stealing import Stealer
 
+        spec, cluster = ctx.spec, ctx.cluster
         lay = _layout(cluster)
         attempts = int(_p(cluster, STEAL_ATTEMPTS)) if steal else 0
         if spec.partition == "short" and _p(cluster, STEALERS) == "general":
@@ -227,9 +228,10 @@ def _hawk_node(*, steal: bool) -> Builder:
 
 
 def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
-    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+    def build(ctx: Context) -> Core:
         from ...distributed.eagle import EagleSchedulerCore
 
+        spec, cluster = ctx.spec, ctx.cluster
         lay = _layout(cluster)
         return EagleSchedulerCore(
             spec.name,
@@ -250,9 +252,10 @@ def _eagle_scheduler(*, sss: bool, sbp: bool, min_probes: bool) -> Builder:
 
 
 def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
-    def build(spec: ProcessSpec, cluster: Cluster) -> Core:
+    def build(ctx: Context) -> Core:
         from ...worker.hybrid import HybridNodeCore
 
+        spec, cluster = ctx.spec, ctx.cluster
         return HybridNodeCore(
             spec.name,
             spec.slots,
@@ -265,16 +268,18 @@ def _eagle_node(*, sss: bool, sbp: bool) -> Builder:
     return build
 
 
-def _lwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+def _lwl_node(ctx: Context) -> Core:
+    spec, cluster = ctx.spec, ctx.cluster
     """The centralized baseline places short jobs too: a task below the cutoff is short on the node."""
     from ...worker.hybrid import HybridNodeCore
 
     return HybridNodeCore(spec.name, spec.slots, long_cutoff=cutoff_of(cluster))
 
 
-def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
+def _dlwl_scheduler(ctx: Context) -> Core:
     from ...distributed.dlwl import DlwlSchedulerCore
 
+    spec, cluster = ctx.spec, ctx.cluster
     lay = _layout(cluster)
     return DlwlSchedulerCore(
         spec.name,
@@ -288,9 +293,10 @@ def _dlwl_scheduler(spec: ProcessSpec, cluster: Cluster) -> Core:
     )
 
 
-def _dlwl_node(spec: ProcessSpec, cluster: Cluster) -> Core:
+def _dlwl_node(ctx: Context) -> Core:
     from ...worker.hybrid import HybridNodeCore
 
+    spec, cluster = ctx.spec, ctx.cluster
     return HybridNodeCore(
         spec.name,
         spec.slots,
@@ -310,30 +316,34 @@ DLWL_PARAMS = (CUTOFF, SRPT_THRESHOLD, UPDATE_RATIO, HEARTBEAT, SHORT_PARTITION)
 FAMILY = "Hawk, Eagle, DLWL"
 
 
-def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
-    """The registry entries, built with the registry's ``Policy`` class. The ablations declare the
-    parameters of the mechanism they leave out too (ignored), so that a command line runs them all."""
-    hybrid = {"router": hybrid_router, "family": FAMILY}
+def hybrid_policies() -> list[Policy]:
+    """The declarations. The ablations declare the parameters of the mechanism they leave out too
+    (ignored), so that a command line runs them all."""
+    hybrid: dict[str, Any] = {"router": hybrid_router, "family": FAMILY}
 
-    def hawk(name: str, summary: str, *, steal: bool = True, central: bool = True, part: bool = True) -> Any:
-        return policy(
+    def hawk(
+        name: str, summary: str, *, steal: bool = True, central: bool = True, part: bool = True
+    ) -> Policy:
+        return Policy(
             name,
             summary,
             scheduler=_hawk_scheduler,
             central=_central(everywhere=not part, sss=False) if central else None,
             node=_hawk_node(steal=steal),
-            declared=HAWK_PARAMS if part else (*HAWK_PARAMS[:-1], NO_PARTITION),
+            params=HAWK_PARAMS if part else (*HAWK_PARAMS[:-1], NO_PARTITION),
             **hybrid,
         )
 
-    def eagle(name: str, summary: str, *, sss: bool = True, sbp: bool = True, min_probes: bool = True) -> Any:
-        return policy(
+    def eagle(
+        name: str, summary: str, *, sss: bool = True, sbp: bool = True, min_probes: bool = True
+    ) -> Policy:
+        return Policy(
             name,
             summary,
             scheduler=_eagle_scheduler(sss=sss, sbp=sbp, min_probes=min_probes),
             central=_central(everywhere=False, sss=sss),
             node=_eagle_node(sss=sss, sbp=sbp),
-            declared=EAGLE_PARAMS,
+            params=EAGLE_PARAMS,
             **hybrid,
         )
 
@@ -354,20 +364,20 @@ def hybrid_policies(policy: Callable[..., Any]) -> list[Any]:
             "Eagle without the minimum number of probes (thesis §3.6.3)",
             min_probes=False,
         ),
-        policy(
+        Policy(
             "lwl",
             "centralized LWL for every job on every node, no partition, no stealing (thesis §2.4.5)",
             central=_central(everywhere=True, sss=False),
             node=_lwl_node,
-            declared=(CUTOFF,),
+            params=(CUTOFF,),
             **hybrid,
         ),
-        policy(
+        Policy(
             "dlwl",
             "distributed LWL on heartbeat-stale queue estimates with node SRPT (thesis §3.6.2)",
             scheduler=_dlwl_scheduler,
             node=_dlwl_node,
-            declared=DLWL_PARAMS,
+            params=DLWL_PARAMS,
             family=FAMILY,
         ),
     ]

@@ -18,7 +18,7 @@ from typing import Any
 from ...common.addresses import IN_USE, bind_problem
 from ...common.cluster import Cluster, load_cluster
 from ..flags.spec import SHARED
-from ..policies.registry import POLICIES, check_params, get_policy
+from ..policies.registry import POLICIES, check_params, cluster_policy
 
 TESTBED_FLAGS = ("policy", "nodes", "slots", "schedulers", "executor", "capacity")
 """Flags of ``aviary replay`` that describe the testbed: a replay ``--connect`` takes the running one's."""
@@ -123,7 +123,7 @@ def not_listening(addresses: list[tuple[str, int]], timeout: float = 1.0) -> lis
 
 def testbed_conflict(args: argparse.Namespace, given: set[str], cluster: Cluster) -> str | None:
     """The first flag given that contradicts the running ``cluster``, in one line; else None."""
-    policy = get_policy(cluster.policy)
+    policy = cluster_policy(cluster)
     advice = "a replay --connect takes the testbed as it runs: drop the flag, or restart the testbed with it"
     for dest in TESTBED_FLAGS:
         value, held = getattr(args, dest), testbed_value(cluster, dest)
@@ -135,7 +135,7 @@ def testbed_conflict(args: argparse.Namespace, given: set[str], cluster: Cluster
             return f"--{dest} {value}: the testbed of {args.connect} {has}; {advice}"
     scale = float(cluster.params.get("time_scale", 1.0))
     for other in POLICIES.values():
-        for p in other.declared:
+        for p in other.params:
             if p.dest not in given or (p.name in SHARED and policy.param(p.name) is None):
                 continue  # the cutoff of a policy without one: only the replay's reporting classes
             value = getattr(args, p.dest)

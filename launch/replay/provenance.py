@@ -232,6 +232,8 @@ def workload_record(setup: ReplaySetup) -> dict[str, Any]:
     if "gshet" in extra:
         record["gshet"] = {k: list(v) if isinstance(v, tuple) else v for k, v in extra["gshet"].items()}
     record["policy"] = {"name": cluster.policy, "params": dict(cluster.params)}
+    if setup.policy.source:  # a plug-in: where its code came from, to run it again
+        record["policy"] |= {"source": setup.policy.source, "origin": setup.policy.origin}
     record["runtime"] = setup.runtime
     record["versions"] = versions()
     return record

@@ -30,7 +30,7 @@ from ...common.params import resolve as resolve_params
 from ...common.trace import TraceError
 from ...common.workload import WorkloadError
 from ..flags.spec import REAL_TIME_SCALE, ReplaySpec, UsageError
-from ..policies.registry import Policy, check_params, get_policy, policy_cluster
+from ..policies.registry import Policy, check_params, cluster_policy, get_policy, policy_cluster
 from .folder import check_folder, default_folder
 from .gshet import gshet_defaults, gshet_options
 from .jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs
@@ -75,7 +75,7 @@ def _settle_folder(spec: ReplaySpec) -> ReplaySpec:
     if spec.out is not None:
         check_folder(spec.out, spec.force)
         return spec
-    policy = spec.policy if spec.connect is None else load_cluster(spec.connect).policy
+    policy = get_policy(spec.policy).name if spec.connect is None else load_cluster(spec.connect).policy
     return replace(spec, out=default_folder(spec.workload, policy, spec.runtime))
 
 
@@ -96,15 +96,15 @@ def _cluster(spec: ReplaySpec, policy: Policy, scale: float, bind_ports: bool | 
     """:func:`testbed_cluster` of a resolved policy and time scale. Its ``[cluster.params]``: the time
     scale, then the policy's declared parameters that are cluster parameters (durations in seconds of the
     replay clock; the short partition shapes the nodes instead)."""
-    values = resolve_params(policy.declared, spec.given(), time_scale=scale)
-    held = {p.name for p in policy.declared if p.cluster}
+    values = resolve_params(policy.params, spec.given(), time_scale=scale)
+    held = {p.name for p in policy.params if p.cluster}
     params = {"time_scale": scale, **{k: v for k, v in values.items() if k in held}}
     partition = values.get("short_partition")
     capacity = spec.capacity
     if spec.workload == "gshet" and capacity is None:
         capacity = slot_node(spec.slots)
     cluster = policy_cluster(
-        policy.name,
+        policy,
         nodes=spec.nodes,
         slots=spec.slots,
         schedulers=spec.schedulers,
@@ -126,7 +126,7 @@ def _cluster(spec: ReplaySpec, policy: Policy, scale: float, bind_ports: bool | 
 def scaled_params(policy: Policy, cluster: Cluster) -> list[str]:
     """The cluster's parameters in seconds of the replay clock derived from trace seconds by its time
     scale (those its policy declares with ``scales``)."""
-    return [p.name for p in policy.declared if p.scales and p.name in cluster.params]
+    return [p.name for p in policy.params if p.scales and p.name in cluster.params]
 
 
 def _connected(spec: ReplaySpec) -> tuple[Policy, Cluster, float]:
@@ -138,7 +138,7 @@ def _connected(spec: ReplaySpec) -> tuple[Policy, Cluster, float]:
     assert spec.connect is not None
     cluster = load_cluster(spec.connect)
     check_params(cluster, str(spec.connect))
-    policy = get_policy(cluster.policy)
+    policy = cluster_policy(cluster)
     if spec.workload == "gshet" and not all("rack" in n.attributes for n in cluster.nodes):
         raise UsageError(
             f"--workload gshet: the nodes of {spec.connect} carry no rack attribute "
