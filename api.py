@@ -15,22 +15,36 @@ for type checking. It writes the run's folder as the command does (``results/<wo
 unless ``out=``) and returns a :class:`Run`: its folder, ``summary.json`` as a dict, the job table and
 its family's headline figures. :func:`compare` reads runs (or folders) as ``aviary compare`` does.
 Bad values raise :class:`~aviary.launch.flags.spec.UsageError` with the command line's one-line messages.
+
+A run that never reached its end (killed outright: its folder holds a journal and no ``summary.json``)
+loads as a partial run: :attr:`Run.partial` is the one line that says so (``Run.load`` warns it too), its
+summary and jobs are what its journal holds, and :func:`rebuild` writes its ``jobs.csv`` and
+``summary.json`` from the journal.
 """
 
 from __future__ import annotations
 
 import difflib
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .common.results import JobRecord, Metric, family_metrics, read_jobs, read_summary
+from .common.results import (
+    JobRecord,
+    Metric,
+    family_metrics,
+    partial_note,
+    read_jobs,
+    read_summary,
+    rebuild_results,
+)
 from .launch.flags.spec import ReplaySpec, UsageError
 from .launch.replay.resolve import setup_replay
 from .launch.replay.run import run_replay
 from .launch.results.compare import comparison_data, load_comparison
 
-__all__ = ["ReplaySpec", "Run", "UsageError", "compare", "replay"]
+__all__ = ["ReplaySpec", "Run", "UsageError", "compare", "rebuild", "replay"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +57,18 @@ class Run:
 
     @classmethod
     def load(cls, folder: str | Path) -> Run:
-        """A run from its results folder (written by ``aviary replay`` or :func:`replay`)."""
-        return cls(Path(folder), read_summary(folder))
+        """A run from its results folder (written by ``aviary replay`` or :func:`replay`); a partial run
+        (cut short, interrupted, still running) is loaded with a warning, :attr:`partial`."""
+        run = cls(Path(folder), read_summary(folder))
+        if run.partial is not None:
+            warnings.warn(f"{folder}: {run.partial}", stacklevel=2)
+        return run
+
+    @property
+    def partial(self) -> str | None:
+        """One line saying that the run's results are partial and why (cut short, read from its journal;
+        interrupted; still running), or None for a run that ran to its end."""
+        return partial_note(self.summary)
 
     @property
     def jobs(self) -> list[JobRecord]:
@@ -85,6 +109,13 @@ def replay(spec: ReplaySpec | None = None, /, *, quiet: bool = True, **values: A
     setup = setup_replay(spec, quiet=quiet)
     summary = run_replay(setup, quiet=quiet)
     return Run(setup.out, summary)
+
+
+def rebuild(folder: str | Path) -> Run:
+    """Write ``jobs.csv`` and ``summary.json`` of a run that never reached its end from its journal, and
+    return it (:func:`~aviary.common.results.rebuild_results`; ``ResultsError`` when the folder has its
+    summary already, no journal, or its run is still running)."""
+    return Run(Path(folder), rebuild_results(folder))
 
 
 def compare(*runs: Run | str | Path, force: bool = False) -> dict[str, Any]:

@@ -151,6 +151,9 @@ class FrontendCore(Core):
         self.t0: float | None = None
         self.next = 0
         self.finished = 0
+        self.finish_order: list[int] = []
+        """The finished jobs' ids in the order they finished: what a driver's journal has not written yet is
+        what came after the last one it wrote (:mod:`aviary.common.journal`)."""
         self.last_progress = 0.0
         self.stats: dict[str, Stats] = {}
         self.asked: set[str] = set()  # asked for Stats, not answered yet: only their Stats count
@@ -302,6 +305,7 @@ class FrontendCore(Core):
         # The delay is measured from the job's arrival at the scheduler that finished it.
         times.first_start = self.resubmitted.get(job_id, times.submit) + msg.first_start_delay
         self.finished += 1
+        self.finish_order.append(job_id)
         self.last_progress = now
         return []
 

@@ -36,6 +36,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .journal import JOURNAL, JournalError, JournalRecords, read_journal
 from .resources import RESOURCES, Resources
 from .usage import (
     DEFAULT_FAIRNESS_WINDOW,
@@ -62,10 +63,15 @@ __all__ = [
     "jct_stats",
     "job_classes",
     "jobs_rows",
+    "journal_records",
+    "journal_summary",
+    "partial_note",
     "percentile",
     "read_jobs",
     "read_summary",
+    "rebuild_results",
     "slo_metrics",
+    "summarize",
     "time_scale_of",
     "units_note",
     "write_results",
@@ -248,6 +254,50 @@ def write_results(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     recs = sorted(records, key=lambda r: r.job_id)
+    summary = summarize(
+        recs,
+        policy=policy,
+        runtime=runtime,
+        nodes=nodes,
+        slots=slots,
+        wall_seconds=wall_seconds,
+        task_seconds=task_seconds,
+        messages=messages,
+        counters=counters,
+        extra=extra,
+        task_log=task_log,
+        capacity_total=capacity_total,
+        fairness_window=fairness_window,
+        slo=slo,
+        cycles=cycles,
+        workload=workload,
+    )
+    atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
+    atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def summarize(
+    records: Sequence[JobRecord],
+    *,
+    policy: str,
+    runtime: str,
+    nodes: int,
+    slots: int,
+    wall_seconds: float,
+    task_seconds: float | None = None,
+    messages: Mapping[str, int] | None = None,
+    counters: Mapping[str, int | float] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    task_log: Sequence[TaskRecord] | None = None,
+    capacity_total: Resources | None = None,
+    fairness_window: float | None = None,
+    slo: Mapping[int, tuple[str | None, float | None]] | None = None,
+    cycles: Sequence[Sequence[float]] = (),
+    workload: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The summary :func:`write_results` writes, computed without writing it (the same arguments)."""
+    recs = sorted(records, key=lambda r: r.job_id)
     done = [(r, r.finish - r.submit) for r in recs if r.finish is not None]
     unfinished = [r.job_id for r in recs if r.finish is None]
     tasks = sum(r.tasks for r in recs)
@@ -294,8 +344,6 @@ def write_results(
         **({"workload": dict(workload)} if workload is not None else {}),
         "extra": dict(extra or {}),
     }
-    atomic_write(out / JOBS_CSV, _jobs_csv_text(recs, policy))
-    atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -396,12 +444,129 @@ def _usage_summary(
     }
 
 
+CUT = "cut"
+"""``extra.interrupted_by`` of a run read from its journal that never reached its end (killed, or its machine
+stopped)."""
+RUNNING = "running"
+"""``extra.interrupted_by`` of a run read from its journal while it is still running."""
+
+
+def _journal(result_dir: str | os.PathLike[str]) -> JournalRecords:
+    try:
+        return read_journal(result_dir)
+    except JournalError as exc:
+        raise ResultsError(str(exc)) from None
+
+
+def journal_records(journal: JournalRecords) -> list[JobRecord]:
+    """The finished jobs of a journal as :class:`JobRecord` s, by job id."""
+    policy = str(journal.start.get("policy", ""))
+    jobs = sorted(journal.jobs, key=lambda j: j.job_id)
+    return [JobRecord(j.job_id, j.cls, j.tasks, j.submit, j.first_start, j.finish, policy) for j in jobs]
+
+
+def journal_summary(result_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The summary of a run from its journal (:mod:`aviary.common.journal`), for a run that never reached
+    its end (or is still running): what its finished jobs give (the JCT percentiles, makespan, mean JCT,
+    utilization, SLO attainment of those jobs), ``jobs`` and ``unfinished_count`` from its start line,
+    messages and counters unknown (None, empty: they come at a run's end), and ``extra.interrupted``
+    true, ``extra.interrupted_by`` :data:`CUT` (or :data:`RUNNING`), ``extra.journal`` how it was read
+    (records, whether a partial last line was dropped, the wall seconds of the last record).
+    :class:`ResultsError` (one line) for a journal that cannot be read."""
+    journal = _journal(result_dir)
+    start = journal.start
+    records = journal_records(journal)
+    works = [j.work for j in journal.jobs]
+    slo = {j.job_id: (j.slo, j.deadline) for j in journal.jobs if j.slo is not None or j.deadline is not None}
+    last = max((j.wall for j in journal.jobs if j.wall is not None), default=None)
+    extra = dict(start.get("extra") or {})
+    running = journal.running()
+    if journal.end is None:
+        extra["interrupted"], extra["interrupted_by"] = True, RUNNING if running else CUT
+    elif journal.end.get("interrupted_by"):
+        extra["interrupted"], extra["interrupted_by"] = True, journal.end["interrupted_by"]
+    extra["journal"] = {
+        "file": JOURNAL,
+        "records": len(journal.jobs),
+        "ended": journal.end is not None,
+        "running": running,
+        "dropped": journal.dropped,
+        "last_record_wall_seconds": last,
+    }
+    nodes, slots = start.get("nodes"), start.get("slots")
+    sized = isinstance(nodes, int) and isinstance(slots, int) and nodes * slots > 0
+    ended = (journal.end or {}).get("wall_seconds")
+    workload = start.get("workload")
+    summary = summarize(
+        records,
+        policy=str(start.get("policy", "?")),
+        runtime=str(start.get("runtime", "?")),
+        nodes=nodes if sized else 0,  # type: ignore[arg-type]
+        slots=slots if sized else 0,  # type: ignore[arg-type]
+        wall_seconds=float(ended if isinstance(ended, (int, float)) else last or 0.0),
+        task_seconds=math.fsum(works) if sized and None not in works else None,  # type: ignore[arg-type]
+        extra=extra,
+        slo=slo or None,
+        workload=workload if isinstance(workload, dict) else None,
+    )
+    if journal.total is not None:
+        summary["jobs"] = journal.total
+        summary["unfinished_count"] = journal.total - summary["finished"]
+    if isinstance(start.get("tasks"), int):
+        summary["tasks"] = start["tasks"]
+    summary["messages"] = {"total": None, "per_task": None}
+    return summary
+
+
+def partial_note(summary: Mapping[str, Any]) -> str | None:
+    """One line saying that a run's results are partial, and why (None for a run that ran to its end):
+    cut short (read from its journal), still running, or interrupted by a signal."""
+    extra = summary.get("extra") or {}
+    if not extra.get("interrupted"):
+        return None
+    kept = extra.get("journal")
+    journal: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
+    done = f"{summary.get('finished')} of {summary.get('jobs')} jobs finished"
+    why = extra.get("interrupted_by")
+    if why == RUNNING:
+        return f"still running: {done} so far (read from its journal, {JOURNAL})"
+    if why == CUT:
+        last = journal.get("last_record_wall_seconds")
+        when = f", the last {last:,.1f} s into the run" if isinstance(last, (int, float)) else ""
+        dropped = "; a partial last line was dropped" if journal.get("dropped") else ""
+        return (
+            f"cut short (it never reached its end: killed, or its machine stopped): {done}{when}; read from "
+            f"its journal ({JOURNAL}), figures over those jobs{dropped}"
+        )
+    return f"interrupted, only {summary.get('finished')} of its {summary.get('jobs')} jobs finished"
+
+
+def rebuild_results(result_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Write ``jobs.csv`` (the finished jobs) and ``summary.json`` of a run that never reached its end from
+    its journal (:func:`journal_summary`); return the summary. :class:`ResultsError` (one line) when the
+    folder already has a ``summary.json``, has no journal, or its run is still running."""
+    out = Path(result_dir)
+    if (out / SUMMARY_JSON).exists():
+        raise ResultsError(f"{out / SUMMARY_JSON}: exists already (the run wrote its results)")
+    summary = journal_summary(out)
+    if summary["extra"].get("interrupted_by") == RUNNING:
+        raise ResultsError(f"{out / JOURNAL}: its run is still running; its results come at its end")
+    records = journal_records(_journal(out))
+    atomic_write(out / JOBS_CSV, _jobs_csv_text(records, summary["policy"]))
+    atomic_write(out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
 def read_summary(result_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Load ``summary.json`` of a results folder; :class:`ResultsError` (one line) if missing or bad."""
+    """Load ``summary.json`` of a results folder; :class:`ResultsError` (one line) if missing or bad. A
+    folder with a journal and no ``summary.json`` (a run that never reached its end) is read from its
+    journal (:func:`journal_summary`; :func:`partial_note` says so)."""
     path = Path(result_dir) / SUMMARY_JSON
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if (Path(result_dir) / JOURNAL).is_file():
+            return journal_summary(result_dir)
         raise ResultsError(f"{path}: not found (is {result_dir} a results folder?)") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -451,8 +616,10 @@ def _jobs_csv(path: Path, missing: str = "") -> tuple[list[str], Iterator[list[s
 def read_jobs(result_dir: str | os.PathLike[str]) -> list[JobRecord]:
     """Load ``jobs.csv`` of a results folder as :class:`JobRecord` s (``jct`` is recomputed), under its
     header or the one written before the units were named (:data:`OLD_JOBS_HEADER`); a bad field is
-    named as the file's header names it."""
+    named as the file's header names it. Without ``jobs.csv``, the finished jobs of its journal."""
     path = Path(result_dir) / JOBS_CSV
+    if not path.exists() and (Path(result_dir) / JOURNAL).is_file():
+        return journal_records(_journal(result_dir))
     header, rows = _jobs_csv(path, f" (is {result_dir} a results folder?)")
     names = dict(zip(OLD_JOBS_HEADER, header, strict=True))
     records: list[JobRecord] = []

@@ -8,8 +8,9 @@ testbed, a child's exit (declared at once). It stops with one line when a proces
 died (:attr:`FrontendCore.failed`), and, as a last resort, when no job has finished for
 ``stall_timeout`` seconds, reporting which jobs did not finish. ``failures`` kill processes on purpose
 at replay times (``--fail``). ``stop()`` (polled every tick) ends the wait early: a replay interrupted by
-SIGINT or SIGTERM keeps what finished. At the end it collects every process's counters and message
-counts.
+SIGINT or SIGTERM keeps what finished. A ``journal`` gets every job as it finishes (noted every tick,
+written on its own clock: :mod:`aviary.common.journal`), so that a replay killed outright keeps it too. At
+the end it collects every process's counters and message counts.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ...common.cluster import Cluster, ProcessSpec
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.frontend import FrontendCore, Router, round_robin
 from ...common.hoplog import make_runtime
+from ...common.journal import Journal
 from ...common.messages import Counters
 from ...common.model import JobSpec
 from ...common.wire import open_transport
@@ -79,8 +81,10 @@ class FrontendSession:
         fail: Callable[[Failure], None] | None = None,
         liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
         restart: Callable[[str], bool] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         spec = frontend or cluster.frontend
+        self.journal = journal
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
         roles = {p.name: p.role for p in cluster.processes if p.name in self.members}
         self.core = FrontendCore(
@@ -178,6 +182,8 @@ class FrontendSession:
             while pending and time.monotonic() - start >= pending[0].at and self.fail is not None:
                 self.fail(pending.pop(0))
             self._check()
+            if self.journal is not None:
+                self.journal.note(core)
             if progress is not None:
                 progress(core, time.monotonic() - start)
             reason = stop()
@@ -203,6 +209,8 @@ class FrontendSession:
                 )
                 break
         core.closed = not core.done or core.failed is not None  # the results are what was done by now
+        if self.journal is not None:
+            self.journal.note(core)
         if progress is not None:
             progress(core, time.monotonic() - start)
         return time.monotonic() - start
@@ -248,6 +256,7 @@ async def run_real(
     liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
     restart: Callable[[str], bool] | None = None,
     watch: Callable[[FrontendSession], Any] | None = None,
+    journal: Journal | None = None,
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
@@ -255,9 +264,10 @@ async def run_real(
     are carried out with ``fail`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
     periods missed before a process is declared dead; ``restart``: start a dead central scheduler again
     (a local testbed's), which then rebuilds its state; ``watch(session)``: called once the session is
-    up, returns what watches it (the dashboard), stopped at the end."""
+    up, returns what watches it (the dashboard), stopped at the end; ``journal``: see
+    :class:`FrontendSession`."""
     async with FrontendSession(
-        cluster, jobs, route, dead=dead, fail=fail, liveness=liveness, restart=restart
+        cluster, jobs, route, dead=dead, fail=fail, liveness=liveness, restart=restart, journal=journal
     ) as session:
         watcher = None if watch is None else watch(session)
         try:

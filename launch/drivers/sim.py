@@ -68,6 +68,7 @@ from ...common.effects import (
 )
 from ...common.failures import DETECT_SECONDS, EXIT_DETECT_SECONDS, RESTART_SECONDS, Failure
 from ...common.frontend import FrontendCore
+from ...common.journal import Journal
 from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.runtime import CONTROL_KINDS
@@ -874,6 +875,10 @@ class Simulator:
             _observe(proc, self.observer)
         self._apply(proc, core.start(self.now), self.now)
 
+    def watch(self, name: str, observer: Observer) -> None:
+        """Call ``observer`` after every input of the named core alone (the others run unwrapped)."""
+        _observe(self.procs[name], observer)
+
     def apply(self, name: str, effects: list[Effect]) -> None:
         """Carry out effects of the named core produced outside the event loop (a driver's call)."""
         self._apply(self.procs[name], effects, self.now)
@@ -941,6 +946,7 @@ def simulate(
     detect: float = EXIT_DETECT_SECONDS,
     stall_detect: float = DETECT_SECONDS,
     observer: Observer | None = None,
+    journal: Journal | None = None,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
@@ -957,7 +963,9 @@ def simulate(
     missed heartbeats. A failure with a ``stall`` stops the process for that long instead
     (:meth:`Simulator.pause`): one stalled longer than ``stall_detect`` (the liveness limit) is declared
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
-    it rejoin a real replay. ``observer``: see the module docstring."""
+    it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
+    journaled after the frontend's input that finished it (:meth:`Journal.note`; the frontend alone is
+    watched), and written on its clock there and at every progress check."""
     t0 = time.perf_counter()
     policy = cluster_policy(cluster)
     fspec = cluster.frontend
@@ -968,7 +976,13 @@ def simulate(
     deadline = t0 + (wall_limit or 0.0)
     quiet = quiet_limit(jobs)
 
+    if journal is not None:
+        note = journal.note
+        sim.watch(frontend.name, lambda now, core, event, effects: note(frontend))
+
     def hook(fe: FrontendCore, now: float) -> None:
+        if journal is not None:
+            journal.poll()
         if progress is not None:
             progress(fe, now)
         if wall_limit is not None and time.perf_counter() > deadline and not fe.done and sim.pending:
@@ -1018,6 +1032,8 @@ def simulate(
         if not interruptible:
             raise
         stopped = "SIGINT"
+    if journal is not None:
+        journal.note(frontend)
     return SimOutcome(
         frontend=frontend,
         messages=sim.messages(),

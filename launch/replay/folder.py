@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+from ...common.journal import JOURNAL, has_records
 from ...common.results import JOBS_CSV, SUMMARY_JSON
 from ..flags.spec import UsageError
 
@@ -28,8 +29,10 @@ def default_folder(workload: str, policy: str, runtime: str, root: Path = RESULT
 
 
 def check_folder(out: Path, force: bool) -> None:
-    """Refuse (one line) an ``--out`` that holds another run's results, unless ``force``."""
+    """Refuse (one line) an ``--out`` that holds another run's results (a journal of finished jobs too:
+    a run that never reached its end), unless ``force``."""
     held = [name for name in (SUMMARY_JSON, JOBS_CSV) if (out / name).exists()]
+    held += [JOURNAL] if not held and has_records(out) else []  # a run that never reached its end
     if held and not force:
         raise UsageError(
             f"--out {out}: holds another run's results ({', '.join(held)}); give a new folder, leave --out "

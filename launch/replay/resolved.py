@@ -66,3 +66,6 @@ class ReplaySetup:
     dashboard: int | None = None
     """Real processes: the live dashboard's port (0: any free one), or None."""
     dashboard_address: str = "127.0.0.1"
+    journal: bool = True
+    """Journal each finished job as it finishes (:mod:`aviary.common.journal`); off only to measure its
+    cost."""

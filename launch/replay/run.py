@@ -14,6 +14,9 @@ Never lose a run: SIGINT (Ctrl-C) or SIGTERM during a replay stops it cleanly (t
 are asked for their counters, then stopped) and still writes ``jobs.csv`` and ``summary.json`` for what
 finished, with ``extra.interrupted`` true, ``extra.interrupted_by`` the signal and the unfinished jobs in
 ``unfinished``; the command then exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
+Killed outright (``kill -9``, the OOM killer, a machine that went down), it keeps what finished too: each
+job's record goes to the folder's journal as it finishes (:mod:`aviary.common.journal`), which ``aviary
+report``, ``aviary compare`` and :class:`aviary.Run` read as a partial run.
 
 This module runs a replay set up by :func:`~.resolve.setup_replay` (:func:`run_replay`): on the
 simulator or on real processes (:mod:`aviary.launch.drivers`), then writes the results; the progress bar
@@ -36,9 +39,10 @@ from rich.console import Console
 
 from ...common.cluster import Cluster
 from ...common.frontend import FrontendCore
+from ...common.journal import Journal
 from ...common.model import JobSpec
 from ...common.resources import Resources, vector_sum
-from ...common.results import JobRecord, format_summary_table, write_results
+from ...common.results import JOBS_CSV, SUMMARY_JSON, JobRecord, format_summary_table, write_results
 from ...common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..drivers.dashboard import Dashboard, serve
 from ..drivers.local import LocalTestbed
@@ -61,6 +65,29 @@ def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
     return records
 
 
+def open_journal(setup: ReplaySetup) -> Journal | None:
+    """The replay's journal in its folder (None when ``setup.journal`` is off), its start line written:
+    what runs. An earlier run's ``jobs.csv`` and ``summary.json`` there (``--force``) go now, so that a
+    folder never holds this run's journal beside another run's results."""
+    if not setup.journal:
+        return None
+    from .provenance import workload_record
+
+    for name in (SUMMARY_JSON, JOBS_CSV):
+        (setup.out / name).unlink(missing_ok=True)
+    start = {
+        "policy": setup.policy.name,
+        "runtime": setup.runtime,
+        "nodes": len(setup.cluster.nodes),
+        "slots": max(p.slots for p in setup.cluster.nodes),
+        "jobs": len(setup.jobs),
+        "tasks": sum(j.tasks for j in setup.jobs),
+        "workload": workload_record(setup),
+        "extra": setup.extra,
+    }
+    return Journal(setup.out, start)
+
+
 def run_replay(
     setup: ReplaySetup, *, quiet: bool = False, console: Console | None = None, progress_every: float = 10.0
 ) -> dict[str, Any]:
@@ -68,8 +95,23 @@ def run_replay(
     prediction. Progress: a bar on a terminal, else a line every ``progress_every`` seconds (unless
     ``quiet``). Interrupted by SIGINT or SIGTERM, it still writes the results of what finished
     (``extra.interrupted``, ``extra.interrupted_by``, the jobs left in ``unfinished``), prints them,
-    and raises ``KeyboardInterrupt`` (SIGINT: the command exits 130) or ``SystemExit(143)`` (SIGTERM)."""
-    console = console or Console(stderr=True)
+    and raises ``KeyboardInterrupt`` (SIGINT: the command exits 130) or ``SystemExit(143)`` (SIGTERM).
+    Every finished job is journaled as it finishes (:func:`open_journal`); the journal's end line follows
+    the results files."""
+    journal = open_journal(setup)
+    try:
+        return _run_replay(setup, journal, quiet, console or Console(stderr=True), progress_every)
+    finally:
+        if journal is not None:
+            journal.close()  # without its end line if the run did not get there: a cut run
+            if not journal.ended and journal.noted == 0:
+                journal.path.unlink(missing_ok=True)  # it failed before any job finished: nothing to keep
+
+
+def _run_replay(
+    setup: ReplaySetup, journal: Journal | None, quiet: bool, console: Console, progress_every: float
+) -> dict[str, Any]:
+    """:func:`run_replay`'s run and results."""
     cluster, jobs = setup.cluster, setup.jobs
     policy = setup.policy
     label = f"{policy.name} ({setup.runtime}, {len(cluster.nodes)} nodes)"
@@ -115,6 +157,7 @@ def run_replay(
                 interruptible=True,
                 failures=setup.failures,
                 stall_detect=setup.liveness[0] * setup.liveness[1],
+                journal=journal,
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
@@ -138,7 +181,7 @@ def run_replay(
                     f"{left} of {len(jobs)} jobs did not finish"
                 )
         else:
-            result = _run_real(setup, bar, console, stop)
+            result = _run_real(setup, bar, console, stop, journal)
             frontend, wall, messages, counters = (
                 result.frontend,
                 result.wall_seconds,
@@ -165,6 +208,8 @@ def run_replay(
     if interrupted is not None:
         setup.extra["interrupted"], setup.extra["interrupted_by"] = True, interrupted
     slo = {j.job_id: (j.slo, j.deadline) for j in jobs if j.slo is not None or j.deadline is not None}
+    if journal is not None and journal.error is not None:
+        problems.append(f"journal: {journal.error}; it stopped (the results below are whole)")
     from .provenance import workload_record
 
     summary = write_results(
@@ -184,6 +229,8 @@ def run_replay(
         cycles=cycles,
         **dag,
     )
+    if journal is not None:
+        journal.end({"finished": summary["finished"], "jobs": summary["jobs"], "interrupted_by": interrupted})
     if setup.latest:
         point_latest(setup.out)
     for problem in problems:
@@ -211,7 +258,9 @@ def _dashboard(setup: ReplaySetup, console: Console) -> Callable[[Any], Dashboar
     return start
 
 
-def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: StopSignals) -> Any:
+def _run_real(
+    setup: ReplaySetup, bar: ProgressBar, console: Console, stop: StopSignals, journal: Journal | None
+) -> Any:
     """The replay on real processes: a testbed of its own, or the running one of ``setup.connect``;
     a signal recorded by ``stop`` ends it early."""
     cluster = setup.cluster
@@ -237,6 +286,7 @@ def _run_real(setup: ReplaySetup, bar: ProgressBar, console: Console, stop: Stop
                     restart=None if bed is None else bed.restart,
                     liveness=setup.liveness,
                     watch=None if setup.dashboard is None else _dashboard(setup, console),
+                    journal=journal,
                 )
             )
             if outcome.registered_at is not None:  # from the first process started to the last registered

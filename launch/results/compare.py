@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
+from ...common.journal import JOURNAL
 from ...common.results import (
     JOBS_CSV,
     Metric,
     ResultsError,
     family_metrics,
     job_classes,
+    partial_note,
     percentile,
     read_jobs,
     read_summary,
@@ -210,8 +212,9 @@ def _totals(summary: Mapping[str, Any]) -> dict[str, float | None]:
 
 
 def _finished_jcts(folder: Path) -> dict[int, float] | None:
-    """Job id -> JCT of the finished jobs in ``jobs.csv``; None when the folder has no ``jobs.csv``."""
-    if not (folder / JOBS_CSV).is_file():
+    """Job id -> JCT of the finished jobs in ``jobs.csv`` (or, without one, its journal's); None when the
+    folder has neither."""
+    if not (folder / JOBS_CSV).is_file() and not (folder / JOURNAL).is_file():
         return None
     try:
         records = read_jobs(folder)
@@ -264,10 +267,8 @@ def load_comparison(dirs: Sequence[Path], *, force: bool = False) -> Comparison:
     records = [w if isinstance(w := s.get("workload"), dict) else None for s in summaries]
     differs, warnings = check_workloads(records, labels, force=force)
     for label, s in zip(labels, summaries, strict=True):
-        if (s.get("extra") or {}).get("interrupted"):
-            warnings.append(
-                f"{label}: interrupted, only {s.get('finished')} of its {s.get('jobs')} jobs finished"
-            )
+        if (note := partial_note(s)) is not None:
+            warnings.append(f"{label}: {note}")
     comp = Comparison(
         dirs=paths,
         labels=labels,

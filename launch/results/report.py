@@ -10,6 +10,11 @@ run logged its tasks' demands, SLO attainment where it has SLOs; its summary fig
 (:func:`~aviary.launch.replay.provenance.describe_workload`, the software versions) and the command that made
 it. Several runs: the comparison table of ``aviary compare``, normalized to the first. A sweep's folder
 (``sweep.csv``): its table, its figures and each setting's comparison.
+
+A run that never reached its end (killed: a folder with a journal and no ``summary.json``) is read from its
+journal as a partial run, said so in one line (on the page and on standard error), and its ``jobs.csv`` and
+``summary.json`` are rebuilt from the journal into its folder
+(:func:`~aviary.common.results.rebuild_results`) unless it is still running.
 """
 
 from __future__ import annotations
@@ -17,12 +22,25 @@ from __future__ import annotations
 import base64
 import csv
 import html
-import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...common.results import JOBS_CSV, SUMMARY_JSON, family_metrics
+from ...common.journal import JOURNAL
+from ...common.results import (
+    JOBS_CSV,
+    JOBS_HEADER,
+    RUNNING,
+    SUMMARY_JSON,
+    JobRecord,
+    ResultsError,
+    family_metrics,
+    partial_note,
+    read_jobs,
+    read_summary,
+    rebuild_results,
+)
 from ..flags.spec import UsageError
 from ..replay.provenance import describe_workload
 from .compare import CompareError, comparison_rows, load_comparison
@@ -40,17 +58,41 @@ WIDTH, HEIGHT = 560, 320
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save,hover"
 
 
-def _read(folder: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
+def _say(line: str) -> None:
+    print(f"aviary report: {line}", file=sys.stderr)
+
+
+def _read(folder: Path, say: Callable[[str], None] = _say) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A run's summary and ``jobs.csv`` rows; a run that never reached its end is read from its journal
+    (and its files rebuilt, unless it still runs), with one line saying so."""
+    cut = not (folder / SUMMARY_JSON).exists() and (folder / JOURNAL).is_file()
     try:
-        summary = json.loads((folder / SUMMARY_JSON).read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder}: not a results folder ({SUMMARY_JSON}: {exc})") from None
+        summary = read_summary(folder)
+    except ResultsError as exc:
+        raise UsageError(f"{folder}: not a results folder ({exc})") from None
+    note = partial_note(summary)
+    if cut and summary["extra"].get("interrupted_by") != RUNNING:
+        try:
+            summary = rebuild_results(folder)
+            note = f"{note}; rebuilt {JOBS_CSV} and {SUMMARY_JSON} from it"
+        except (OSError, ResultsError) as exc:
+            note = f"{note}; not rebuilt ({exc})"
+    if note is not None:
+        say(f"{folder}: {note}")
+    if cut and not (folder / JOBS_CSV).is_file():  # still running: its journal's jobs
+        return summary, [dict(zip(JOBS_HEADER, _row(r), strict=True)) for r in read_jobs(folder)]
     try:
         with open(folder / JOBS_CSV, newline="") as f:
             rows = list(csv.DictReader(f))
     except OSError:
         rows = []
     return summary, rows
+
+
+def _row(r: JobRecord) -> list[str]:
+    """A job's ``jobs.csv`` row."""
+    times = ("" if x is None else f"{x:.6f}" for x in (r.submit, r.first_start, r.finish, r.jct))
+    return [str(r.job_id), r.cls, str(r.tasks), *times, r.policy]
 
 
 def command_of(summary: dict[str, Any]) -> str:
@@ -176,9 +218,11 @@ def run_section(name: str, summary: dict[str, Any]) -> str:
     git = versions.get("git") or {}
     built = ", ".join(f"{k} {v}" for k, v in versions.items() if k != "git")
     commit = f"{git.get('commit', '?')[:12]}{' (with changes)' if git.get('dirty') else ''}" if git else "?"
+    note = partial_note(summary)
     return (
         f"<h2>{html.escape(name)}: {html.escape(str(summary.get('policy')))}, "
         f"{html.escape(str(summary.get('runtime')))}</h2>"
+        + (f"<p><b>partial run</b>: {html.escape(note)}</p>" if note else "")
         + _table(["figure", "value"], rows)
         + f"<p><b>workload</b>: {html.escape(workload)}</p>"
         + f"<p><b>command</b>: <code>{html.escape(command_of(summary))}</code></p>"

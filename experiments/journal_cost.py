@@ -1,0 +1,116 @@
+"""What the journal costs (common/journal.py): the same replays with and without it, alternated, in one run.
+
+    python -m aviary.experiments.journal_cost                    # 10,000-job simulated replay x 3, bench x 3
+    python -m aviary.experiments.journal_cost --rounds 5 --skip-bench
+
+Simulated: ``aviary replay --runtime sim --jobs 10000`` (the bundled Google sample on 10 nodes), run in
+this process with the journal on and off (``ReplaySetup.journal``), the two alternated ``--rounds`` times;
+reported: the simulation's wall seconds (``summary.json``'s ``wall_seconds``) and the whole
+``run_replay`` (the results files and the journal's end included), each run's and the median ratio
+on / off. Real: the bench's round trip (300 one-task no-op jobs 5 ms apart) and no-op throughput (50
+jobs of 100 no-op tasks) on a local testbed of 4 timer nodes (Sparrow, ZeroMQ), the frontend session
+with and without a journal, alternated on the same testbed; reported: round trip p50 and p99 (ms),
+no-op tasks per second, and their ratios on / off. Ratios, not times: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..common.frontend import round_robin
+from ..common.journal import Journal
+from ..common.model import JobSpec
+from ..launch.drivers.local import LocalTestbed
+from ..launch.drivers.real import FrontendSession
+from ..launch.flags.spec import ReplaySpec
+from ..launch.replay.resolve import setup_replay, testbed_cluster
+from ..launch.replay.run import run_replay
+
+
+def simulated(on: bool, jobs: int, root: Path) -> dict[str, float]:
+    out = Path(tempfile.mkdtemp(dir=root))
+    setup = setup_replay(ReplaySpec(runtime="sim", jobs=jobs, out=out, force=True), quiet=True)
+    setup.journal = on
+    started = time.perf_counter()
+    summary = run_replay(setup, quiet=True)
+    total = time.perf_counter() - started
+    assert summary["finished"] == jobs and (out / "journal.jsonl").exists() == on
+    return {"sim_s": summary["wall_seconds"], "replay_s": round(total, 3)}
+
+
+async def bench_once(cluster: Any, jobs: list[JobSpec], dead: Any, journal: Journal | None) -> Any:
+    route = round_robin([p.name for p in cluster.processes if p.role == "scheduler"])  # Sparrow's
+    async with FrontendSession(cluster, jobs, route, dead=dead, journal=journal) as session:
+        await session.registered()
+        await session.replay(stall_timeout=30.0, tick=0.005)  # as the bench's measure_replay
+        if session.problems:
+            raise RuntimeError("; ".join(session.problems))
+    if journal is not None:
+        journal.close()
+    return session.core
+
+
+def real(on: bool, bed: LocalTestbed, cluster: Any, root: Path) -> dict[str, float]:
+    def journal() -> Journal | None:
+        return Journal(tempfile.mkdtemp(dir=root), {"bench": True}) if on else None
+
+    jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
+    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal()))
+    rtts = sorted((t.finish - t.submit) * 1000 for t in core.times.values())
+    jobs = [JobSpec(i, 0.0, [0.0] * 100, 0.0, False) for i in range(50)]
+    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal()))
+    makespan = max(t.finish or 0.0 for t in core.times.values())
+    return {
+        "roundtrip_p50_ms": round(statistics.median(rtts), 3),
+        "roundtrip_p99_ms": round(rtts[int(0.99 * (len(rtts) - 1))], 3),
+        "noop_tasks_per_s": round(5000 / makespan, 1),
+    }
+
+
+def ratios(runs: list[tuple[bool, dict[str, float]]]) -> dict[str, float]:
+    """Each figure's median with the journal over its median without."""
+    out = {}
+    for key in runs[0][1]:
+        on = statistics.median(r[key] for j, r in runs if j)
+        off = statistics.median(r[key] for j, r in runs if not j)
+        out[key] = round(on / off, 4) if off else float("nan")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3, help="each of on and off this many times (default 3)")
+    ap.add_argument("--jobs", type=int, default=10_000, help="the simulated replay's jobs (default 10000)")
+    ap.add_argument("--skip-bench", action="store_true", help="the simulated replay only")
+    args = ap.parse_args(argv)
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="aviary-journal-cost-") as tmp:
+        root = Path(tmp)
+        sim: list[tuple[bool, dict[str, float]]] = []
+        for _ in range(args.rounds):
+            for on in (True, False):
+                sim.append((on, simulated(on, args.jobs, root)))
+                print(f"sim journal={'on ' if on else 'off'} {sim[-1][1]}", flush=True)
+        report["sim"] = {"runs": sim, "on_over_off": ratios(sim)}
+        if not args.skip_bench:
+            spec = ReplaySpec(policy="sparrow", nodes=4, slots=1, schedulers=1, executor="timer")
+            cluster = testbed_cluster(spec, bind_ports=True)
+            bench: list[tuple[bool, dict[str, float]]] = []
+            with LocalTestbed(cluster, root / "testbed") as bed:
+                for _ in range(args.rounds):
+                    for on in (True, False):
+                        bench.append((on, real(on, bed, cluster, root)))
+                        print(f"bench journal={'on ' if on else 'off'} {bench[-1][1]}", flush=True)
+            report["bench"] = {"runs": bench, "on_over_off": ratios(bench)}
+    print(json.dumps({k: v["on_over_off"] for k, v in report.items()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
