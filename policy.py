@@ -39,7 +39,7 @@ Everything not named in ``__all__`` may change between versions; what is named c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from .central.packing import OrderedPolicy, PlacementPolicy, RemainingWork, first_fitting
 from .central.state import CentralState, JobState, NodeState, StageState
@@ -77,10 +77,12 @@ from .common.messages import (
     TaskStarted,
 )
 from .common.model import JobSpec, Stage
-from .common.params import Param, resolve
+from .common.params import Param
+from .common.params import resolve as _resolve
 from .common.resources import Resources
 from .launch.policies.multiresource import packing_policy
-from .launch.policies.registry import get_policy, policy_cluster
+from .launch.policies.registry import get_policy as _get_policy
+from .launch.policies.registry import policy_cluster as _policy_cluster
 
 API_VERSION = "1.0"
 """The version of this module's names and signatures: a change of either changes it."""
@@ -140,7 +142,7 @@ def builtin(name: str) -> Policy:
     """The declaration of the built-in policy ``name`` (``aviary policy list``), to reuse its builders:
     ``Policy("mine", ..., central=builtin("fifo").central, node=MyNode, params=builtin("fifo").params)``
     (a reused builder reads the parameters its policy declares, so declare them too)."""
-    policy = get_policy(name)
+    policy = _get_policy(name)
     if policy.source:
         raise ValueError(f"{name!r} is a plug-in ({policy.origin}), not a built-in policy")
     return policy
@@ -154,7 +156,7 @@ def unit_context(
     slots: int = 1,
     schedulers: int = 1,
     seed: int = 0,
-    params: dict[str, Any] | None = None,
+    params: dict[str, _Any] | None = None,
     index: int = 0,
 ) -> Context:
     """The :class:`Context` ``policy``'s ``role`` builder gets for its ``index``-th process in a local
@@ -162,9 +164,9 @@ def unit_context(
     distributed schedulers (``sched0``...) if it has them and a central (``central``) if it has one;
     ``params``: values of its declared parameters (as flags give them; the rest their defaults). For
     unit tests: ``core = POLICY.central(unit_context(POLICY, "central"))``."""
-    given = resolve(policy.params, params or {})
+    given = _resolve(policy.params, params or {})
     held = {p.name: given[p.name] for p in policy.params if p.cluster and p.name in given}
-    cluster = policy_cluster(
+    cluster = _policy_cluster(
         policy, nodes=nodes, slots=slots, schedulers=schedulers, seed=seed, params=held, bind_ports=False
     )
     found = cluster.by_role(role)

@@ -307,8 +307,8 @@ def _declared_flags(p: argparse.ArgumentParser) -> None:
                 )
             except argparse.ArgumentError:
                 raise PolicyError(
-                    f"policy {pol.name!r} ({pol.origin}): parameter {param.name!r}: {param.flag} is a "
-                    f"flag of aviary {p.prog.split()[-1]} already (rename the parameter)"
+                    f"policy {pol.name!r} ({pol.origin}): parameter {param.name!r}: {param.flag} is one of "
+                    "aviary's own flags (rename the parameter)"
                 ) from None
 
 

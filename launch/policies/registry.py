@@ -15,6 +15,7 @@ import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import platform
 import re
 import sys
 from dataclasses import replace
@@ -152,7 +153,7 @@ def load_source(source: str, *, origin: str | None = None) -> list[Policy]:
         raise
     except ModuleNotFoundError as exc:
         raise PolicyError(
-            f"policy {source!r}: no module named {exc.name!r} here (python {sys.executable})"
+            f"policy {source!r}: no module named {exc.name!r} on {platform.node()} (python {sys.executable})"
         ) from None
     except Exception as exc:
         raise PolicyError(
