@@ -190,9 +190,9 @@ def test_a_package_installed_elsewhere_is_found_by_its_entry_point(tmp_path):
     )
     assert "package aviary-elsewhere 0.1.0" in listed.stdout
     out = tmp_path / "run"
+    command = ["replay", "--runtime", "sim", "--policy", "elsewhere", "--jobs", "20", "--out", str(out)]
     ran = subprocess.run(
-        [sys.executable, "-m", "aviary.launch.cli", "replay", "--runtime", "sim", "--policy", "elsewhere"]
-        + ["--jobs", "20", "--out", str(out)],
+        [sys.executable, "-m", "aviary.launch.cli", *command],
         capture_output=True,
         text=True,
         env=env,
