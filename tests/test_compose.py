@@ -220,3 +220,43 @@ def test_containers_that_exit_at_start_are_reported(engine, tmp_path: Path, caps
     finally:
         assert down(bed, engine) == 4
     assert _left(engine, bed) == []
+
+
+def _plugin_outside(tmp_path: Path, name: str) -> tuple[Path, str]:
+    """A plug-in package installed (not editable) into a folder outside every path a container mounts
+    by default, importable here from there; its source ``module:POLICY``."""
+    from aviary.launch.cli.plugins import new_policy, package_name
+
+    new_policy(name, "distributed", tmp_path)
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target"]
+    subprocess.run([*pip, str(site), str(tmp_path / name)], check=True, capture_output=True)
+    return site, f"{package_name(name)}:POLICY"
+
+
+def test_a_plugin_installed_outside_the_mounted_paths_is_mounted_and_on_the_path(tmp_path, monkeypatch):
+    site, source = _plugin_outside(tmp_path, "outside-spec")
+    monkeypatch.syspath_prepend(str(site))
+    spec = compose_spec(policy_cluster(source, nodes=2, schedulers=1), tmp_path / "bed", "img")
+    for service in spec["services"].values():
+        assert f"{site}:{site}:ro" in service["volumes"]
+        assert service["environment"]["PYTHONPATH"] == str(site)
+    builtin = compose_spec(policy_cluster("sparrow", nodes=2, schedulers=1), tmp_path / "bed", "img")
+    assert all("PYTHONPATH" not in s["environment"] for s in builtin["services"].values())
+
+
+@pytest.mark.system
+def test_replay_of_a_plugin_installed_outside_the_mounted_paths(engine, tmp_path: Path, monkeypatch):
+    site, source = _plugin_outside(tmp_path, "outside-run")
+    monkeypatch.syspath_prepend(str(site))
+    bed = tmp_path / "bed"
+    write(bed, policy_cluster(source, nodes=3, slots=2, schedulers=1))
+    try:
+        started = up(bed, engine, sdk=True)
+        assert started.failed == [] and len(started.running) == 4
+        out = tmp_path / "run"
+        assert main(["replay", "--connect", str(bed / "cluster.toml"), *REPLAY, "--out", str(out)]) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["policy"] == "outside-run" and summary["jobs"] == summary["finished"] == 20
+    finally:
+        down(bed, engine, tool=None)

@@ -866,3 +866,78 @@ def test_every_report_run_is_one_cell_of_the_committed_specs(
     sweep_cells.done_cells.cache_clear()
     assert None not in found
     assert len(set(found)) == len(found) == 16 * 3 + 12 * 3 + 6 + 8 + 4 + 69 + 99
+
+
+PLUGINS = """\
+name = "plugins"
+baseline = "sparrow"
+
+[replay]
+jobs = 20
+nodes = 6
+
+[grid]
+policy = ["sparrow", "p2c:choices=1", "p2c", "mine/rr.py:POLICY"]
+"""
+"""Built-in, installed (examples/p2c, one variant with a parameter of its own) and from a file beside the
+spec (its path relative to the spec's folder)."""
+
+
+def _plugin_spec(tmp_path: Path) -> Path:
+    from aviary.launch.cli.plugins import new_policy
+
+    new_policy("rr", "distributed", tmp_path / "made")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "rr.py").write_text((tmp_path / "made" / "rr" / "rr" / "__init__.py").read_text())
+    spec = tmp_path / "plugins.toml"
+    spec.write_text(PLUGINS)
+    return spec
+
+
+def test_a_sweep_of_plugins_runs_and_normalizes_them_to_a_builtin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _plugin_spec(tmp_path)
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    assert ran(capsys.readouterr().err) == (4, 0)
+    by_cell = {p.name: json.loads((p / "summary.json").read_text()) for p in out.iterdir() if p.is_dir()}
+    assert sorted(s["policy"] for s in by_cell.values()) == ["p2c", "p2c", "rr", "sparrow"]
+    assert all(s["finished"] == 20 for s in by_cell.values())
+    choices = sorted(
+        s["workload"]["policy"]["params"].get("choices") for s in by_cell.values() if s["policy"] == "p2c"
+    )
+    assert choices == [1, 2]
+    assert (out / "normalized.csv").read_text().count("\n") >= 4  # a row per plug-in cell
+
+
+def test_a_dask_worker_without_the_plugin_is_refused_before_any_cell_then_one_with_it_runs_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module importable here only (on this process's path), not on the workers: one line naming the
+    worker, the policy and the module, before any cell runs; the installed example runs on them."""
+    (tmp_path / "onlyhere").mkdir()
+    lines = [
+        "from dataclasses import replace",
+        "from aviary_p2c import POLICY as P2C",
+        "POLICY = replace(P2C, name='x')",
+    ]
+    (tmp_path / "onlyhere" / "here_only.py").write_text("\n".join(lines) + "\n")
+    missing = tmp_path / "missing.toml"
+    missing.write_text('[replay]\njobs = 10\nnodes = 4\n[grid]\npolicy = ["here_only:POLICY"]\n')
+    good = tmp_path / "good.toml"
+    good.write_text('[replay]\njobs = 10\nnodes = 4\n[grid]\npolicy = ["p2c", "p2c:choices=3"]\n')
+    distributed = dask_distributed()
+    with distributed.LocalCluster(
+        n_workers=1, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        address = cluster.scheduler_address
+        monkeypatch.syspath_prepend(str(tmp_path / "onlyhere"))  # here, after the workers started
+        assert main(["sweep", str(missing), "--out", str(tmp_path / "m"), "--cluster", address]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert "aviary sweep: error: Dask worker tcp://" in err
+        assert "policy 'here_only:POLICY': no module named 'here_only' on " in err
+        assert not any((tmp_path / "m").glob("*/summary.json"))
+        assert main(["sweep", str(good), "--out", str(tmp_path / "g"), "--cluster", address, "--quiet"]) == 0
+    assert ran(capsys.readouterr().err) == (2, 0)

@@ -23,10 +23,11 @@ is one line (exit code, last log line), not a started one.
 No registry is reachable, so there is no Python base image to pull: the node image
 (``aviary-node:<hash>``, built locally ``FROM scratch``) holds only Debian's merged-/usr symbolic
 links, and the services bind-mount, read-only, the host's ``/usr`` and ``/etc``, this Python
-installation and the aviary source at the same paths: every container runs the host's interpreter
-and code, isolated in its own mount namespace and cgroup (hence the CPU and memory limits). With
-``--executor docker``, the node monitors also get the engine's socket and start their task containers
-beside their own (docker-out-of-docker).
+installation and the aviary source at the same paths (and a plug-in policy's folder, wherever it is
+installed, put on ``PYTHONPATH``: :func:`~aviary.launch.policies.registry.import_root`): every container
+runs the host's interpreter and code, isolated in its own mount namespace and cgroup (hence the CPU and
+memory limits). With ``--executor docker``, the node monitors also get the engine's socket and start
+their task containers beside their own (docker-out-of-docker).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from typing import Any, Literal
 
 from ...common.cluster import Cluster, load_cluster, write_cluster
 from ..flags.spec import UsageError
+from ..policies.registry import import_root
 
 PROJECT_LABEL = "aviary.testbed"
 """Every container of a testbed carries this label; its value is the testbed's folder."""
@@ -65,10 +67,11 @@ Tool = list[str] | None | Literal["auto"]
 """A docker-compose command, None for the docker SDK, or AUTO: :func:`compose_tool`'s."""
 
 
-def host_mounts(workdir: Path) -> list[str]:
-    """Read-only bind mounts (same path inside) for the host's interpreter, libraries and code, and
-    the testbed folder read-write; nested paths are left out."""
+def host_mounts(workdir: Path, extra: tuple[Path, ...] = ()) -> list[str]:
+    """Read-only bind mounts (same path inside) for the host's interpreter, libraries and code (and the
+    ``extra`` folders: a plug-in's), and the testbed folder read-write; nested paths are left out."""
     paths = {
+        **{str(p): "ro" for p in extra},
         "/usr": "ro",
         "/etc": "ro",
         sys.base_prefix: "ro",
@@ -149,7 +152,12 @@ def compose_spec(
     """The docker-compose document for ``cluster`` (whose description is ``workdir/cluster.toml``)."""
     workdir = workdir.resolve()
     cluster_file = str(workdir / "cluster.toml")
-    mounts = host_mounts(workdir)
+    environment = {"PYTHONUNBUFFERED": "1", "HOME": str(workdir)}
+    plugin: tuple[Path, ...] = ()
+    if cluster.policy_source:  # a plug-in: its code where this process imports it from, on its sys.path
+        plugin = (import_root(cluster.policy_source),)
+        environment["PYTHONPATH"] = str(plugin[0])
+    mounts = host_mounts(workdir, plugin)
     services: dict[str, Any] = {}
     for unit, members in cluster.units().items():
         role = members[0].role
@@ -167,7 +175,7 @@ def compose_spec(
             "pid": "host",
             "working_dir": str(workdir),
             "volumes": volumes,
-            "environment": {"PYTHONUNBUFFERED": "1", "HOME": str(workdir)},
+            "environment": environment,
             "labels": {PROJECT_LABEL: str(workdir), PROCESS_LABEL: unit, "aviary.role": role},
             "stop_signal": "SIGTERM",
             "stop_grace_period": "5s",

@@ -243,6 +243,21 @@ def get_policy(ref: str) -> Policy:
     raise PolicyError(f"unknown policy {ref!r} ({hint})")
 
 
+def import_root(source: str) -> Path:
+    """The folder that must be on ``sys.path`` for a plug-in's source to import (its file's folder, or
+    the folder holding its top-level package), as the process that loaded it sees it."""
+    target, _, is_file = split_source(source)
+    if is_file:
+        path = Path(target)
+        return path.parent.parent if path.stem == "__init__" else path.parent
+    load_source(source)
+    module = sys.modules[target.split(".")[0]]
+    locations = list(getattr(module, "__path__", []))
+    if locations:  # a package: the folder above it
+        return Path(locations[0]).resolve().parent
+    return Path(module.__file__ or ".").resolve().parent
+
+
 def cluster_policy(cluster: Cluster) -> Policy:
     """The policy of a cluster description: a plug-in from its ``policy_source``, loaded here."""
     if not cluster.policy_source:

@@ -81,13 +81,14 @@ def run_cell(cell: Cell, scratch: Path | None = None) -> CellOutput:
     values and flags)."""
     from rich.console import Console
 
-    from ..flags.parser import build_parser
+    from ..flags.parser import build_parser, preload_policy
     from ..flags.spec import ReplaySpec
     from ..replay.resolve import setup_replay
     from ..replay.run import run_replay
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="aviary-sweep-", dir=scratch) as tmp:
+        preload_policy(cell.flags)  # a plug-in's parameters are flags of this worker's parser too
         args = build_parser().parse_args(["replay", *cell.flags, "--quiet", "--out", tmp])
         setup = setup_replay(ReplaySpec.from_args(args), quiet=True)
         setup.extra["sweep"] = {"cell": cell.name, "values": cell.values, "flags": cell.flags}
@@ -196,6 +197,29 @@ def connect(address: str) -> Any:
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler there: {exc}") from None
 
 
+def policy_problems(refs: Sequence[str]) -> list[str]:
+    """Why each policy of ``refs`` cannot be loaded in this process (one line each; none when all can)."""
+    from ..policies.registry import PolicyError, get_policy
+
+    problems = []
+    for ref in refs:
+        try:
+            get_policy(ref)
+        except PolicyError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def check_workers(client: Any, cells: Sequence[Cell]) -> None:
+    """Every worker of the Dask cluster can load every policy of the cells (a plug-in must be installed
+    on each machine), or one line naming the worker, the policy and what is missing, before any cell
+    runs."""
+    refs = sorted({c.flags[c.flags.index("--policy") + 1] for c in cells if "--policy" in c.flags})
+    for worker, problems in sorted(client.run(policy_problems, refs).items()):
+        if problems:
+            raise UsageError(f"Dask worker {worker}: {problems[0]}")
+
+
 def run_on_cluster(cells: Sequence[Cell], client: Any, on_result: OnResult) -> None:
     """Submit the cells to the Dask distributed scheduler of ``client`` (:func:`connect`); ``on_result``
     as :func:`run_local`. Interrupted, the cells not finished are cancelled."""
@@ -289,6 +313,12 @@ def run_sweep(
     except OSError as exc:  # load_sweep found it writable; it no longer is
         raise UsageError(f"{sweep.out}: cannot make the sweep's folder: {exc.strerror or exc}") from None
     client = connect(cluster) if cluster is not None and todo else None
+    if client is not None:
+        try:
+            check_workers(client, todo)
+        except UsageError:
+            client.close()
+            raise
     progress = _progress(len(todo), len(report.skipped), f"sweep {sweep.name}", not quiet)
     task = progress.add_task(f"sweep {sweep.name}", total=len(todo), eta=eta())
 

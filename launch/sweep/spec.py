@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..flags.parser import preload_policy
 from ..flags.spec import ReplaySpec, UsageError
 
 __all__ = ["Cell", "Sweep", "load_sweep"]
@@ -100,6 +101,19 @@ class Sweep:
         return ", ".join(f"{k} {shown(v)}" for k, v in self.base.items()) or "the replay's defaults"
 
 
+def policy_value(value: str, folder: Path) -> tuple[str, str]:
+    """``(policy, settings)`` of a spec's policy value ``REF[:key=value,...]``: REF a policy's name or a
+    plug-in's source (``module:attribute``, ``path/file.py:attribute``, a path relative to the spec's
+    ``folder``)."""
+    ref, sep, settings = value.rpartition(":")
+    if not sep or "=" not in settings:
+        ref, settings = value, ""
+    target, sep, attr = ref.rpartition(":")
+    if sep and (target.endswith(".py") or "/" in target) and not Path(target).expanduser().is_absolute():
+        ref = f"{folder / target}:{attr}"
+    return ref, settings
+
+
 def shown(value: Any) -> str:
     """A value as a cell name and a table show it (``0.8``, ``batch``, ``[0.5, 2.0]`` -> ``0.5:2.0``)."""
     if isinstance(value, bool):
@@ -163,9 +177,10 @@ class _Flags:
     def flags(self, key: str, value: Any, folder: Path) -> list[str]:
         """The flags that give ``key`` the ``value`` (checked by the replay's parser)."""
         dest = key.replace("-", "_")
-        if dest == "policy" and isinstance(value, str) and ":" in value:
-            name, _, settings = value.partition(":")
-            out = self.flags("policy", name, folder)
+        if dest == "policy" and isinstance(value, str):
+            ref, settings = policy_value(value, folder)
+            out = ["--policy", ref]
+            self.parse(out)
             for item in filter(None, (s.strip() for s in settings.split(","))):
                 param, sep, setting = item.partition("=")
                 if not sep:
@@ -255,6 +270,11 @@ def load_sweep(path: Path, out: Path | None = None) -> Sweep:
     base: dict[str, Any] = data.get("replay", {})
     grid: dict[str, Any] = data.get("grid", {})
     folder = path.parent
+    for given in (base, grid):  # plug-ins first: their parameters are flags of the replay's parser
+        named = given.get("policy", [])
+        for value in named if isinstance(named, list) else [named]:
+            if isinstance(value, str):
+                preload_policy(["--policy", policy_value(value, folder)[0]])
     conv = _Flags()
     traces: dict[str, str] = {}
     flags: dict[str, dict[str, list[str]]] = {}
