@@ -37,6 +37,11 @@ from aviary.launch.flags.spec import ReplaySpec, UsageError
 FINISHED = re.compile(r"([\d,]+)/([\d,]+) jobs finished")
 
 
+def us(x: float | None) -> float | None:
+    """Seconds to the microsecond, as jobs.csv and the journal have them."""
+    return None if x is None else float(f"{x:.6f}")
+
+
 GONE = 2**31 - 1
 """A process id no process has (above any pid_max): the journal's writer is dead."""
 
@@ -198,9 +203,31 @@ def test_a_replay_journals_every_job_and_ends_its_journal_after_its_results(tmp_
     assert j.start["jobs"] == 40 and j.start["workload"] == summary["workload"]
     assert [r.job_id for r in read_jobs(out)] == list(range(40))  # jobs.csv: by job id, as ever
     finishes = {r.job_id: r.finish for r in read_jobs(out)}
-    assert {x.job_id: round(x.finish, 6) for x in j.jobs} == finishes
+    assert {x.job_id: x.finish for x in j.jobs} == finishes  # to the microsecond, as jobs.csv
     assert [x.finish for x in j.jobs] == sorted(x.finish for x in j.jobs)  # in the order they finished
     assert partial_note(read_summary(out)) is None
+
+
+def test_a_job_line_is_json_with_the_frontend_s_exact_times_and_its_slo(tmp_path):
+    from aviary.common.frontend import FrontendCore, round_robin
+    from aviary.common.journal import job_line
+    from aviary.common.model import JobSpec
+
+    slo = JobSpec(1, 0.2, [1 / 3], 0.4, False, deadline=2.5, slo="accepted")
+    jobs = [JobSpec(0, 0.1, [0.3, 0.7], 0.5, False), slo]
+    fe = FrontendCore("fe", jobs, round_robin(["s"]))
+    for job_id, finish in ((1, 0.9 + 1e-12), (0, 1.0)):
+        fe.times[job_id].submit, fe.times[job_id].finish = jobs[job_id].submit, finish
+        fe.finish_order.append(job_id)
+    with Journal(tmp_path, start_line(jobs=2), sync=False) as journal:
+        journal.note(fe)
+    j = read_journal(tmp_path)
+    assert [(x.job_id, x.finish, x.first_start, x.slo, x.deadline) for x in j.jobs] == [
+        (1, 0.9, None, "accepted", 2.5),  # to the microsecond, as jobs.csv has it
+        (0, 1.0, None, None, None),
+    ]
+    assert j.jobs[0].work == 0.333333 and j.jobs[1].work == 1.0
+    assert json.loads(job_line(fe, 0, "0.5"))["wall"] == 0.5
 
 
 # --- killed replays -------------------------------------------------------------------------------------
@@ -285,8 +312,8 @@ def test_a_simulated_replay_killed_at_a_random_point_keeps_every_job_it_finished
     assert [x.job_id for x in jobs] == ref.finish_order[: len(jobs)], f"killed {after:.2f} s after"
     for x in jobs:
         t, spec = ref.times[x.job_id], ref.by_id[x.job_id]
-        assert (x.submit, x.first_start, x.finish) == (t.submit, t.first_start, t.finish), x
-        assert (x.cls, x.tasks, x.work) == (spec.cls, spec.tasks, math.fsum(spec.durations)), x
+        assert (x.submit, x.first_start, x.finish) == (us(t.submit), us(t.first_start), us(t.finish)), x
+        assert (x.cls, x.tasks, x.work) == (spec.cls, spec.tasks, us(math.fsum(spec.durations))), x
 
 
 @pytest.mark.integration
@@ -313,7 +340,7 @@ def test_a_real_replay_killed_at_a_random_point_keeps_every_job_it_finished(tmp_
     by_id = {j.job_id: j for j in setup.jobs}
     for x in jobs:
         spec_job = by_id[x.job_id]
-        assert (x.cls, x.tasks, x.work) == (spec_job.cls, spec_job.tasks, math.fsum(spec_job.durations))
+        assert (x.cls, x.tasks, x.work) == (spec_job.cls, spec_job.tasks, us(math.fsum(spec_job.durations)))
         assert spec_job.submit - 1e-6 <= x.submit <= x.first_start <= x.finish, x
         assert x.finish - x.first_start >= max(spec_job.durations) - 0.005, x  # a task never ends early
     # The testbed's processes went away with it (they get SIGTERM when their launcher dies).

@@ -875,10 +875,6 @@ class Simulator:
             _observe(proc, self.observer)
         self._apply(proc, core.start(self.now), self.now)
 
-    def watch(self, name: str, observer: Observer) -> None:
-        """Call ``observer`` after every input of the named core alone (the others run unwrapped)."""
-        _observe(self.procs[name], observer)
-
     def apply(self, name: str, effects: list[Effect]) -> None:
         """Carry out effects of the named core produced outside the event loop (a driver's call)."""
         self._apply(self.procs[name], effects, self.now)
@@ -929,6 +925,21 @@ class Simulator:
             self.errors["error.bad-effect"] += 1
 
 
+def _journal_messages(proc: _Proc, frontend: FrontendCore, journal: Journal) -> None:
+    """After each message the frontend handles (a ``JobDone`` finishes a job; its timers never do), the
+    journal notes what finished; the other processes run unwrapped."""
+    handle = proc.on_message
+    note = journal.note
+
+    def message(now: float, sender: str, msg: Any) -> list[Effect]:
+        effects = handle(now, sender, msg)
+        note(frontend)
+        return effects
+
+    proc.on_message = message
+    proc.wrapped = True
+
+
 KILL, DECLARE, RESTART, PAUSE, RESUME = 0, 1, 2, 3, 4
 """The steps of an injected failure, in this order at one instant."""
 
@@ -964,8 +975,8 @@ def simulate(
     (:meth:`Simulator.pause`): one stalled longer than ``stall_detect`` (the liveness limit) is declared
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
     it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
-    journaled after the frontend's input that finished it (:meth:`Journal.note`; the frontend alone is
-    watched), and written on its clock there and at every progress check."""
+    journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
+    wrapped), and written on its clock there and at every progress check."""
     t0 = time.perf_counter()
     policy = cluster_policy(cluster)
     fspec = cluster.frontend
@@ -977,8 +988,7 @@ def simulate(
     quiet = quiet_limit(jobs)
 
     if journal is not None:
-        note = journal.note
-        sim.watch(frontend.name, lambda now, core, event, effects: note(frontend))
+        _journal_messages(sim.procs[frontend.name], frontend, journal)
 
     def hook(fe: FrontendCore, now: float) -> None:
         if journal is not None:

@@ -65,14 +65,12 @@ def job_records(frontend: FrontendCore, policy: str) -> list[JobRecord]:
     return records
 
 
-def open_journal(setup: ReplaySetup) -> Journal | None:
+def open_journal(setup: ReplaySetup, workload: dict[str, Any]) -> Journal | None:
     """The replay's journal in its folder (None when ``setup.journal`` is off), its start line written:
-    what runs. An earlier run's ``jobs.csv`` and ``summary.json`` there (``--force``) go now, so that a
-    folder never holds this run's journal beside another run's results."""
+    what runs (``workload``: its record). An earlier run's ``jobs.csv`` and ``summary.json`` there
+    (``--force``) go now, so that a folder never holds this run's journal beside another run's results."""
     if not setup.journal:
         return None
-    from .provenance import workload_record
-
     for name in (SUMMARY_JSON, JOBS_CSV):
         (setup.out / name).unlink(missing_ok=True)
     start = {
@@ -82,7 +80,7 @@ def open_journal(setup: ReplaySetup) -> Journal | None:
         "slots": max(p.slots for p in setup.cluster.nodes),
         "jobs": len(setup.jobs),
         "tasks": sum(j.tasks for j in setup.jobs),
-        "workload": workload_record(setup),
+        "workload": workload,
         "extra": setup.extra,
     }
     return Journal(setup.out, start)
@@ -98,9 +96,12 @@ def run_replay(
     and raises ``KeyboardInterrupt`` (SIGINT: the command exits 130) or ``SystemExit(143)`` (SIGTERM).
     Every finished job is journaled as it finishes (:func:`open_journal`); the journal's end line follows
     the results files."""
-    journal = open_journal(setup)
+    from .provenance import workload_record
+
+    workload = workload_record(setup)  # what ran, as it starts (the journal's and the summary's)
+    journal = open_journal(setup, workload)
     try:
-        return _run_replay(setup, journal, quiet, console or Console(stderr=True), progress_every)
+        return _run_replay(setup, workload, journal, quiet, console or Console(stderr=True), progress_every)
     finally:
         if journal is not None:
             journal.close()  # without its end line if the run did not get there: a cut run
@@ -109,7 +110,12 @@ def run_replay(
 
 
 def _run_replay(
-    setup: ReplaySetup, journal: Journal | None, quiet: bool, console: Console, progress_every: float
+    setup: ReplaySetup,
+    workload: dict[str, Any],
+    journal: Journal | None,
+    quiet: bool,
+    console: Console,
+    progress_every: float,
 ) -> dict[str, Any]:
     """:func:`run_replay`'s run and results."""
     cluster, jobs = setup.cluster, setup.jobs
@@ -210,12 +216,11 @@ def _run_replay(
     slo = {j.job_id: (j.slo, j.deadline) for j in jobs if j.slo is not None or j.deadline is not None}
     if journal is not None and journal.error is not None:
         problems.append(f"journal: {journal.error}; it stopped (the results below are whole)")
-    from .provenance import workload_record
 
     summary = write_results(
         setup.out,
         records,
-        workload=workload_record(setup),
+        workload=workload,
         policy=policy.name,
         runtime=setup.runtime,
         nodes=len(cluster.nodes),
