@@ -42,16 +42,25 @@ class TimedJournal(Journal):
     """A journal that adds up the seconds spent in its calls (what the driver's thread pays)."""
 
     spent = 0.0
+    inside = False
 
     def note(self, frontend: Any) -> None:
-        started = time.perf_counter()
-        super().note(frontend)
-        TimedJournal.spent += time.perf_counter() - started
+        self._timed(super().note, frontend)
 
     def poll(self) -> None:
+        self._timed(super().poll)
+
+    def _timed(self, call: Any, *args: Any) -> None:
+        if TimedJournal.inside:  # note() polls: counted once
+            call(*args)
+            return
+        TimedJournal.inside = True
         started = time.perf_counter()
-        super().poll()
-        TimedJournal.spent += time.perf_counter() - started
+        try:
+            call(*args)
+        finally:
+            TimedJournal.spent += time.perf_counter() - started
+            TimedJournal.inside = False
 
 
 def simulated(on: bool, jobs: int, root: Path) -> dict[str, float]:
