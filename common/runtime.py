@@ -362,8 +362,11 @@ class Runtime:
     def _call(self, fn: Any, *args: Any) -> None:
         try:
             effects = fn(self.now(), *args)
-        except Exception:
-            self._error(f"core.{getattr(fn, '__name__', 'call')}", "core raised", exc_info=True)
+        except Exception as exc:
+            name = getattr(fn, "__name__", "call")
+            handling = f"{args[1]!r} from {args[0]!r}" if name == "on_message" else ", ".join(map(repr, args))
+            text = f"its {self.core.role} core raised {type(exc).__name__}: {exc} in {name}({handling})"
+            self._error(f"core.{name}", text, exc_info=True)
             return
         self._apply(effects)
 

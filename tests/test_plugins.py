@@ -216,3 +216,71 @@ def test_a_cluster_file_names_the_plugins_source_and_a_host_without_it_fails_at_
         "field 'policy_source': policy 'aviary_p2c_gone:POLICY': no module named 'aviary_p2c_gone' on ",
     )
     assert not (tmp_path / "logs").exists()
+
+
+CRASHY = """
+from aviary.policy import Policy, TaskFinished
+from aviary_p2c import CHOICES, PowerOfChoices
+
+
+class Crashy(PowerOfChoices):
+    def on_message(self, now, sender, msg):
+        if isinstance(msg, TaskFinished) and msg.job_id == 5:
+            raise ZeroDivisionError("a bug in job 5")
+        return super().on_message(now, sender, msg)
+
+
+def build(ctx):
+    import __main__  # a testbed's process, not the launcher's prediction on the simulator
+
+    real = getattr(__main__.__spec__, "name", "") == "aviary.launch.drivers.process"
+    return (Crashy if real or not ONLY_REAL else PowerOfChoices)(ctx)
+
+
+ONLY_REAL = False
+POLICY = Policy("crashy", "raises on job 5's first task end", scheduler=build, params=(CHOICES,))
+"""
+
+
+def test_a_core_that_raises_stops_a_simulated_run_with_its_partial_results(tmp_path):
+    path = plugin_file(tmp_path, "crashy_sim", CRASHY)
+    out = tmp_path / "run"
+    run = aviary("replay", "--runtime", "sim", "--policy", f"{path}:POLICY", "--jobs", "20", "--out", out)
+    one_line(
+        run,
+        "aviary replay: error: policy 'crashy': the scheduler core of sched-",
+        "raised ZeroDivisionError: a bug in job 5, at virtual time ",
+        "handling TaskFinished(job_id=5, task_index=0, ok=True) from 'node-",
+        code=1,
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0 < summary["finished"] < summary["jobs"] == 20
+    assert summary["extra"]["interrupted_by"] == "a core's exception"
+    assert 5 in summary["unfinished"]
+    # A real replay is refused before any process starts: its prediction on the simulator hits the bug.
+    one_line(
+        aviary("replay", "--policy", f"{path}:POLICY", "--jobs", "20", "--out", tmp_path / "real"),
+        "policy 'crashy': the scheduler core of sched-",
+        "(predicting the run on the simulator: no process was started)",
+        code=1,
+    )
+    assert not (tmp_path / "real" / "testbed").exists()
+
+
+def test_a_core_that_raises_on_real_processes_stops_the_replay_with_its_partial_results(tmp_path):
+    path = plugin_file(tmp_path, "crashy_real", CRASHY.replace("ONLY_REAL = False", "ONLY_REAL = True"))
+    out = tmp_path / "run"
+    run = aviary("replay", "--policy", f"{path}:POLICY", "--jobs", "20", "--out", out, "--quiet")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    last = run.stderr.strip().splitlines()[-1]  # after the prediction's note
+    assert last.startswith("aviary replay: error: policy 'crashy': the scheduler core of sched-")
+    assert "raised an exception in on_message" in last
+    summary = json.loads((out / "summary.json").read_text())
+    assert (
+        summary["finished"] < summary["jobs"] and summary["extra"]["interrupted_by"] == "a core's exception"
+    )
+    logs = "".join(p.read_text() for p in (out / "testbed" / "logs").glob("sched-*.log"))
+    assert (
+        "its scheduler core raised ZeroDivisionError: a bug in job 5 in on_message(TaskFinished(job_id=5"
+        in logs
+    )

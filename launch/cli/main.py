@@ -9,7 +9,7 @@ import sys
 
 from ...common.cluster import ClusterError
 from ..flags.parser import build_parser, check_flags, command_list, given_flags, preload_policy
-from ..flags.spec import UsageError
+from ..flags.spec import RunFailed, UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ClusterError) as exc:
         print(f"aviary {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except RunFailed as exc:
+        print(f"aviary {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("aviary: interrupted", file=sys.stderr)
         return 130

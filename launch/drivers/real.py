@@ -61,6 +61,8 @@ class RealOutcome:
     """A periodic planner's cycles during this replay (:meth:`Core.cycle_log`)."""
     interrupted: str | None = None
     """Why the replay stopped before every job finished (``"SIGINT"``, ``"SIGTERM"``), or None."""
+    error: str | None = None
+    """A core's exception that stopped the replay (:attr:`FrontendSession.error`), or None."""
     registered_at: float | None = None
     """When (``time.monotonic()``) every process had registered."""
 
@@ -84,6 +86,7 @@ class FrontendSession:
         journal: Journal | None = None,
     ) -> None:
         spec = frontend or cluster.frontend
+        self.cluster = cluster
         self.journal = journal
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
         roles = {p.name: p.role for p in cluster.processes if p.name in self.members}
@@ -109,6 +112,8 @@ class FrontendSession:
         self.restarted: dict[str, Counters | None] = {}
         """Processes restarted during the replay: the last report of their dead incarnation."""
         self.problems: list[str] = []
+        self.error: str | None = None
+        """Why the replay stopped on a core's exception (:meth:`_core_raised`), or None."""
         self.lost: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -121,6 +126,20 @@ class FrontendSession:
         if self._task is not None:
             await self._task
         self.transport.close()
+
+    def _core_raised(self) -> str | None:
+        """The first process whose core raised (its counters say so: a bug of its policy, which makes
+        the rest of the run meaningless), named with its role and policy, else None."""
+        for name, report in sorted(self.core.reported.items()):
+            raised = sorted(k for k, n in report.counters.items() if k.startswith("error.core.") and n)
+            if raised:
+                role = self.core.roles.get(name, "process")
+                return (
+                    f"the {role} core of {name} raised an exception in "
+                    f"{raised[0].removeprefix('error.core.')} (its log says which, and the input it was "
+                    "handling)"
+                )
+        return None
 
     def _check(self) -> None:
         assert self._task is not None
@@ -193,6 +212,9 @@ class FrontendSession:
                     f"interrupted by {reason} after {time.monotonic() - start:.1f} s: "
                     f"{len(left)} of {len(core.jobs)} jobs did not finish"
                 )
+                break
+            if (raised := self._core_raised()) is not None:
+                self.error = raised
                 break
             if core.failed is not None:
                 left = core.unfinished()
@@ -319,5 +341,5 @@ async def _replay(
     outcome = RealOutcome(
         session.core, wall, +messages, counters, session.problems, log, cycles
     )  # zero counters kept
-    outcome.interrupted, outcome.registered_at = stop(), registered_at
+    outcome.interrupted, outcome.registered_at, outcome.error = stop(), registered_at, session.error
     return outcome

@@ -102,7 +102,10 @@ class SimOutcome:
     """Every process's core by name, in their final state (for inspection)."""
     stopped: str | None = None
     """Why the run ended before every job was done: ``"SIGINT"`` (Ctrl-C, with ``interruptible``),
-    ``"wall limit"`` (``wall_limit``); None when it ran to its end."""
+    ``"wall limit"`` (``wall_limit``), :data:`CORE_RAISED` (then ``error`` says which and how); None when
+    it ran to its end."""
+    error: str | None = None
+    """The one line of a core's exception that stopped the run (:class:`CoreError`)."""
 
 
 Observer = Callable[[float, Core, tuple[Any, ...], list[Effect]], None]
@@ -158,6 +161,18 @@ class _Channel:
         self.idle: list[_Sub] = []  # members handed every record so far (not in their process's news)
 
 
+class CoreError(Exception):
+    """A core raised while handling an input: a bug of its policy, after which no figure means anything.
+    One line names the process, its role, the virtual time, the input and the exception."""
+
+    def __init__(self, name: str, core: Core, now: float, handling: str, exc: Exception) -> None:
+        role = getattr(core, "role")  # noqa: B009 (compiled, core.role would read Core's own, not a subclass's)
+        super().__init__(
+            f"the {role} core of {name} raised {type(exc).__name__}: {exc}, at virtual time "
+            f"{now:,.3f} s, handling {handling}"
+        )
+
+
 class _WallLimit(Exception):
     """Raised from the progress hook when a bounded simulation ran out of wall time."""
 
@@ -167,6 +182,7 @@ class _Stalled(Exception):
 
 
 STALLED = "stall"
+CORE_RAISED = "a core's exception"
 """``SimOutcome.stopped`` when the replay gave up: no job finished for :func:`quiet_limit`."""
 
 
@@ -325,7 +341,10 @@ class Simulator:
             return
         self.started = True
         for p in list(self.procs.values()):
-            effects = p.core.start(self.now)
+            try:
+                effects = p.core.start(self.now)
+            except Exception as exc:
+                raise CoreError(p.name, p.core, self.now, "its start", exc) from exc
             if self.observer is not None:
                 self.observer(self.now, p.core, ("start",), effects)
             self._apply(p, effects, self.now)
@@ -394,10 +413,13 @@ class Simulator:
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
                     events += 1
-                    if proc.wrapped:
-                        effects = proc.on_message(now, gsender, gmsg)
-                    else:
-                        effects = proc.core.on_message(now, gsender, gmsg)
+                    try:
+                        if proc.wrapped:
+                            effects = proc.on_message(now, gsender, gmsg)
+                        else:
+                            effects = proc.core.on_message(now, gsender, gmsg)
+                    except Exception as exc:
+                        raise CoreError(proc.name, proc.core, now, f"{gmsg!r} from {gsender!r}", exc) from exc
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:  # not delivered yet: back to the head of the FIFO
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -428,10 +450,13 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
-                    if proc.wrapped:
-                        effects = proc.on_message(now, ev[3], ev[4])
-                    else:
-                        effects = proc.core.on_message(now, ev[3], ev[4])
+                    try:
+                        if proc.wrapped:
+                            effects = proc.on_message(now, ev[3], ev[4])
+                        else:
+                            effects = proc.core.on_message(now, ev[3], ev[4])
+                    except Exception as exc:
+                        raise CoreError(proc.name, proc.core, now, f"{ev[4]!r} from {ev[3]!r}", exc) from exc
                     if proc is fproc and fcore is not None and fcore.done:
                         if group:
                             inbox.appendleft((now, gseq + 1, group[::-1], gsender, gmsg))
@@ -461,7 +486,10 @@ class Simulator:
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
                         events += 1
-                        effects = proc.on_timer(now, key)
+                        try:
+                            effects = proc.on_timer(now, key)
+                        except Exception as exc:
+                            raise CoreError(proc.name, proc.core, now, f"the timer {key!r}", exc) from exc
                     elif kind is EXIT:
                         entry = ev[5]
                         if entry[0] != ev[1]:
@@ -474,10 +502,15 @@ class Simulator:
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
                         events += 1
-                        if proc.wrapped:
-                            effects = proc.on_task_exit(now, task_id, True)
-                        else:
-                            effects = proc.core.on_task_exit(now, task_id, True)
+                        try:
+                            if proc.wrapped:
+                                effects = proc.on_task_exit(now, task_id, True)
+                            else:
+                                effects = proc.core.on_task_exit(now, task_id, True)
+                        except Exception as exc:
+                            raise CoreError(
+                                proc.name, proc.core, now, f"the end of task {task_id}", exc
+                            ) from exc
                     else:  # KILLED
                         now = ev[0]
                         if hold and (proc.held or proc.news):
@@ -485,7 +518,12 @@ class Simulator:
                             events += self._deliver_held(proc, now, ev[1])
                             seq = self.seq
                         events += 1
-                        effects = proc.on_task_exit(now, ev[4], False)
+                        try:
+                            effects = proc.on_task_exit(now, ev[4], False)
+                        except Exception as exc:
+                            raise CoreError(
+                                proc.name, proc.core, now, f"the kill of task {ev[4]}", exc
+                            ) from exc
                 else:
                     stop = (math.inf, seq + 1)
                     break
@@ -1000,7 +1038,7 @@ def simulate(
         if fe.submitted == len(fe.jobs) and now - fe.last_progress > quiet and not fe.done:
             raise _Stalled
 
-    stopped = None
+    stopped = error = None
     # Every other process is up before the frontend starts submitting (as after Register in a real run).
     try:
         kills = [f for f in failures if not f.stall]
@@ -1027,7 +1065,7 @@ def simulate(
                 sim.resume(name)
                 if name in frontend.dead:  # its answer to the frontend's next Hello: it rejoins
                     core = sim.procs[name].core
-                    back = Register(core.role, getattr(core, "slots", 0), False)
+                    back = Register(roles[name], getattr(core, "slots", 0), False)
                     sim.apply(frontend.name, frontend.on_message(sim.now, name, back))
             else:  # a central scheduler restarted by its launcher: it rebuilds its state
                 sim.revive(build_core(cluster.get(name), cluster, recover=True))
@@ -1038,6 +1076,8 @@ def simulate(
         stopped = "wall limit"
     except _Stalled:
         stopped = STALLED
+    except CoreError as exc:
+        stopped, error = CORE_RAISED, str(exc)
     except KeyboardInterrupt:
         if not interruptible:
             raise
@@ -1053,4 +1093,5 @@ def simulate(
         virtual_seconds=sim.now,
         cores=sim.cores,
         stopped=stopped,
+        error=error,
     )

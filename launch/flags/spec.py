@@ -41,6 +41,11 @@ class UsageError(Exception):
     """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
 
 
+class RunFailed(Exception):
+    """A run that stopped on a bug of its policy (a core raised): its partial results are written; printed
+    as one line by the CLI, exit status 1."""
+
+
 SHARED = ("cutoff",)
 """Declared parameters that are also fields of the spec: the short/long cutoff sets every replay's
 reporting classes, and the scheduling cutoff of the policies that declare it unless ``params`` gives

@@ -23,7 +23,7 @@ from ...common.frontend import FrontendCore
 from ...common.model import JobSpec
 from ...common.workload import merge_tasks, task_count
 from ..drivers.sim import simulate
-from ..flags.spec import ReplaySpec, UsageError
+from ..flags.spec import ReplaySpec, RunFailed, UsageError
 from .jobs import TAIL_SHARE, TASK_SCALES, arrival_span, google_trace
 from .progress import ProgressBar
 from .resolved import Prediction, ReplaySetup
@@ -80,6 +80,11 @@ def predict(setup: ReplaySetup, *, quiet: bool = True, limit: float = PREDICT_LI
             progress=progress,
             progress_every=5_000,
             wall_limit=limit,
+        )
+    if outcome.error is not None:  # a bug of the policy: no process is started for it
+        raise RunFailed(
+            f"policy {setup.policy.name!r}: {outcome.error} (predicting the run on the simulator: no process "
+            "was started)"
         )
     times = outcome.frontend.times
     finishes = [times[j.job_id].finish for j in setup.jobs]

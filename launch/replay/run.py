@@ -47,8 +47,8 @@ from ...common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..drivers.dashboard import Dashboard, serve
 from ..drivers.local import LocalTestbed
 from ..drivers.real import ReplayError, run_real
-from ..drivers.sim import STALLED, quiet_limit, simulate
-from ..flags.spec import UsageError
+from ..drivers.sim import CORE_RAISED, STALLED, quiet_limit, simulate
+from ..flags.spec import RunFailed, UsageError
 from .connect import testbed_down
 from .folder import point_latest
 from .predict import human, print_prediction
@@ -173,6 +173,7 @@ def _run_replay(
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
             interrupted = None if outcome.stopped is None else stop.reason or outcome.stopped
+            error = outcome.error
             if interrupted == STALLED:  # gave up, as a real replay does when no job finishes
                 interrupted = None
                 problems.append(
@@ -180,7 +181,7 @@ def _run_replay(
                     f"{quiet_limit(jobs):,.0f} s (ten times all the jobs' work); "
                     f"{len(frontend.unfinished())} of {len(jobs)} jobs did not finish"
                 )
-            if interrupted is not None:
+            if interrupted is not None and error is None:
                 left = len(frontend.unfinished())
                 problems.append(
                     f"interrupted by {interrupted} at virtual time {outcome.virtual_seconds:,.1f} s: "
@@ -197,7 +198,9 @@ def _run_replay(
             problems = result.problems
             log = result.task_log
             cycles = result.cycles
-            interrupted = result.interrupted
+            interrupted, error = result.interrupted, result.error
+            if error is not None:
+                interrupted = CORE_RAISED
     records = job_records(frontend, policy.name)
     if frontend.dead or frontend.resubmitted:  # which processes died when, and the jobs that moved
         setup.extra["declared_dead"] = {name: round(at, 3) for name, at in frontend.dead.items()}
@@ -240,6 +243,12 @@ def _run_replay(
         point_latest(setup.out)
     for problem in problems:
         console.print(f"[yellow]{problem}[/yellow]")
+    if error is not None:
+        print_summary(summary, setup.out)
+        raise RunFailed(
+            f"policy {policy.name!r}: {error}; partial results of the {summary['finished']} jobs finished "
+            f"of {summary['jobs']} in {setup.out}"
+        )
     if interrupted is not None:
         print_summary(summary, setup.out)
         console.print(
