@@ -77,7 +77,7 @@ async def measure_replay(
     return session, makespan
 
 
-async def _timer_figures(
+async def timer_figures(
     workdir: Path,
     keys: bool,
     dashboard: str | None = None,
@@ -121,21 +121,21 @@ def _cost(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float]:
 
 
 async def _bench(executor_for_sleep: str, workdir: Path, dashboard: bool = False) -> dict[str, Any]:
-    results = await _timer_figures(workdir / "timer", keys=True)
-    results["no_keys"] = unkeyed = await _timer_figures(workdir / "timer-no-keys", keys=False)
+    results = await timer_figures(workdir / "timer", keys=True)
+    results["no_keys"] = unkeyed = await timer_figures(workdir / "timer-no-keys", keys=False)
     results["keys_cost"] = _cost(unkeyed, results)
-    results["tcp"] = tcp = await _timer_figures(workdir / "timer-tcp", keys=True, transport="tcp")
-    results["tcp_no_keys"] = await _timer_figures(workdir / "timer-tcp-no-keys", keys=False, transport="tcp")
-    results["central_tcp_no_keys"] = await _timer_figures(
+    results["tcp"] = tcp = await timer_figures(workdir / "timer-tcp", keys=True, transport="tcp")
+    results["tcp_no_keys"] = await timer_figures(workdir / "timer-tcp-no-keys", keys=False, transport="tcp")
+    results["central_tcp_no_keys"] = await timer_figures(
         workdir / "timer-central-tcp-no-keys", keys=False, transport="tcp", policy="fifo"
     )
-    results["central_queue_tcp_no_keys"] = await _timer_figures(
+    results["central_queue_tcp_no_keys"] = await timer_figures(
         workdir / "timer-central-queue-tcp-no-keys", keys=False, transport="tcp", policy="fifo", fifo_queue=1
     )
     results["zmq_over_tcp"] = _cost(tcp, results)
     if dashboard:
         for mode in ("idle", "page"):
-            figures = await _timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
+            figures = await timer_figures(workdir / f"timer-dashboard-{mode}", True, mode)
             results[f"dashboard_{mode}"] = figures
             results[f"dashboard_{mode}_cost"] = _cost(results, figures)
     cluster = policy_cluster("sparrow", nodes=4, slots=1, schedulers=1, executor=executor_for_sleep)
