@@ -14,7 +14,9 @@ defaults and checks as ``aviary replay``'s flags, declared once there (``time_sc
 for type checking. It writes the run's folder as the command does (``results/<workload>-<policy>-...``
 unless ``out=``) and returns a :class:`Run`: its folder, ``summary.json`` as a dict, the job table and
 its family's headline figures. :func:`compare` reads runs (or folders) as ``aviary compare`` does.
-Bad values raise :class:`~aviary.launch.flags.spec.UsageError` with the command line's one-line messages.
+Bad values raise :class:`~aviary.launch.flags.spec.UsageError` with the command line's one-line messages;
+a run stopped by a core's exception (a policy's bug) :class:`~aviary.launch.flags.spec.RunFailed`, after
+its partial results are written.
 
 A run that never reached its end (killed outright: its folder holds a journal and no ``summary.json``)
 loads as a partial run: :attr:`Run.partial` is the one line that says so (``Run.load`` warns it too), its
@@ -39,12 +41,12 @@ from .common.results import (
     read_summary,
     rebuild_results,
 )
-from .launch.flags.spec import ReplaySpec, UsageError
+from .launch.flags.spec import ReplaySpec, RunFailed, UsageError
 from .launch.replay.resolve import setup_replay
 from .launch.replay.run import run_replay
 from .launch.results.compare import comparison_data, load_comparison
 
-__all__ = ["ReplaySpec", "Run", "UsageError", "compare", "rebuild", "replay"]
+__all__ = ["ReplaySpec", "Run", "RunFailed", "UsageError", "compare", "rebuild", "replay"]
 
 
 @dataclass(frozen=True)

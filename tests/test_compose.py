@@ -246,9 +246,15 @@ def test_a_plugin_installed_outside_the_mounted_paths_is_mounted_and_on_the_path
 
 
 @pytest.mark.system
-def test_replay_of_a_plugin_installed_outside_the_mounted_paths(engine, tmp_path: Path, monkeypatch):
-    site, source = _plugin_outside(tmp_path, "outside-run")
-    monkeypatch.syspath_prepend(str(site))
+@pytest.mark.parametrize("where", ["outside", "example"])
+def test_replay_of_a_plugin_in_containers(engine, tmp_path: Path, monkeypatch, where: str):
+    """A plug-in installed (not editable) outside every path a container mounts by default, and the
+    example p2c (installed editable by scripts/setup.sh, its folder inside the mounted source)."""
+    name, source = "p2c", "p2c"
+    if where == "outside":
+        site, source = _plugin_outside(tmp_path, "outside-run")
+        monkeypatch.syspath_prepend(str(site))
+        name = "outside-run"
     bed = tmp_path / "bed"
     write(bed, policy_cluster(source, nodes=3, slots=2, schedulers=1))
     try:
@@ -257,6 +263,6 @@ def test_replay_of_a_plugin_installed_outside_the_mounted_paths(engine, tmp_path
         out = tmp_path / "run"
         assert main(["replay", "--connect", str(bed / "cluster.toml"), *REPLAY, "--out", str(out)]) == 0
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["policy"] == "outside-run" and summary["jobs"] == summary["finished"] == 20
+        assert summary["policy"] == name and summary["jobs"] == summary["finished"] == 20
     finally:
         down(bed, engine, tool=None)
