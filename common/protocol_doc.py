@@ -215,7 +215,8 @@ def _prose(doc: str | None) -> str:
     """A docstring as Markdown: Sphinx roles and double backquotes made plain code spans, one line per
     paragraph."""
     text = inspect.cleandoc(doc or "")
-    text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([\w]+(?:\.\w+)?)`", r"`\1`", text)
+    text = re.sub(r":\w+:`~[\w.]*?(\w+)`", r"`\1`", text)  # :class:`~a.b.C`: C
+    text = re.sub(r":\w+:`([\w.]+)`", r"`\1`", text)  # :mod:`a.b`: a.b
     text = text.replace("``", "`")
     return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n") if p.strip())
 
