@@ -1,14 +1,15 @@
 """The wire protocol as a document, generated from the message structs (DESIGN §10; ``docs/protocol.md``).
 
 The structs of :mod:`.messages` are the single source: :func:`message_tables` writes the Markdown tables
-of every message (tag, fields in wire order, types, defaults, who may send it: :mod:`.senders`), which
-``docs/protocol.md`` holds between :data:`BEGIN` and :data:`END`; :func:`schema` is the JSON Schema of
+of every message (tag, fields in wire order, types, defaults, who may send it: :mod:`.senders`) and
+:func:`senders_table` the kinds each role may send, which ``docs/protocol.md`` holds between the markers
+of :func:`markers`; :func:`schema` is the JSON Schema of
 every message (msgspec's, with each message's tag and each item's field name), which ``aviary protocol
 schema`` prints; :func:`fingerprint` hashes that schema, which a test holds together with
 :data:`~.messages.PROTOCOL_VERSION`. What the structs cannot say, a field's unit and meaning, is
 :data:`FIELD_NOTES`: every field needs one, or the tables cannot be generated.
 
-    python -m aviary.common.protocol_doc [docs/protocol.md]   # rewrite the generated part
+    python -m aviary.common.protocol_doc [docs/protocol.md]   # rewrite the generated parts
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ import msgspec.inspect as mi
 from .messages import MESSAGE_TYPES, PROTOCOL_VERSION, Message
 from .senders import MAY_SEND, PROCESSES
 
-BEGIN = "<!-- BEGIN GENERATED: messages (python -m aviary.common.protocol_doc docs/protocol.md) -->"
-END = "<!-- END GENERATED: messages -->"
 ROLE_ORDER = ("frontend", "control", "central", "scheduler", "node")
 
 _JOB = "the job's id, as the frontend submitted it (64-bit)"
@@ -249,27 +248,51 @@ def message_tables() -> str:
         out += ["", "| item | field | type | default | unit, meaning |", "|---:|---|---|---|---|"]
         for i, f in enumerate(info, 1):
             if f.name not in notes:
-                raise KeyError(f"{cls.__name__}.{f.name} has no note: add one to FIELD_NOTES in {__name__}")
+                raise KeyError(f"{cls.__name__}.{f.name} has no note: add one to common/protocol_doc.py")
             note = notes[f.name].replace("|", "\\|")
             kind = type_name(f.type).replace("|", "\\|")
             out.append(f"| {i} | `{f.name}` | {kind} | {default_text(f)} | {note} |")
     return "\n".join(out) + "\n"
 
 
-def splice(document: str, tables: str) -> str:
-    """``document`` with the part between :data:`BEGIN` and :data:`END` replaced by ``tables``."""
-    start, end = document.find(BEGIN), document.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the document has no generated part (between {BEGIN!r} and {END!r})")
-    return document[: start + len(BEGIN)] + "\n" + tables + document[end:]
+def senders_table() -> str:
+    """The generated table of the message kinds each role may send (:data:`~.senders.MAY_SEND`)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for cls in by_tag():
+        groups.setdefault(tuple(senders(cls)), []).append(f"`{cls.__name__}`")
+    out = ["| roles | may send |", "|---|---|"]
+    out += [f"| {', '.join(roles)} | {', '.join(kinds)} |" for roles, kinds in groups.items()]
+    return "\n".join(out) + "\n"
 
 
-def generated(document: str) -> str:
-    """The generated part of ``document`` as it stands."""
-    start, end = document.find(BEGIN), document.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the document has no generated part (between {BEGIN!r} and {END!r})")
-    return document[start + len(BEGIN) + 1 : end]
+BLOCKS = {"senders": senders_table, "messages": message_tables}
+"""The generated parts of ``docs/protocol.md``, by name."""
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The lines that open and close the generated part ``name`` of the document."""
+    begin = f"<!-- BEGIN GENERATED: {name} (python -m aviary.common.protocol_doc) -->"
+    return begin, f"<!-- END GENERATED: {name} -->"
+
+
+def _span(document: str, name: str) -> tuple[int, int]:
+    begin, end = markers(name)
+    start, stop = document.find(begin), document.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"the document has no generated part {name!r} (between {begin!r} and {end!r})")
+    return start + len(begin) + 1, stop
+
+
+def generated(document: str, name: str) -> str:
+    """The generated part ``name`` of ``document`` as it stands."""
+    start, stop = _span(document, name)
+    return document[start:stop]
+
+
+def splice(document: str, name: str, text: str) -> str:
+    """``document`` with its generated part ``name`` replaced by ``text``."""
+    start, stop = _span(document, name)
+    return document[:start] + text + document[stop:]
 
 
 def schema() -> dict[str, Any]:
@@ -305,9 +328,10 @@ def fingerprint() -> str:
 
 
 def write(path: Path) -> bool:
-    """Rewrite the generated part of the document at ``path``; True if it changed."""
-    old = path.read_text()
-    new = splice(old, message_tables())
+    """Rewrite the generated parts of the document at ``path``; True if it changed."""
+    old = new = path.read_text()
+    for name, make in BLOCKS.items():
+        new = splice(new, name, make())
     if new != old:
         path.write_text(new)
     return new != old
