@@ -12,6 +12,16 @@ many tasks per node beyond its slots; they wait in the node's own FIFO queue and
 round trip when a slot frees. Kairos' dispatcher does the same with its Q (thesis §4.3.3), and Dask
 distributed's default ``worker-saturation`` of 1.1 keeps one such task per one-thread worker, so
 ``aviary bench`` compares the two runtimes with ``queue = 1``.
+
+``am_tasks`` (the ``yarn-fifo`` policy, the Kairos testbed's baseline; default off): every job has an
+application master that holds a slot from the moment the job is first served until its last task ends,
+as a YARN job's ApplicationMaster container does (thesis §4.4: "each job has an ApplicationManager that
+runs on a worker node"; the testbed's containers were all <5120 MB, 1 vCore>, §4.5.2). The master is the
+first thing a job gets (YARN launches it before the job asks for any task) and is bookkeeping only: no
+task is launched for it, it only keeps the slot from the job's tasks and everyone else's
+(``am_slots``, a gauge; ``am_placed``, a counter). A reconstruction: the AM's own CPU use, its start-up
+and the YARN FIFO configuration of the testbed (``yarn-site-nopreemption.xml`` sets no resources) are
+not known.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ class CentralFifoCore(Core):
 
     role = "central"
 
-    def __init__(self, name: str, node_slots: dict[str, int], queue: int = 0) -> None:
+    def __init__(self, name: str, node_slots: dict[str, int], queue: int = 0, am_tasks: bool = False) -> None:
         super().__init__(name)
         if not node_slots:
             raise ValueError(f"central scheduler {name}: no nodes")
@@ -43,6 +53,8 @@ class CentralFifoCore(Core):
         self.free: deque[str] = deque(n for level in levels for n, s in self.node_slots.items() if s > level)
         self.queue: deque[JobState] = deque()  # jobs with runnable tasks not yet placed, in order
         self.queued: set[int] = set()
+        self.am_tasks = am_tasks
+        self.am: dict[int, str] = {}  # job -> the node whose slot its application master holds
 
     @property
     def jobs(self) -> dict[int, JobState]:
@@ -50,7 +62,10 @@ class CentralFifoCore(Core):
 
     def gauges(self) -> dict[str, float]:
         """Jobs waiting for a free slot, and tasks running."""
-        return {"jobs_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+        gauges = {"jobs_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+        if self.am_tasks:
+            gauges["am_slots"] = float(len(self.am))
+        return gauges
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         if type(msg) is TaskFinished:
@@ -66,6 +81,7 @@ class CentralFifoCore(Core):
                 self.queue = deque([*first, *(j for j in self.queue if j.job_id not in lost)])
                 self.queued |= lost.keys()
             self.free = deque(n for n in self.free if n != msg.name)
+            self.am = {j: n for j, n in self.am.items() if n != msg.name}  # its masters went with it
             return self._dispatch(now)
         if type(msg) is PeerUp:
             if self.state.node_up(msg.name) is not None:
@@ -95,6 +111,10 @@ class CentralFifoCore(Core):
         state.fresh.clear()
         while self.queue and self.free:
             job = self.queue[0]
+            if self.am_tasks and job.job_id not in self.am:  # its master first, in a slot of its own
+                self.am[job.job_id] = self.free.popleft()
+                self.counters["am_placed"] += 1
+                continue
             stage = job.runnable[0]
             node = by_name[self.free.popleft()]
             index = state.assign(now, job, stage, node)
@@ -111,4 +131,8 @@ class CentralFifoCore(Core):
             return []
         self.free.append(node)
         done = self.state.finish(now, node, msg)
+        if self.am_tasks and msg.job_id not in self.state.jobs:  # its last task: the master ends
+            am = self.am.pop(msg.job_id, None)
+            if am is not None:
+                self.free.append(am)
         return self._dispatch(now) + done

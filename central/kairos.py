@@ -19,6 +19,16 @@ The estimate in ``SubmitJob`` is ignored and ``PlaceTask`` carries 0.0 as estima
 Kairos path uses runtime estimates. The task duration is passed through only because the node's
 executor needs it to run the (sleep) task.
 
+``am_tasks`` (default off; the Kairos testbed, docs/kairos.md): every job's application master holds one
+of a node's N + Q places from the moment the job is first served until its last task ends, on the node
+the same rule picks: the authors' central side caps a node's containers counting every running
+container, the master's too (``LeafQueue.java:1680``: ``maxContainersPerNode -
+node.getRunningContainers().size()``). It takes no LAS slot and is never preempted: the node leaves
+container 1 of each application (the master) out of LAS (``ContainerManagerImpl.java:829``) and runs it on
+a free core or the core kept for launching (``CoresManagerImpl.java:39-42, 94-95``). So here the master is
+bookkeeping of the dispatcher only: the node never hears of it (``am_placed``, a counter; ``am_places``,
+a gauge).
+
 Failures (issue 14): a node declared dead (``PeerDown``) takes no more tasks (its cap is 0 until
 ``PeerUp``); the tasks placed on it go back to the front of the queue, in placement order, and a late
 ``TaskFinished`` or ``Heartbeat`` from it is counted and ignored.
@@ -74,6 +84,7 @@ class KairosCentralCore(Core):
         q: int = DEFAULT_Q,
         tiebreak: str = "var",
         seed: int = 0,
+        am_tasks: bool = False,
     ) -> None:
         super().__init__(name)
         if not node_slots:
@@ -96,6 +107,8 @@ class KairosCentralCore(Core):
         self.state = CentralState(slot_nodes(node_slots), self, record=False)
         self.queue: deque[tuple[int, int]] = deque()
         self.enqueued: set[tuple[int, int]] = set()  # (job, stage) already in the queue
+        self.am_tasks = am_tasks
+        self.am: dict[int, NodeState] = {}  # job -> the node whose place its master holds
 
     @property
     def jobs(self) -> dict[int, JobState]:
@@ -107,7 +120,10 @@ class KairosCentralCore(Core):
 
     def gauges(self) -> dict[str, float]:
         """Tasks waiting in Alg. 3's central queue, and tasks the nodes hold by this core's count."""
-        return {"tasks_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+        gauges = {"tasks_pending": float(len(self.queue)), "tasks_running": float(len(self.state.placed))}
+        if self.am_tasks:
+            gauges["am_places"] = float(len(self.am))
+        return gauges
 
     # --- events ---------------------------------------------------------------------------------------
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
@@ -138,6 +154,7 @@ class KairosCentralCore(Core):
         self._leave(node)
         node.cap = node.count = 0
         self._enter(node)
+        self.am = {j: n for j, n in self.am.items() if n is not node}  # its masters went with it
         return self._dispatch(now)
 
     def _node_up(self, now: float, name: str) -> list[Effect]:
@@ -175,6 +192,12 @@ class KairosCentralCore(Core):
         node.count -= 1
         self._enter(node)
         done = self.state.finish(now, sender, msg)
+        if self.am_tasks and msg.job_id not in self.state.jobs:  # its last task: the master ends
+            am = self.am.pop(msg.job_id, None)
+            if am is not None:
+                self._leave(am)
+                am.count -= 1
+                self._enter(am)
         return self._dispatch(now) + done
 
     # --- a restart's recovery (:mod:`aviary.central.recovery`) ------------------------------------------
@@ -209,6 +232,14 @@ class KairosCentralCore(Core):
             node = self._pick()
             if node is None:  # every node holds N + Q tasks
                 break
+            job_id = queue[0][0]
+            if self.am_tasks and job_id not in self.am:  # its master first, in a place of its own
+                self.am[job_id] = node
+                self._leave(node)
+                node.count += 1
+                self._enter(node)
+                self.counters["am_placed"] += 1
+                continue
             job_id, index = queue.popleft()
             job = state.jobs[job_id]
             stage = next(s for s in job.runnable if s.offset <= index < s.offset + s.tasks)

@@ -101,22 +101,31 @@ class _Base:
 
 
 class _Timer:
-    __slots__ = ("end", "remaining", "started")
+    __slots__ = ("end", "rate", "remaining", "started")
 
     def __init__(self, remaining: float, started: float) -> None:
-        self.end: float | None = None  # when it finishes; None while suspended
+        self.end: float | None = None  # when it finishes; None while suspended (without a share)
         self.remaining = remaining  # running time left as of ``started``
-        self.started = started  # monotonic time when it last started running
+        self.started = started  # monotonic time when it last started running (or was suspended)
+        self.rate = 1.0  # its progress per second: 1 running, the executor's share while suspended
 
 
 class TimerExecutor(_Base):
     """Virtual tasks: no process, a heap of running tasks' ends and one :class:`~.alarm.Alarm` (a
     ``timerfd``) at the earliest (DESIGN §6 ``timer``). The loop's own millisecond timers woke a 10 ms
     task ~0.2 ms late and at times early (then waited again); the alarm is never early and ~0.08 ms
-    late. A zero-length task ends at the loop's next turn."""
+    late. A zero-length task ends at the loop's next turn.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> None:
+    ``suspended_share`` s > 0: a suspended task still progresses at s seconds per second (as the Kairos
+    testbed's containers kept ``--cpus 0.1``, ``worker/las.py``), so it can end while suspended."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, on_exit: OnExit, suspended_share: float = 0.0
+    ) -> None:
         super().__init__(loop, on_exit)
+        if not 0.0 <= suspended_share < 1.0:
+            raise ValueError(f"suspended_share must be in [0, 1), got {suspended_share}")
+        self.share = float(suspended_share)
         self._tasks: dict[TaskId, _Timer] = {}
         self._ends: list[tuple[float, int, TaskId]] = []
         """(end, launch order, task): a task's entry counts while its :attr:`_Timer.end` is that end."""
@@ -128,7 +137,7 @@ class TimerExecutor(_Base):
         return len(self._tasks)
 
     def _arm(self, task_id: TaskId, entry: _Timer) -> None:
-        entry.end = end = entry.started + entry.remaining
+        entry.end = end = entry.started + entry.remaining / entry.rate
         if entry.remaining <= 0.0:
             self.loop.call_soon(self._due, task_id, end)
             return
@@ -166,20 +175,28 @@ class TimerExecutor(_Base):
         entry = self._tasks.get(task_id)
         if entry is None:
             self._ignore("unknown_suspend", task_id)
-        elif entry.end is None:
+        elif entry.end is None or entry.rate != 1.0:
             self._ignore("redundant_suspend", task_id)
         else:
+            now = time.monotonic()
             entry.end = None
-            entry.remaining = max(0.0, entry.remaining - (time.monotonic() - entry.started))
+            entry.remaining = max(0.0, entry.remaining - (now - entry.started))
+            if self.share > 0.0:  # it goes on slowly: a later end
+                entry.started, entry.rate = now, self.share
+                self._arm(task_id, entry)
 
     def resume(self, task_id: TaskId) -> None:
         entry = self._tasks.get(task_id)
         if entry is None:
             self._ignore("unknown_resume", task_id)
-        elif entry.end is not None:
+        elif entry.end is not None and entry.rate == 1.0:
             self._ignore("redundant_resume", task_id)
         else:
-            entry.started = time.monotonic()
+            now = time.monotonic()
+            if entry.rate != 1.0:  # what it did at its share while suspended
+                entry.remaining = max(0.0, entry.remaining - (now - entry.started) * entry.rate)
+                entry.rate = 1.0
+            entry.started = now
             self._arm(task_id, entry)
 
     def kill(self, task_id: TaskId) -> None:
@@ -832,11 +849,24 @@ EXECUTORS: dict[str, Callable[[asyncio.AbstractEventLoop, OnExit], Executor]] = 
 }
 
 
-def make_executor(kind: str, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> Executor:
-    """The executor named ``kind`` (``timer``, ``process`` or ``docker``), driving tasks on ``loop``."""
+def make_executor(
+    kind: str, loop: asyncio.AbstractEventLoop, on_exit: OnExit, suspended_share: float = 0.0
+) -> Executor:
+    """The executor named ``kind`` (``timer``, ``process`` or ``docker``), driving tasks on ``loop``.
+
+    ``suspended_share`` > 0 (a Kairos node's ``--suspended-share``): suspended tasks keep that share of a
+    core. Only the ``timer`` executor models it; ``process`` (SIGSTOP stops a task whole) and ``docker``
+    (the sleep task would need to count a CPU quota as progress: not done) refuse it."""
     try:
         factory = EXECUTORS[kind]
     except KeyError:
         choices = ", ".join(sorted(EXECUTORS))
         raise ValueError(f"unknown executor {kind!r}; choose one of: {choices}") from None
+    if suspended_share > 0.0:
+        if kind != "timer":
+            raise ValueError(
+                f"the {kind} executor cannot run a suspended task at a share of a core "
+                "(--suspended-share): use --executor timer"
+            )
+        return TimerExecutor(loop, on_exit, suspended_share)
     return factory(loop, on_exit)

@@ -33,6 +33,28 @@ Choices where the thesis is silent or loose (documented in docs/kairos.md):
 - A task that exits while the node thinks it suspended (on the real runtime the exit can race the
   SIGSTOP) is reported finished like any other; nothing is lost.
 
+Options beyond Alg. 2 (defaults: the thesis' algorithm and text; docs/kairos.md "Options from the authors'
+code"; the authors' YARN code is ``../shared/anchors/kairos-yarn/code/ContainerManagerImpl.java``, cited
+as CMI):
+
+- ``swap_margin`` (quanta, default 0): at a quantum's end the running task is swapped for the youngest
+  idle one only if it has attained at least ``swap_margin x W`` more (0: Alg. 2 line 34's ``<=``). The
+  authors' code swaps only when ``executing.age - suspended.age >= processorSharingInterval / 2``
+  (CMI:1574): ``swap_margin = 0.5``.
+- ``starvation`` (default ``"text"``): ``"text"`` is the guard above (thesis §4.3.2's text, Aviary's
+  reading); ``"code"`` is what the authors' code does (CMI:1186-1222, 1389, 1459-1461, 1571-1594): each
+  task counts its suspensions, an arrival's adds one, a quantum suspension restarts the count at one
+  (the copy constructor, CMI:1197-1199, then ``updateAgeSuspend``); at a quantum's end a running task
+  whose count exceeds ``starvation_quanta`` (the code's ``nrPreemptionsAllowed``) is not swapped, its
+  count is reset and it runs ``starvation_multiple x W`` more (``nrWindowsAfterPreemption``), and an
+  arrival may still preempt it; ``"off"``: no guard (plain Alg. 2).
+- ``suspended_share`` (default 0): the share of a core a suspended task keeps. The node only exposes it
+  (:attr:`KairosNodeCore.suspended_share`); the executor (and the simulator) make the task progress at
+  that rate while suspended, as the testbed's ``processorsharing.minimum-cpu`` = 0.1 did (yarn-site.xml:55,
+  CMI:1783-1790; thesis §4.4: "reducing the resources allocated to it to a minimum"). Attained service
+  still counts running time only, as the code's ``age`` (CMI:1217-1229). A suspended task can then end
+  while suspended (``exit_while_suspended``).
+
 Counters: ``preemptions`` (every ``Suspend``, reported even when 0), split into
 ``preemptions_arrival``, ``preemptions_quantum`` and ``preemptions_starvation``; ``starvation_guards``;
 ``resumes``; ``tasks_received``; ``tasks_launched``; ``tasks_finished``; ``heartbeats`` (sent).
@@ -55,6 +77,8 @@ QUANTUM = "quantum"
 DEFAULT_QUANTUM = 10.0
 DEFAULT_STARVATION_QUANTA = 3
 DEFAULT_STARVATION_MULTIPLE = 2.0
+STARVATION_MODES = ("text", "code", "off")
+"""``starvation``: the thesis text's guard (Aviary's reading), the authors' code's, or none."""
 
 
 @dataclass(slots=True)
@@ -70,6 +94,7 @@ class LasTask:
     launched: bool = False  # False until its first run (then Launch, afterwards Resume)
     idle_since: float = 0.0  # when it last stopped running (or arrived); meaningful while idle
     protected_until: float | None = None  # starvation guard: not preempted before this time
+    suspensions: int = 0  # starvation="code": the code's timesPreempted (CMI:1189)
 
     def live(self, now: float) -> float:
         """Attained service as of ``now``."""
@@ -91,6 +116,9 @@ class KairosNodeCore(Core):
         starvation_quanta: int = DEFAULT_STARVATION_QUANTA,
         starvation_multiple: float = DEFAULT_STARVATION_MULTIPLE,
         heartbeat_interval: float | None = None,
+        swap_margin: float = 0.0,
+        starvation: str = "text",
+        suspended_share: float = 0.0,
     ) -> None:
         super().__init__(name)
         if slots < 1:
@@ -101,6 +129,14 @@ class KairosNodeCore(Core):
             raise ValueError(f"node {name}: starvation_quanta must be at least 1, got {starvation_quanta}")
         if not starvation_multiple > 0:
             raise ValueError(f"node {name}: starvation_multiple must be > 0, got {starvation_multiple}")
+        if not (swap_margin >= 0 and math.isfinite(swap_margin)):
+            raise ValueError(f"node {name}: swap_margin must be >= 0 quanta, got {swap_margin}")
+        if starvation not in STARVATION_MODES:
+            raise ValueError(
+                f"node {name}: starvation must be one of {', '.join(STARVATION_MODES)}, got {starvation!r}"
+            )
+        if not 0.0 <= suspended_share < 1.0:
+            raise ValueError(f"node {name}: suspended_share must be in [0, 1), got {suspended_share}")
         if heartbeat_interval is None:
             heartbeat_interval = quantum / 10
         if not heartbeat_interval > 0:
@@ -111,6 +147,11 @@ class KairosNodeCore(Core):
         self.starvation_wait = starvation_quanta * self.quantum
         self.guard = starvation_multiple * self.quantum
         self.heartbeat_interval = float(heartbeat_interval)
+        self.margin = float(swap_margin) * self.quantum
+        self.starvation = starvation
+        self.allowed = starvation_quanta  # starvation="code": the code's nrPreemptionsAllowed
+        self.suspended_share = float(suspended_share)
+        """The share of a core a suspended task keeps: read by the executor and the simulator."""
         self.running: list[LasTask | None] = [None] * slots  # by slot
         self.idle: dict[TaskId, LasTask] = {}  # suspended, or not started yet
         self.tasks: dict[TaskId, LasTask] = {}  # every task on this node
@@ -173,7 +214,7 @@ class KairosNodeCore(Core):
             return done
         slot = task.slot
         self.running[slot] = None
-        starving = self._starving(now)  # lines 21-27, a starving task first
+        starving = self._starving(now) if self.starvation == "text" else None  # lines 21-27
         if starving is not None:
             self.counters["starvation_guards"] += 1
             return [*done, *self._run(now, starving, slot, guard=True)]
@@ -203,6 +244,7 @@ class KairosNodeCore(Core):
         freed = victim.slot
         assert freed is not None
         effects = self._suspend(now, victim)
+        victim.suspensions += 1  # CMI:1389 updateAgeSuspend on the original: the count goes on
         self.counters["preemptions_arrival"] += 1
         return [*effects, *self._run(now, task, freed)]
 
@@ -214,14 +256,21 @@ class KairosNodeCore(Core):
         task.attained += now - task.start
         task.start = now
         task.protected_until = None
-        starving = self._starving(now)
-        if starving is not None:
+        if self.starvation == "text":
+            starving = self._starving(now)
+            if starving is not None:
+                self.counters["starvation_guards"] += 1
+                self.counters["preemptions_starvation"] += 1
+                return [*self._suspend(now, task), *self._run(now, starving, slot, guard=True)]
+        elif self.starvation == "code" and task.suspensions > self.allowed:  # CMI:1571, 1590-1594
+            task.suspensions = 0
             self.counters["starvation_guards"] += 1
-            self.counters["preemptions_starvation"] += 1
-            return [*self._suspend(now, task), *self._run(now, starving, slot, guard=True)]
+            return [SetTimer((QUANTUM, slot), self.guard)]  # arrivals may still preempt it
         young = self._youngest()
-        if young is not None and young.attained <= task.attained:  # line 34
+        # line 34 (margin 0: ``<=``); the authors' code: older by at least W / 2 (CMI:1574)
+        if young is not None and task.attained - young.attained >= self.margin:
             self.counters["preemptions_quantum"] += 1
+            task.suspensions = 1  # CMI:1459-1461: a copy (count 0) is suspended and counted once
             return [*self._suspend(now, task), *self._run(now, young, slot)]
         return [SetTimer((QUANTUM, slot), self.quantum)]  # lines 43-44: go on for another quantum
 

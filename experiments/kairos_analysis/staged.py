@@ -47,17 +47,23 @@ def workload(
     arrivals: Literal["poisson", "uniform"] = "poisson",
     barrier: bool = False,
     spread: float = 0.0,
+    overhead: float = 0.0,
 ) -> list[SimJob]:
-    """100 Table 4.1 jobs (the same arrivals and categories as ``kairos_real.py`` for a seed)."""
+    """100 Table 4.1 jobs (the same arrivals and categories as ``kairos_real.py`` for a seed);
+    ``overhead``: each job's fixed cost taken out of its tasks (``kairos_workload.JOB_OVERHEAD``)."""
     rng = random.Random(10_000 + seed)  # task spreads only: the job draw stays that of the seed
     jobs = table41_jobs(100, seed=seed, mean_gap=mean_gap, arrivals=arrivals)
     return [
-        SimJob(j.submit, j.category.number, job_stages(j, barrier=barrier, spread=spread, rng=rng))
+        SimJob(
+            j.submit,
+            j.category.number,
+            job_stages(j, barrier=barrier, spread=spread, rng=rng, overhead=overhead),
+        )
         for j in jobs
     ]
 
 
-def published_jobs(path: Path | str) -> tuple[list[SimJob], float]:
+def published_jobs(path: Path | str, overhead: float = 0.0) -> tuple[list[SimJob], float]:
     """The job sequence of the thesis' published workload file (``extra-files/workloads/
     generated_workload_kairos`` in github.com/epfl-labos/kairos; not bundled): per line the sleep before
     the job (s), its reduces, queue, input path, output, extra flops of maps and reduces. The category
@@ -79,7 +85,7 @@ def published_jobs(path: Path | str) -> tuple[list[SimJob], float]:
             t += gap
             gaps.append(gap)
         job = GeneratedJob(t, CATEGORIES[number - 1])
-        jobs.append(SimJob(t, number, job_stages(job)))
+        jobs.append(SimJob(t, number, job_stages(job, overhead=overhead)))
     if not jobs:
         raise ValueError(f"{path}: no jobs")
     return jobs, statistics.fmean(gaps) if gaps else 60.0
@@ -198,9 +204,16 @@ def simulate(
     slots: int = SLOTS,
     seed: int = 1,
     ties: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> Run:
-    """One simulated run of ``jobs`` under ``policy`` (``ties``: count tied placements, Kairos only)."""
-    params = {"quantum": quantum, "kairos_q": q, "starvation_quanta": starvation_quanta}
+    """One simulated run of ``jobs`` under ``policy`` (``ties``: count tied placements, Kairos only;
+    ``extra``: more of the policy's parameters, e.g. the testbed options of ``factors.py``)."""
+    params: dict[str, Any] = (
+        {"quantum": quantum, "kairos_q": q, "starvation_quanta": starvation_quanta}
+        if policy.startswith("kairos")
+        else {}
+    )
+    params.update(extra or {})
     cluster = policy_cluster(policy, nodes=NODES, slots=slots, bind_ports=False, seed=seed, params=params)
     cores = [build_core(p, cluster) for p in cluster.processes if p.role != "frontend"]
     central = next(c for c in cores if c.role == "central")

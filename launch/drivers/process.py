@@ -57,8 +57,14 @@ async def serve(cluster_path: str, unit: str, recover: bool = False) -> None:
     try:
         for spec in units[unit]:
             transport = open_transport(spec.name, spec.bind_address, spec.address, cluster.addresses())
-            executor = partial(make_executor, cluster.executor) if spec.role == "node" else None
             core = build_core(spec, cluster, recover=recover)
+            # a Kairos node's suspended tasks may keep a share of a core (--suspended-share)
+            share = float(getattr(core, "suspended_share", 0.0))
+            executor = (
+                partial(make_executor, cluster.executor, suspended_share=share)
+                if spec.role == "node"
+                else None
+            )
             rebuild = partial(build_core, spec, cluster)
             runtimes[spec.name] = make_runtime(core, transport, executor, rebuild=rebuild)
         loop = asyncio.get_running_loop()

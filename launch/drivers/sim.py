@@ -13,7 +13,8 @@ there is an event queue:
   the same key of the same core; ``CancelTimer`` cancels it;
 - ``Launch`` / ``Suspend`` / ``Resume`` / ``Kill`` are carried out by a virtual executor with the
   semantics of the real ``TimerExecutor``: a task exits ``ok`` after ``duration`` seconds of *running*
-  time (a task suspended for X finishes X later), ``Kill`` ends it at once with ``ok=False``, and an
+  time (a task suspended for X finishes X later; X x (1 - s) later if its core says a suspended task
+  keeps a share s of a core, ``suspended_share``), ``Kill`` ends it at once with ``ok=False``, and an
   exit is always delivered as an event of its own, never while a core's effects are being applied.
 
 Events are ordered by (virtual time, sequence number), the sequence number being the order in which
@@ -206,6 +207,7 @@ class _Proc:
         "on_message",
         "on_task_exit",
         "on_timer",
+        "share",
         "tasks",
         "timers",
         "wrapped",
@@ -229,8 +231,11 @@ class _Proc:
         self.on_timer: Callable[..., list[Effect]] = core.on_timer
         self.on_task_exit: Callable[..., list[Effect]] = core.on_task_exit
         self.timers: dict[Any, int] = {}  # key -> sequence number of the live timer event
-        # task -> [sequence number of the live exit event (0 while suspended), remaining, started]
+        # task -> [sequence number of the live exit event (0 while suspended), remaining, started], and
+        # while suspended at a share of a core (``share``), that share as a fourth item
         self.tasks: dict[TaskId, list[Any]] = {}
+        # The share of a core a suspended task keeps (a Kairos node's ``suspended_share``; 0: none)
+        self.share: float = float(getattr(core, "suspended_share", 0.0))
 
 
 class _Paused:
@@ -934,17 +939,29 @@ class Simulator:
         elif k is Suspend:
             if entry is None:
                 self.errors["executor.unknown_suspend"] += 1
-            elif entry[0] == 0:
+            elif entry[0] == 0 or len(entry) > 3:
                 self.errors["executor.redundant_suspend"] += 1
             else:
-                entry[0] = 0  # its exit event is now stale
                 entry[1] = max(0.0, entry[1] - (now - entry[2]))
+                share = proc.share
+                if share > 0.0:  # it goes on at ``share`` of a core: a new, later exit event
+                    self.seq += 1
+                    entry[0] = self.seq
+                    entry[2] = now
+                    entry.append(share)
+                    heapq.heappush(
+                        self.heap, (now + entry[1] / share, self.seq, _EXIT, proc, e.task_id, entry)
+                    )
+                else:
+                    entry[0] = 0  # its exit event is now stale
         elif k is Resume:
             if entry is None:
                 self.errors["executor.unknown_resume"] += 1
-            elif entry[0] != 0:
+            elif entry[0] != 0 and len(entry) == 3:
                 self.errors["executor.redundant_resume"] += 1
             else:
+                if len(entry) > 3:  # what it did at its share while suspended
+                    entry[1] = max(0.0, entry[1] - (now - entry[2]) * entry.pop())
                 self.seq += 1
                 entry[0] = self.seq
                 entry[2] = now

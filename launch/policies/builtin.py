@@ -411,6 +411,24 @@ def _central_fifo(ctx: Context) -> Core:
     return CentralFifoCore(ctx.name, ctx.node_slots, int(ctx.params["fifo_queue"]))
 
 
+AM_TASKS = Param(
+    "am_tasks",
+    "off",
+    "each job's application master holds a place from its first placement to its last task's end: "
+    "yarn-fifo, a slot; Kairos, one of a node's N + Q places on its launching core, outside LAS",
+    choices=("off", "on"),
+)
+
+
+def _yarn_fifo(ctx: Context) -> Core:
+    from ...central.fifo import CentralFifoCore
+
+    values = ctx.params
+    return CentralFifoCore(
+        ctx.name, ctx.node_slots, int(values["fifo_queue"]), am_tasks=values["am_tasks"] == "on"
+    )
+
+
 KAIROS_REFERENCE_QUANTUM = 10_000.0
 """The thesis' quantum for the Google trace, in trace seconds (§4.6.2)."""
 
@@ -442,9 +460,53 @@ KAIROS_PARAMS = (
         low=0.0,
         open_low=True,
     ),
+    Param(
+        "swap_margin",
+        0.0,
+        "Kairos: at a quantum's end, swap only if the running task attained this many quanta more than "
+        "the youngest idle one (0: Alg. 2 line 34's <=; the authors' code: 0.5)",
+        low=0.0,
+    ),
+    Param(
+        "starvation",
+        "text",
+        "Kairos: starvation guard, as the thesis text reads (idle starvation_quanta x W, then "
+        "starvation_multiple x W unpreempted), as the authors' code behaves (a running task suspended "
+        "more than starvation_quanta times gets starvation_multiple x W, arrivals may preempt it), or off",
+        choices=("text", "code", "off"),
+    ),
+    Param(
+        "suspended_share",
+        0.0,
+        "Kairos: share of a core a suspended task keeps, so it still progresses (the testbed: 0.1, "
+        "processorsharing.minimum-cpu); needs --launch-core on",
+        low=0.0,
+        high=1.0,
+        open_high=True,
+    ),
+    AM_TASKS,
+    Param(
+        "launch_core",
+        "off",
+        "Kairos: each node has one core beyond its slots for launching, suspended and application-master "
+        "tasks (the testbed: 5 vcores, 4 LAS containers); where --suspended-share and --am-tasks run",
+        choices=("off", "on"),
+    ),
 )
 """Kairos' parameters: the quantum's default is the thesis' 10,000 trace seconds divided by the time
-scale, but a given ``--quantum`` is already in seconds of the replay clock."""
+scale, but a given ``--quantum`` is already in seconds of the replay clock. The last five are the options
+the authors' YARN code calls for (docs/kairos.md, "The testbed as the authors' code ran it"); their
+defaults are the thesis' algorithms."""
+
+
+def _needs_launch_core(values: Any) -> None:
+    """A suspended task's share and the masters run on the node's launching core: without one, they would
+    take their CPU from the LAS slots, which the model does not do."""
+    if values["launch_core"] != "on":
+        if float(values["suspended_share"]) > 0:
+            raise ValueError("--suspended-share needs --launch-core on (the core a suspended task runs on)")
+        if values["am_tasks"] == "on":
+            raise ValueError("Kairos: --am-tasks on needs --launch-core on (the core the masters run on)")
 
 
 def _kairos_central(tiebreak: str) -> Builder:
@@ -452,12 +514,14 @@ def _kairos_central(tiebreak: str) -> Builder:
         from ...central.kairos import KairosCentralCore
 
         values = ctx.params
+        _needs_launch_core(values)
         return KairosCentralCore(
             ctx.name,
             ctx.node_slots,
             q=int(values["kairos_q"]),
             tiebreak=tiebreak,
             seed=ctx.seed,
+            am_tasks=values["am_tasks"] == "on",
         )
 
     return build
@@ -467,6 +531,7 @@ def _kairos_node(ctx: Context) -> Core:
     from ...worker.las import KairosNodeCore
 
     values = ctx.params
+    _needs_launch_core(values)
     heartbeat = values["heartbeat_interval"]
     return KairosNodeCore(
         ctx.name,
@@ -476,6 +541,9 @@ def _kairos_node(ctx: Context) -> Core:
         starvation_quanta=int(values["starvation_quanta"]),
         starvation_multiple=float(values["starvation_multiple"]),
         heartbeat_interval=None if heartbeat is None else float(heartbeat),
+        swap_margin=float(values["swap_margin"]),
+        starvation=str(values["starvation"]),
+        suspended_share=float(values["suspended_share"]),
     )
 
 
@@ -504,6 +572,14 @@ BUILTIN: tuple[Policy, ...] = (
             family="Kairos",
         )
         for name, tb in (("kairos", "var"), ("kairos-random", "random"), ("kairos-sum", "sum"))
+    ),
+    Policy(
+        "yarn-fifo",
+        "the Kairos testbed's YARN FIFO: central FIFO, no preemption; --am-tasks on: each job's "
+        "application master holds a slot",
+        central=_yarn_fifo,
+        params=(FIFO_QUEUE, AM_TASKS),
+        family="Central FIFO",
     ),
     *hybrid_policies(),  # Hawk, Eagle, their ablations, LWL, DLWL
     *PACKING_POLICIES,
