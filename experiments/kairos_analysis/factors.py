@@ -23,6 +23,7 @@ from typing import Any
 from aviary.experiments.kairos_analysis.staged import (
     NODES,
     SLOTS,
+    Q,
     SimJob,
     offered_load,
     pcts,
@@ -49,6 +50,8 @@ class Factor:
     fifo: str = "fifo"
     fifo_params: dict[str, Any] = field(default_factory=dict)
     overhead: float = 0.0
+    spread: float = 0.0  # task durations +- this within a job (controls only)
+    q: int = Q
 
 
 def _all(guard: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +98,24 @@ FACTORS = (
         {"am_tasks": "on"},
         JOB_OVERHEAD,
     ),
+    Factor(
+        "control: all together + task durations +-90 % within a job",
+        "WordCount tasks are unequal",
+        _all(CODE_GUARD),
+        "yarn-fifo",
+        {"am_tasks": "on"},
+        JOB_OVERHEAD,
+        spread=0.9,
+    ),
+    Factor(
+        "control: all together, Q = infinity (no central queue)",
+        "mechanism of §4.5.3",
+        _all(CODE_GUARD),
+        "yarn-fifo",
+        {"am_tasks": "on"},
+        JOB_OVERHEAD,
+        q=10_000,
+    ),
 )
 
 
@@ -123,7 +144,7 @@ def run_cell(factor: Factor, jobs: list[SimJob], mean_gap: float) -> Cell:
     every job's completion time (a constant delay at each job's start changes no schedule)."""
     o = factor.overhead
     f = simulate(jobs, factor.fifo, extra=factor.fifo_params)
-    k = simulate(jobs, "kairos", extra=factor.kairos)
+    k = simulate(jobs, "kairos", q=factor.q, extra=factor.kairos)
     fp = pcts([x + o for x in f.jct])
     kp = pcts([x + o for x in k.jct])
     return Cell(fp, kp, offered_load(jobs, mean_gap), k.busy_queue, k.backlog, f.busy_queue)
@@ -132,9 +153,11 @@ def run_cell(factor: Factor, jobs: list[SimJob], mean_gap: float) -> Cell:
 def measure(seeds: Sequence[int], published: Path | None = None) -> dict[str, tuple[list[Cell], Cell | None]]:
     out: dict[str, tuple[list[Cell], Cell | None]] = {}
     for factor in FACTORS:
-        cells = [run_cell(factor, workload(s, overhead=factor.overhead), 60.0) for s in seeds]
+        cells = [
+            run_cell(factor, workload(s, overhead=factor.overhead, spread=factor.spread), 60.0) for s in seeds
+        ]
         pub = None
-        if published is not None:
+        if published is not None and not factor.spread:
             jobs, gap = published_jobs(published, overhead=factor.overhead)
             pub = run_cell(factor, jobs, gap)
         out[factor.name] = (cells, pub)
