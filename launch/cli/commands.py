@@ -218,10 +218,36 @@ def cmd_compose(args: argparse.Namespace) -> int:
     return 0
 
 
+def check(args: argparse.Namespace) -> int:
+    """``aviary policy check``: the table, each failure's smallest case; exit 1 on a failure."""
+    import logging
+
+    from ..check import check_policy, table
+    from ..check.runs import Case
+
+    try:
+        case = None if args.case is None else Case.parse(args.case)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--case: not a case printed by aviary policy check: {exc}") from None
+    logging.disable(logging.WARNING)  # the frontend's notes of the deaths the fault checks inject
+    try:
+        results = check_policy(args.name, quick=args.quick, only=args.only, case=case, real=not args.no_real)
+    finally:
+        logging.disable(logging.NOTSET)
+    print(table(results))
+    failed = [r.check for r in results if r.passed is False]
+    if failed:
+        print(f"aviary policy check: {args.name}: failed {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_policy(args: argparse.Namespace) -> int:
     """``aviary policy list|new``."""
     from .plugins import new_policy, policy_list
 
+    if args.policy_command == "check":
+        return check(args)
     if args.policy_command == "list":
         table, errors = policy_list(width=shutil.get_terminal_size().columns)
         print(table)
@@ -234,6 +260,13 @@ def cmd_policy(args: argparse.Namespace) -> int:
         f"aviary replay --policy {args.name} --runtime sim"
     )
     return 0
+
+
+def cmd_protocol(args: argparse.Namespace) -> int:
+    """``aviary protocol schema``."""
+    from .protocol import print_schema
+
+    return print_schema()
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -249,4 +282,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sweep": cmd_sweep,
     "compose": cmd_compose,
     "policy": cmd_policy,
+    "protocol": cmd_protocol,
 }

@@ -866,6 +866,32 @@ def build_parser() -> Parser:
     pn.add_argument(
         "--dir", type=Path, default=Path("."), help="the folder to write the package into (default: here)"
     )
+    pr = sub.add_parser("protocol", help="the wire protocol (docs/protocol.md): print every message's schema")
+    pr_sub = pr.add_subparsers(dest="protocol_command", metavar="ACTION", parser_class=Parser, required=True)
+    pr_sub.add_parser(
+        "schema", help="the JSON Schema of every message, with its tag (stable per protocol version)"
+    )
+
+    pc = po_sub.add_parser(
+        "check", help="does a policy keep the testbed's rules? purity, invariants, faults, real vs simulated"
+    )
+    pc.add_argument(
+        "name", type=_policy, help="a built-in's or installed plug-in's name, or a source (required)"
+    )
+    pc.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small budget: 8 random cases for the invariants, 3 for determinism, 5 per fault, no real "
+        "run (~1 s); the default is 60, 10, 25 and 15 cases and a real run of 20 jobs (~1 min)",
+    )
+    pc.add_argument("--only", default=None, metavar="CHECK", help="run only this check (default: all)")
+    pc.add_argument(
+        "--case",
+        default=None,
+        metavar="JSON",
+        help="replay this case (a failure prints it) instead of searching",
+    )
+    pc.add_argument("--no-real", action="store_true", help="skip the real run (default: run it)")
     return parser
 
 
