@@ -1,16 +1,19 @@
 """The house rule (DESIGN §2, h11's rule made a test): policy cores do no I/O, so they import nothing
-that touches sockets, clocks, processes or files."""
+that touches sockets, clocks, processes or files, and call no ``open`` or ``print``. The scan is the
+conformance kit's (``aviary policy check``'s purity, :mod:`aviary.launch.check.purity`): one
+implementation for the project's cores and every plug-in's."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from aviary.launch.check import cores_of
+from aviary.launch.check.purity import core_modules, static_violations
+from aviary.launch.policies.registry import BUILTIN, get_policy
+
 ROOT = Path(__file__).resolve().parent.parent
-IO_MODULES = {"socket", "zmq", "asyncio", "uvloop", "time", "os", "subprocess", "psutil", "docker"}
-IO_MODULES |= {"pathlib", "threading", "signal", "shutil", "tempfile", "io", "select", "selectors"}
 CORES = [
     *sorted((ROOT / "central").glob("*.py")),
     *sorted((ROOT / "distributed").glob("*.py")),
@@ -22,13 +25,33 @@ CORES = [
 ]
 
 
+def module_name(path: Path) -> str:
+    return ".".join(["aviary", *path.relative_to(ROOT).with_suffix("").parts])
+
+
 @pytest.mark.parametrize("path", CORES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_core_imports_no_io_module(path):
-    imported = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            imported.add(node.module.split(".")[0])
-    assert not imported & IO_MODULES, f"{path.name} imports {sorted(imported & IO_MODULES)}"
-    assert "open(" not in path.read_text(), f"{path.name} opens a file"
+    assert static_violations([module_name(path)]) == []
+
+
+@pytest.mark.parametrize("policy", BUILTIN)
+def test_every_builtin_policys_cores_are_what_the_kit_scans_and_pure(policy):
+    """The kit finds a policy's modules from its declaration (the cores it builds and what they import
+    inside the package): for every built-in, modules of the pure rooms only, none doing I/O."""
+    modules = core_modules(cores_of(get_policy(policy)))
+    assert modules and all(
+        m.startswith(("aviary.central", "aviary.distributed", "aviary.worker", "aviary.common"))
+        for m in modules
+    )
+    assert static_violations(modules) == []
+
+
+def test_the_scan_names_a_forbidden_import_and_call(tmp_path, monkeypatch):
+    (tmp_path / "impure_core.py").write_text(
+        "import os\nfrom time import monotonic\n\n\ndef f():\n    print(open('x'))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = static_violations(["impure_core"])
+    path = tmp_path / "impure_core.py"
+    imports = [f"{path}:1: imports os", f"{path}:2: imports time", f"{path}:2: imports time.monotonic"]
+    assert found == sorted([*imports, f"{path}:6: calls open()", f"{path}:6: calls print()"])

@@ -35,18 +35,23 @@ IO_CALLS = frozenset({"open", "print", "input", "breakpoint"})
 
 
 def module_file(name: str) -> Path | None:
-    """The source file of the module ``name`` (None: a built-in or compiled-only module)."""
+    """The source file of the module ``name`` (None: not a module, or one without a Python source). A
+    compiled module (the mypyc build) is read from its source beside it, found through its package."""
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a name imported from a module, not a module
         return None
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-        source = None if spec is None or spec.origin is None else Path(spec.origin)
-        if source is not None and source.suffix in (".so", ".pyd"):  # the compiled build: its source beside
-            candidate = source.with_name(source.name.split(".")[0] + ".py")
-            return candidate if candidate.is_file() else None
+    if spec is None or spec.origin is None:
         return None
-    return Path(spec.origin)
+    if spec.origin.endswith(".py"):
+        return Path(spec.origin)
+    parent, _, last = name.rpartition(".")
+    folders = list(getattr(sys.modules.get(parent), "__path__", [])) or [str(Path(spec.origin).parent)]
+    for folder in folders:
+        candidate = Path(folder) / f"{last}.py"
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _imports(tree: ast.AST, module: str) -> list[tuple[str, int]]:
