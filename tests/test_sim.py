@@ -13,7 +13,7 @@ from aviary.common.effects import CancelTimer, Kill, Launch, Resume, Send, SetTi
 from aviary.common.frontend import FrontendCore
 from aviary.common.messages import GetTask, NoTask
 from aviary.common.model import JobSpec
-from aviary.launch.drivers.sim import Simulator, simulate
+from aviary.launch.drivers.sim import CoreError, Simulator, simulate
 from aviary.launch.policies.registry import policy_cluster
 
 
@@ -245,13 +245,17 @@ def test_run_until_stops_before_later_events_and_can_resume() -> None:
     assert node.exits == [(5.0, T, True)]
 
 
-def test_an_exception_in_a_core_propagates() -> None:
+def test_an_exception_in_a_core_stops_the_run_naming_the_core_and_its_input() -> None:
     class Broken(Script):
         def on_timer(self, now: float, key: Any) -> list[Any]:
             raise RuntimeError("bug")
 
-    with pytest.raises(RuntimeError, match="bug"):
+    with pytest.raises(
+        CoreError, match=r"core of x raised RuntimeError: bug, at virtual time 1.000 s"
+    ) as raised:
         Simulator([Broken("x", {1.0: []})]).run()
+    assert "handling the timer ('at', 1.0)" in str(raised.value)
+    assert isinstance(raised.value.__cause__, RuntimeError)
 
 
 # --- physics -------------------------------------------------------------------------------------------

@@ -363,8 +363,9 @@ class Simulator:
         until: float | None = None,
     ) -> None:
         """Process events until the queue is empty, ``frontend`` (if given) is done, or the next event
-        lies beyond virtual time ``until``. ``progress(frontend, now)`` is called every
-        ``progress_every`` events (only with a frontend). Exceptions of cores propagate."""
+                lies beyond virtual time ``until``. ``progress(frontend, now)`` is called every
+                ``progress_every`` events (only with a frontend). An exception of a core stops the run as a
+        :class:`CoreError` naming the core and the input (the exception its cause)."""
         self.start()
         if frontend is not None and frontend.done:
             return
