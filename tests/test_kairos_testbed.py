@@ -1,7 +1,7 @@
 """Kairos as its testbed ran it: the options the authors' YARN code calls for, each rule walked event by
 event (docs/kairos.md, "The testbed as the authors' code ran it"): the swap margin, the starvation guard
 as the code behaves and off, suspended tasks progressing at a share of a core (simulator and timer
-executor), application masters under FIFO and Kairos, the launching core, the per-job overhead."""
+executor, and the docker executor's CPU quota), application masters under FIFO and Kairos, the launching core, the per-job overhead."""
 
 from __future__ import annotations
 
@@ -185,13 +185,12 @@ def test_timer_executor_runs_a_suspended_task_at_its_share():
     assert 0.29 <= a < 0.45 and 0.24 <= b < 0.29 + 0.1
 
 
-def test_process_and_docker_executors_refuse_a_share():
-    async def go(kind: str) -> None:
-        make_executor(kind, asyncio.get_running_loop(), lambda *a: None, suspended_share=0.1)
+def test_process_executor_refuses_a_share():
+    async def go() -> None:
+        make_executor("process", asyncio.get_running_loop(), lambda *a: None, suspended_share=0.1)
 
-    for kind in ("process", "docker"):
-        with pytest.raises(ValueError, match="--suspended-share"):
-            asyncio.run(go(kind))
+    with pytest.raises(ValueError, match="--suspended-share"):
+        asyncio.run(go())
 
 
 # --- application masters and the launching core ----------------------------------------------------------
@@ -244,3 +243,51 @@ def test_overhead_taken_out_of_the_tasks():
     c1, c5 = CATEGORIES[0], CATEGORIES[4]
     assert task_duration(c1) == 42.5 and task_duration(c1, JOB_OVERHEAD) == (85.0 - JOB_OVERHEAD) / 2
     assert task_duration(c5, JOB_OVERHEAD) == (1175.0 - JOB_OVERHEAD) / 3
+
+
+# --- the docker executor: a CPU quota instead of a pause (system: needs a docker engine) ----------------
+
+
+@pytest.mark.system
+def test_docker_executor_throttles_a_suspended_task_to_its_share():
+    """A 2 s task throttled to 0.5 of a core at 0.5 s for 1 s: not paused, CPU quota 50 ms / 100 ms, and
+    it did 0.5 s meanwhile, so it ends at ~2.5 s (not 3.0); a 1 s task throttled at 0.2 s for good ends
+    while suspended, at ~0.2 + 0.8 / 0.5 = 1.8 s."""
+    from helpers import docker_engine
+
+    from aviary.worker.executors import DockerExecutor
+
+    client = docker_engine()
+
+    async def go() -> tuple[float, float, dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        done: dict[Any, tuple[bool, float]] = {}
+        ex = make_executor("docker", loop, lambda tid, ok: done.setdefault(tid, (ok, time.monotonic())), 0.5)
+        assert isinstance(ex, DockerExecutor)
+        await asyncio.wait([ex._ready])
+        t0 = time.monotonic()
+        ex.launch((1, 0), 2.0)
+        ex.launch((2, 0), 1.0)
+        while time.monotonic() - t0 < 10 and not (ex.container_id((1, 0)) and ex.container_id((2, 0))):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2 - (time.monotonic() - t0))
+        ex.suspend((2, 0))
+        await asyncio.sleep(0.5 - (time.monotonic() - t0))
+        ex.suspend((1, 0))
+        await asyncio.sleep(0.3)
+        state = await asyncio.to_thread(client.api.inspect_container, ex.container_id((1, 0)))
+        await asyncio.sleep(1.5 - (time.monotonic() - t0))
+        ex.resume((1, 0))
+        while len(done) < 2 and time.monotonic() - t0 < 15:
+            await asyncio.sleep(0.01)
+        await ex.close()
+        assert done[1, 0][0] and done[2, 0][0], ex.counters
+        return done[1, 0][1] - t0, done[2, 0][1] - t0, state
+
+    try:
+        a, b, state = asyncio.run(go())
+    finally:
+        client.close()
+    assert not state["State"]["Paused"] and state["HostConfig"]["CpuQuota"] == 50_000
+    assert 2.45 <= a <= 2.65, f"finished {a:.3f} s after launch"
+    assert 1.75 <= b <= 1.95, f"finished {b:.3f} s after launch"

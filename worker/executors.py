@@ -13,6 +13,9 @@ seconds finishes X seconds later. The real runtime builds one executor per node 
 - :class:`DockerExecutor` (``docker``): one container per task, without network, from a tiny image
   built locally (``FROM scratch`` + static busybox, :mod:`dockertask`); suspend/resume are docker
   pause/unpause (the cgroup freezer) through the docker SDK, whose blocking calls run in threads.
+  With ``suspended_share`` (a Kairos node's ``--suspended-share``), a suspension lowers the
+  container's CPU quota to that share of a core instead (``docker update``, as the Kairos testbed's
+  ``--cpus 0.1``) and the task counts that share of its time as progress.
 
 Contract shared by all executors: ``on_exit(task_id, ok)`` is called exactly once per launched task,
 always from the event loop and never from inside ``launch``/``suspend``/``resume``/``kill`` (so a core
@@ -508,8 +511,13 @@ class DockerExecutor(_Base):
     ops_threads = 8
     stream_threads = 256
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_exit: OnExit) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, on_exit: OnExit, suspended_share: float = 0.0
+    ) -> None:
         super().__init__(loop, on_exit)
+        if not 0.0 <= suspended_share < 1.0:
+            raise ValueError(f"suspended_share must be in [0, 1), got {suspended_share}")
+        self.share = float(suspended_share)
         self._tasks: dict[TaskId, _Box] = {}
         self._dying: set[_Box] = set()  # killed, not reported yet
         self._runners: set[asyncio.Task[None]] = set()
@@ -562,7 +570,11 @@ class DockerExecutor(_Base):
             box.suspended = True
             box.since = time.monotonic()
             if box.phase == _LIVE:
-                self._tell(box, b"s %d\n" % self._realtime_us(box.since))
+                at = self._realtime_us(box.since)
+                if self.share > 0.0:  # throttled, not paused: it goes on at its share
+                    self._tell(box, b"q %d %d\n" % (at, round(self.share * 1e6)))
+                else:
+                    self._tell(box, b"s %d\n" % at)
             box.changed.set()
 
     def resume(self, task_id: TaskId) -> None:
@@ -711,7 +723,7 @@ class DockerExecutor(_Base):
                 break
             if box.suspended != box.paused:
                 box.paused = box.suspended
-                await self._call(self._freeze, box, box.paused)
+                await self._call(self._throttle if self.share > 0.0 else self._freeze, box, box.paused)
             else:
                 await self._until(box, reader)
         try:
@@ -827,6 +839,17 @@ class DockerExecutor(_Base):
             kind = "pause_failed" if pause else "unpause_failed"
             self._note(kind, f"{kind.replace('_', ' ')} of container {(box.cid or '?')[:12]}: {exc}")
 
+    def _throttle(self, box: _Box, slow: bool) -> None:
+        """With ``suspended_share``: lower the container's CPU quota to the share of a core (``docker
+        update --cpus``, as the Kairos testbed's ``--cpus 0.1``) instead of pausing it, or lift it."""
+        period = 100_000  # us: the CFS period; the engine's smallest quota is 1,000 us
+        quota = max(1_000, round(self.share * period)) if slow else -1
+        try:
+            self._client.api.update_container(box.cid, cpu_period=period, cpu_quota=quota)
+        except Exception as exc:  # it has just ended, or the engine cannot set a quota
+            kind = "throttle_failed" if slow else "unthrottle_failed"
+            self._note(kind, f"{kind.replace('_', ' ')} of container {(box.cid or '?')[:12]}: {exc}")
+
     def _remove(self, box: _Box) -> None:
         """Remove the container, killing it first if it runs or is paused (blocks)."""
         if box.cid is None or box.removed:
@@ -855,18 +878,19 @@ def make_executor(
     """The executor named ``kind`` (``timer``, ``process`` or ``docker``), driving tasks on ``loop``.
 
     ``suspended_share`` > 0 (a Kairos node's ``--suspended-share``): suspended tasks keep that share of a
-    core. Only the ``timer`` executor models it; ``process`` (SIGSTOP stops a task whole) and ``docker``
-    (the sleep task would need to count a CPU quota as progress: not done) refuse it."""
+    core: the ``timer`` executor counts it, ``docker`` lowers the container's CPU quota instead of pausing
+    it (and its sleep task counts that share as progress); ``process`` refuses it (SIGSTOP stops a task
+    whole)."""
     try:
         factory = EXECUTORS[kind]
     except KeyError:
         choices = ", ".join(sorted(EXECUTORS))
         raise ValueError(f"unknown executor {kind!r}; choose one of: {choices}") from None
     if suspended_share > 0.0:
-        if kind != "timer":
+        if kind == "process":
             raise ValueError(
-                f"the {kind} executor cannot run a suspended task at a share of a core "
-                "(--suspended-share): use --executor timer"
+                "the process executor cannot run a suspended task at a share of a core "
+                "(--suspended-share; SIGSTOP stops it whole): use --executor timer or docker"
             )
-        return TimerExecutor(loop, on_exit, suspended_share)
+        return (DockerExecutor if kind == "docker" else TimerExecutor)(loop, on_exit, suspended_share)
     return factory(loop, on_exit)

@@ -28,6 +28,11 @@
 #    finish by at most +-TICK_US/2 around "exactly the suspension later". A freeze shorter than
 #    SLACK_US goes unnoticed (it counts as running time).
 #
+# 3. With a share of a core (the executor's ``suspended_share``, as the Kairos testbed's ``--cpus 0.1``), a
+#    suspension is "q T PPM" instead of "s T": the executor lowers the container's CPU quota instead of
+#    pausing it, and the task goes on counting its ticks at PPM millionths of their time from T until
+#    "r T" (a sleep is not slowed by a CPU quota, so the task itself applies the share).
+#
 # Otherwise each tick counts the time it really took (oversleep, loop overhead and start-up
 # included, so an unsuspended task finishes after exactly DURATION_US). A tick is `read -t` on
 # standard input: a sleep without a child process that a message cuts short. Cost per tick: one
@@ -55,6 +60,7 @@ sched=/proc/self/schedstat # its 2nd field: ns spent runnable but waiting for a 
 waited_last=0
 read -r _ waited_last _ < $sched
 ticks=0 frozen=0 suspensions=0 quick=0
+rate=1000000 # millionths of its wall time that count as running: all, or a share while throttled
 while :; do
   cmd='' at=''
   if [ "$go" = 1 ]; then # messages only, up to "g" (its start-up goes on meanwhile)
@@ -66,7 +72,7 @@ while :; do
     read -r cmd at || [ -n "$cmd" ] || break # (its input closed: finished all the same)
     ms=0
   else
-    ms=$(((d - done + 999) / 1000))
+    ms=$((((d - done) * 1000000 / rate + 999) / 1000))
     [ $((ms * 1000)) -le "$tick" ] || ms=$((tick / 1000))
     if [ "$ms" -lt 10 ]; then
       t=0.00$ms
@@ -98,9 +104,22 @@ while :; do
       now=${EPOCHREALTIME/./}
       done=$((done + now - at)) # resumed at $at: it has run since then
       ;;
+    q[0-9]*) # throttled at ${at%% *} to ${at##* } millionths: it ran fully up to then, slowly since
+      t_at=${at%% *} rate=${at##* }
+      done=$((done + t_at - last + (now - t_at) * rate / 1000000))
+      suspensions=$((suspensions + 1))
+      ;;
+    r[0-9]*) # resumed at $at after a throttle: slowly up to then, fully since
+      if [ "$rate" -lt 1000000 ]; then
+        done=$((done + (at - last) * rate / 1000000 + now - at))
+        rate=1000000
+      elif [ "$ran" -gt 0 ]; then # "r" while running: the tick counts as it ran
+        done=$((done + ran))
+      fi
+      ;;
     '')
       if [ "$((ran - starved))" -gt $((ms * 1000 + slack)) ]; then # frozen without being told
-        done=$((done + ms * 500 + starved))
+        done=$((done + (ms * 500 + starved) * rate / 1000000))
         frozen=$((frozen + 1))
       else
         if [ "$ran" -lt $((ms * 500)) ]; then # `read` failed at once: 3 times in a row = input closed
@@ -109,7 +128,7 @@ while :; do
         else
           quick=0
         fi
-        [ "$ran" -gt 0 ] && done=$((done + ran))
+        [ "$ran" -gt 0 ] && done=$((done + ran * rate / 1000000))
       fi
       ;;
     *) # an unknown message, or "r" while running: the tick counts as it ran
