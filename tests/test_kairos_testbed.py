@@ -1,7 +1,8 @@
 """Kairos as its testbed ran it: the options the authors' YARN code calls for, each rule walked event by
 event (docs/kairos.md, "The testbed as the authors' code ran it"): the swap margin, the starvation guard
-as the code behaves and off, suspended tasks progressing at a share of a core (simulator and timer
-executor, and the docker executor's CPU quota), application masters under FIFO and Kairos, the launching core, the per-job overhead."""
+as the code behaves and off, suspended tasks progressing at a share of a core (simulator, timer executor,
+the docker executor's CPU quota), application masters under FIFO and Kairos, the launching core, the
+per-job overhead."""
 
 from __future__ import annotations
 
