@@ -61,7 +61,21 @@ def test_a_policy_from_a_file_runs_on_the_simulator_under_its_own_name(tmp_path)
 def test_an_installed_plugin_runs_on_real_processes_with_its_parameter(tmp_path):
     """examples/p2c, installed by scripts/setup.sh as a user installs a package, found by its entry point."""
     out = tmp_path / "run"
-    run = aviary("replay", "--policy", "p2c", "--choices", "1", "--jobs", "15", "--nodes", "4", "--out", out)
+    run = aviary(
+        "replay",
+        "--policy",
+        "p2c",
+        "--choices",
+        "1",
+        "--jobs",
+        "15",
+        "--nodes",
+        "4",
+        "--duration",
+        "8",
+        "--out",
+        out,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["policy"] == "p2c" and summary["runtime"] == "real"
