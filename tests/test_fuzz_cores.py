@@ -19,7 +19,9 @@ slots within ``[0, slots]``; a central scheduler's bookkeeping (:class:`CentralS
 (each node's free room is its limit minus what is placed there, never below zero where the policy places
 only by fit); a scheduler sends at most one ``JobDone`` per job per submission; the frontend never counts
 a job twice. A short simulated replay with random failures of random processes ends with every job
-finished or reported unfinished, never both.
+finished or reported unfinished, never both, watched by the conformance kit's observer
+(:class:`aviary.launch.check.runs.Watch`: no task launched or finished twice, no slot double-booked, no
+job told done twice), which ``aviary policy check`` runs on every policy under random workloads.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from aviary.common.messages import (
 from aviary.common.model import JobSpec
 from aviary.common.resources import EPS
 from aviary.distributed.dlwl import DlwlSchedulerCore
+from aviary.launch.check.runs import Watch
 from aviary.launch.drivers.sim import simulate
 from aviary.launch.policies.registry import POLICIES, build_core, policy_cluster
 from aviary.worker.hybrid import HybridNodeCore
@@ -531,7 +534,10 @@ def test_a_replay_with_random_failures_loses_and_doubles_nothing(policy: str, da
     failures = data.draw(
         st.lists(st.builds(Failure, st.sampled_from(names), st.floats(0.0, 4.0)), max_size=3)
     )
-    out = simulate(cluster, jobs, failures=sorted(failures, key=lambda f: (f.at, f.name)), wall_limit=5)
+    watch = Watch(cluster, POLICIES[policy].dag)  # the conformance kit's observer (aviary policy check)
+    failures = sorted(failures, key=lambda f: (f.at, f.name))
+    out = simulate(cluster, jobs, failures=failures, wall_limit=5, observer=watch)
+    assert watch.problems == []
     fe = out.frontend
     finished = {j for j, t in fe.times.items() if t.finish is not None}
     unfinished = set(fe.unfinished())
