@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                 cost = plug / base if lower_better else base / plug
                 out.setdefault("real_interpreted", {})[key] = round(cost, 3)
             print(
-                f"real processes, fifo / its plug-in twin (> 1: the plug-in costs more): {out['real_interpreted']}"
+                "real processes, fifo / its plug-in twin (> 1: the plug-in costs more):",
+                out["real_interpreted"],
             )
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
