@@ -25,6 +25,9 @@ class DagTraceStage:
     """The stage's label in the trace (Alibaba ``stage``, TPC-H stage number)."""
     durations: tuple[float, ...] | None = None
     """Per-task durations when the trace has them (Google); ``None``: every task runs ``mean``."""
+    cpu_share: float | None = None
+    """The trace's own CPU request per task as a share of the largest machine's cores (an Aviary
+    trace's ``cpu=``, Google's normalized units); used when ``cores`` is ``None``."""
 
     @property
     def task_seconds(self) -> float:

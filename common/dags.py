@@ -181,9 +181,13 @@ PLAN_LIMIT = 1e6
 """Largest Alibaba ``plan_cpu`` / ``plan_mem`` read (the file's largest: 500 and 2.35): 10,000 cores."""
 
 DagKind = Literal["alibaba", "tpch", "tpcds", "google"]
-DemandMode = Literal["synth", "alibaba-plan"]
+DemandMode = Literal["synth", "alibaba-plan", "trace"]
 _KINDS = ("alibaba", "tpch", "tpcds", "google")
-_DEMAND_MODES = ("synth", "alibaba-plan")
+_DEMAND_MODES = ("synth", "alibaba-plan", "trace")
+
+MIN_SHARE = 1e-3
+"""``demands="trace"``: a request of 0 (Google has some) asks this share of the machine, so that no task
+demands nothing."""
 
 
 class DagTraceError(ValueError):
@@ -282,7 +286,7 @@ def _renumbered(
     for old in order:
         s = stages[old]
         ps = tuple(sorted({position[p] for p in parents[old]}))
-        out.append(DagTraceStage(s.tasks, s.mean, ps, s.cores, s.mem_share, s.name, s.durations))
+        out.append(DagTraceStage(s.tasks, s.mean, ps, s.cores, s.mem_share, s.name, s.durations, s.cpu_share))
     return tuple(out)
 
 
@@ -658,7 +662,15 @@ def google_dag_jobs(trace_jobs: Sequence[TraceJob]) -> list[DagTraceJob]:
     return [
         DagTraceJob(
             name=f"line {tj.line}",
-            stages=(DagTraceStage(tj.tasks, tj.mean, durations=tuple(tj.durations)),),
+            stages=(
+                DagTraceStage(
+                    tj.tasks,
+                    tj.mean,
+                    durations=tuple(tj.durations),
+                    mem_share=tj.mem,
+                    cpu_share=tj.cpu,
+                ),
+            ),
             submit=tj.submit,
             line=tj.line,
         )
@@ -686,6 +698,9 @@ def synthesize_demands(
     drawn independently, log-uniform in [:data:`DEMAND_MIN`, :data:`DEMAND_MAX`], in that order per stage.
     ``"alibaba-plan"``: the trace's own request, ``<plan_cpu/100, plan_mem/100 * machine.mem, 0, 0>``
     (no diversity: 0.5 or 1 core in nearly every stage); draws nothing.
+    ``"trace"``: the trace's own request, whatever the trace: Alibaba's as ``"alibaba-plan"``, an Aviary
+    trace's (``cpu=``, ``mem=``: shares of the largest machine, ``docs/traces.md``)
+    ``<cpu * machine.cores, mem * machine.mem, 0, 0>``, a 0 read as :data:`MIN_SHARE`; draws nothing.
     Raises :class:`~aviary.common.workload.WorkloadError` if a stage lacks a trace request in
     ``"alibaba-plan"`` mode or a demand does not fit ``machine``.
     """
@@ -698,9 +713,15 @@ def synthesize_demands(
                 *(log_uniform(rng, lo, hi) for lo, hi in zip(DEMAND_MIN, DEMAND_MAX, strict=True))
             )
         else:
-            if s.cores is None or s.mem_share is None:
-                raise WorkloadError(f"stage {i}: demands='alibaba-plan' needs the trace's own requests")
-            demand = Resources(cores=s.cores, mem=s.mem_share * machine.mem)
+            cores = s.cores
+            if cores is None and mode == "trace" and s.cpu_share is not None:
+                cores = max(s.cpu_share, MIN_SHARE) * machine.cores
+            if cores is None or s.mem_share is None:
+                raise WorkloadError(
+                    f"stage {i}: demands={mode!r} needs the trace's own requests (cpu=, mem=)"
+                )
+            share = max(s.mem_share, MIN_SHARE) if mode == "trace" else s.mem_share
+            demand = Resources(cores=cores, mem=share * machine.mem)
         if not demand.fits_in(machine):
             raise WorkloadError(
                 f"stage {i}: demand <{demand.describe()}> does not fit the machine <{machine.describe()}>"

@@ -5,7 +5,16 @@ One job per line, whitespace separated, times in seconds::
     submit_time  num_tasks  mean_task_duration  d_1 d_2 ... d_num_tasks
 
 Blank lines and lines whose first field starts with ``#`` are skipped. Jobs may appear out of submit
-order; :func:`read_trace` returns them sorted by submit time, stably (ties keep file order).
+order; :func:`read_trace` returns them sorted by submit time, stably (ties keep file order);
+:func:`iter_trace` yields them one line at a time, in file order (a generator: nothing is held).
+
+**Aviary trace format** (``docs/traces.md``): the same lines, optionally followed by ``KEY=VALUE``
+tokens after the durations, for what the Hawk/Eagle format cannot carry (:data:`EXTRA_KEYS`): the job's
+CPU and memory requests per task (``cpu=``, ``mem=``: normalized to the largest machine, as the Google
+traces give them), ``prio=`` and ``class=`` (Google priority and scheduling class), ``job=`` (the source's
+job id), ``after=`` (comma-separated source job ids this job waits for) and ``gang=1`` (the tasks start
+together: an SWF job). A reader of the plain format sees a line whose first ``3 + num_tasks`` fields are
+the Hawk/Eagle ones; ``aviary trace convert --plain`` writes none of the extras.
 Any bad line raises :class:`TraceError` with one line naming the file, the line and the field, e.g.
 ``trace.tr:12: field 'num_tasks': expected 3 durations, found 2``.
 
@@ -20,9 +29,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = [
+    "EXTRA_KEYS",
     "MAX_DURATION",
     "MAX_JOBS",
     "MAX_JOB_TASKS",
@@ -30,6 +41,8 @@ __all__ = [
     "MAX_TIME",
     "TraceError",
     "TraceJob",
+    "format_job",
+    "iter_trace",
     "read_trace",
 ]
 
@@ -57,6 +70,14 @@ take about 0.5 GB before they run."""
 
 _FIELDS = ("submit_time", "num_tasks", "mean_task_duration")
 
+EXTRA_KEYS = ("cpu", "mem", "prio", "class", "job", "after", "gang")
+"""The ``KEY=VALUE`` tokens an Aviary trace line may end with, in the order :func:`format_job` writes
+them: ``cpu``, ``mem`` (per-task requests, a share of the largest machine, 0..:data:`MAX_SHARE`),
+``prio``, ``class`` (integers), ``job`` (a name), ``after`` (names, comma-separated), ``gang`` (0 or 1)."""
+
+MAX_SHARE = 1e3
+"""Largest ``cpu=`` / ``mem=`` request read (a share of the largest machine; the Google traces' are <= 1)."""
+
 
 class TraceError(ValueError):
     """A trace file that cannot be read; the message is one line: ``path:LINE: field 'NAME': what``."""
@@ -72,6 +93,21 @@ class TraceJob:
     durations: list[float]
     mean: float
     """The trace's own mean task duration field (what the short/long cutoff is applied to)."""
+    cpu: float | None = None
+    """Per-task CPU request, a share of the largest machine's cores (``cpu=``); ``None``: not given."""
+    mem: float | None = None
+    """Per-task memory request, a share of the largest machine's memory (``mem=``); ``None``: not given."""
+    priority: int | None = None
+    """The source's priority (Google 0..11; ``prio=``)."""
+    sched_class: int | None = None
+    """The source's scheduling class (Google 0..3; ``class=``)."""
+    name: str | None = None
+    """The source's job id (``job=``)."""
+    after: tuple[str, ...] = ()
+    """Source job ids this job waits for (``after=``: Google 2019 ``start_after_collection_ids``, SWF
+    preceding job)."""
+    gang: bool = False
+    """All tasks start together (``gang=1``: an SWF job of N processors)."""
 
     @property
     def tasks(self) -> int:
@@ -120,6 +156,10 @@ def _parse_line(path: str, lineno: int, parts: list[str]) -> TraceJob:
     num_tasks = _count(path, lineno, parts[1])
     mean = _number(path, lineno, "mean_task_duration", parts[2])
     tokens = parts[3:]
+    extras: dict[str, object] = {}
+    if len(tokens) > num_tasks and "=" in tokens[-1]:
+        extras = _extras(path, lineno, tokens[num_tasks:])
+        tokens = tokens[:num_tasks]
     if len(tokens) != num_tasks:
         raise TraceError(
             f"{path}:{lineno}: field 'num_tasks': expected {num_tasks} durations, found {len(tokens)}"
@@ -132,7 +172,99 @@ def _parse_line(path: str, lineno: int, parts: list[str]) -> TraceJob:
     if bad:  # slow path, only to name the offending field
         for i, token in enumerate(tokens, 1):
             _number(path, lineno, f"d_{i}", token)
-    return TraceJob(line=lineno, submit=submit, durations=durations, mean=mean)
+    return TraceJob(line=lineno, submit=submit, durations=durations, mean=mean, **extras)  # type: ignore[arg-type]
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/")
+
+
+def _name(path: str, lineno: int, key: str, token: str) -> str:
+    if not token or len(token) > 64 or not set(token) <= _NAME_CHARS:
+        raise TraceError(
+            f"{path}:{lineno}: field '{key}': not a job id (1-64 of A-Z a-z 0-9 _-.:/): {token!r}"
+        )
+    return token
+
+
+def _int(path: str, lineno: int, key: str, token: str, low: int, high: int) -> int:
+    try:
+        value = int(token)
+    except ValueError:
+        raise TraceError(f"{path}:{lineno}: field '{key}': not an integer: {token!r}") from None
+    if not low <= value <= high:
+        raise TraceError(f"{path}:{lineno}: field '{key}': must be in {low}..{high}, got {token}")
+    return value
+
+
+def _extras(path: str, lineno: int, tokens: list[str]) -> dict[str, object]:
+    """The ``KEY=VALUE`` tokens of an Aviary trace line as :class:`TraceJob` fields."""
+    out: dict[str, object] = {}
+    for token in tokens:
+        key, eq, value = token.partition("=")
+        if not eq or key not in EXTRA_KEYS:
+            if not eq:
+                raise TraceError(f"{path}:{lineno}: field 'num_tasks': more fields than {tokens!r} allow")
+            raise TraceError(f"{path}:{lineno}: field '{key}': unknown (one of {', '.join(EXTRA_KEYS)})")
+        if key in ("cpu", "mem"):
+            out[key] = _number(path, lineno, key, value, MAX_SHARE)
+        elif key == "prio":
+            out["priority"] = _int(path, lineno, key, value, -(10**9), 10**9)
+        elif key == "class":
+            out["sched_class"] = _int(path, lineno, key, value, -(10**9), 10**9)
+        elif key == "gang":
+            out["gang"] = bool(_int(path, lineno, key, value, 0, 1))
+        elif key == "job":
+            out["name"] = _name(path, lineno, key, value)
+        else:
+            names = value.split(",") if value else []
+            if len(names) > MAX_JOB_TASKS:
+                raise TraceError(f"{path}:{lineno}: field 'after': more than {MAX_JOB_TASKS:,} jobs")
+            out["after"] = tuple(_name(path, lineno, key, n) for n in names)
+    return out
+
+
+def _short(x: float) -> str:
+    """A number as short as it reads back exactly (``repr``), integers without ``.0``."""
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
+def format_job(job: TraceJob, *, plain: bool = False) -> str:
+    """One trace line (no newline) that :func:`iter_trace` reads back as ``job`` (but its ``line``):
+    the Hawk/Eagle fields, then, unless ``plain``, the extras that are set (:data:`EXTRA_KEYS` order)."""
+    parts = [_short(job.submit), str(len(job.durations)), _short(job.mean), *map(_short, job.durations)]
+    if not plain:
+        if job.cpu is not None:
+            parts.append(f"cpu={_short(job.cpu)}")
+        if job.mem is not None:
+            parts.append(f"mem={_short(job.mem)}")
+        if job.priority is not None:
+            parts.append(f"prio={job.priority}")
+        if job.sched_class is not None:
+            parts.append(f"class={job.sched_class}")
+        if job.name is not None:
+            parts.append(f"job={job.name}")
+        if job.after:
+            parts.append("after=" + ",".join(job.after))
+        if job.gang:
+            parts.append("gang=1")
+    return " ".join(parts)
+
+
+def iter_trace(path: str | os.PathLike[str]) -> Iterator[TraceJob]:
+    """Yield the jobs of a trace file one line at a time, in file order (bounded memory: one job).
+
+    Raises :class:`TraceError` (one line naming file, line and field) at the first bad line, or when the
+    file cannot be opened; limits per job (:data:`MAX_JOB_TASKS`...), not per file.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8", errors="replace") as f:
+            for lineno, text in enumerate(f, 1):
+                parts = text.split()
+                if parts and not parts[0].startswith("#"):
+                    yield _parse_line(name, lineno, parts)
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from None
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[TraceJob]:
@@ -144,23 +276,15 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceJob]:
     name = os.fspath(path)
     jobs: list[TraceJob] = []
     tasks = 0
-    try:
-        with open(name, encoding="utf-8", errors="replace") as f:
-            for lineno, text in enumerate(f, 1):
-                parts = text.split()
-                if not parts or parts[0].startswith("#"):
-                    continue
-                if len(jobs) == MAX_JOBS:
-                    raise TraceError(
-                        f"{name}:{lineno}: field 'submit_time': more than the limit of {MAX_JOBS:,} jobs"
-                    )
-                job = _parse_line(name, lineno, parts)
-                tasks += job.tasks
-                if tasks > MAX_TASKS:
-                    limit = f"more than the limit of {MAX_TASKS:,} tasks a trace"
-                    raise TraceError(f"{name}:{lineno}: field 'num_tasks': {limit}")
-                jobs.append(job)
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from None
+    for job in iter_trace(name):
+        if len(jobs) == MAX_JOBS:
+            raise TraceError(
+                f"{name}:{job.line}: field 'submit_time': more than the limit of {MAX_JOBS:,} jobs"
+            )
+        tasks += job.tasks
+        if tasks > MAX_TASKS:
+            limit = f"more than the limit of {MAX_TASKS:,} tasks a trace"
+            raise TraceError(f"{name}:{job.line}: field 'num_tasks': {limit}")
+        jobs.append(job)
     jobs.sort(key=lambda job: job.submit)  # stable, and linear time on an already sorted file
     return jobs

@@ -269,6 +269,13 @@ def cmd_protocol(args: argparse.Namespace) -> int:
     return print_schema()
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    """``aviary trace convert|generate|sample|info``."""
+    from .trace_cmd import cmd_trace as run
+
+    return run(args)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "up": cmd_up,
     "cluster": cmd_cluster,
@@ -283,4 +290,5 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "compose": cmd_compose,
     "policy": cmd_policy,
     "protocol": cmd_protocol,
+    "trace": cmd_trace,
 }

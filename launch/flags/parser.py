@@ -25,6 +25,7 @@ from ...common.resources import DEFAULT_MACHINE, Resources
 from ...common.trace import MAX_JOBS
 from ..policies.registry import BUILTIN, POLICIES, PolicyError, get_policy
 from .spec import CHOICES, DASHBOARD_PORT, DEFAULT_MAX_WALL, REAL_TIME_SCALE, UsageError
+from .trace_flags import add_trace_parser
 
 BUNDLED_TRACE = GOOGLE_TRACE
 MAX_NODES = 100_000
@@ -558,8 +559,9 @@ def build_parser() -> Parser:
         "--demands",
         choices=CHOICES["demands"],
         default="synth",
-        help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), or Alibaba's own "
-        "plan_cpu/plan_mem (alibaba-plan, near-uniform; default %(default)s)",
+        help="DAG policies: per-stage demands drawn from the Tetris ranges (synth), Alibaba's own "
+        "plan_cpu/plan_mem (alibaba-plan, near-uniform), or the trace's own requests (trace: Alibaba's, or "
+        "an Aviary trace's cpu=/mem=, shares of the largest machine, docs/traces.md; default %(default)s)",
     )
     _testbed_flags(rp, nodes=10, schedulers=2)
     rp.add_argument(
@@ -892,6 +894,7 @@ def build_parser() -> Parser:
         help="replay this case (a failure prints it) instead of searching",
     )
     pc.add_argument("--no-real", action="store_true", help="skip the real run (default: run it)")
+    add_trace_parser(sub, _out_file, _count_to, _positive_int)
     return parser
 
 

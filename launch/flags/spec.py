@@ -54,7 +54,7 @@ another."""
 Runtime = Literal["real", "sim"]
 Workload = Literal["google", "alibaba", "tpch", "tpcds", "gshet"]
 Sample = Literal["consecutive", "random"]
-Demands = Literal["synth", "alibaba-plan"]
+Demands = Literal["synth", "alibaba-plan", "trace"]
 Executor = Literal["timer", "process", "docker"]
 CHOICES = {
     "runtime": get_args(Runtime),
