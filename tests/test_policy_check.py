@@ -96,3 +96,38 @@ def test_the_purity_scan_finds_a_plugins_own_modules_and_aviarys():
         and "aviary.policy" not in modules
     )
     assert static_violations(modules) == []
+
+
+TRUSTING = """
+from aviary.policy import Core, JobDone, PlaceTask, Policy, Send, SubmitJob, TaskFinished
+
+
+class Trusting(Core):
+    role = "scheduler"
+
+    def __init__(self, ctx):
+        super().__init__(ctx.name)
+        self.nodes, self.jobs = ctx.nodes, {}
+
+    def on_message(self, now, sender, msg):
+        if isinstance(msg, SubmitJob):
+            self.jobs[msg.job_id] = [sender, len(msg.durations)]
+            node = self.nodes[0]
+            return [Send(node, PlaceTask(msg.job_id, i, d, 1.0)) for i, d in enumerate(msg.durations)]
+        if isinstance(msg, TaskFinished):
+            job = self.jobs[msg.job_id]  # the bug: a TaskFinished of a job it does not know
+            job[1] -= 1
+            return [Send(job[0], JobDone(msg.job_id, 0.0))] if job[1] == 0 else []
+        return []
+
+
+POLICY = Policy("trusting", "believes every TaskFinished", scheduler=Trusting)
+"""
+
+
+def test_the_messages_check_names_a_core_that_trusts_a_message_it_should_not(tmp_path):
+    (tmp_path / "trusting.py").write_text(TRUSTING)
+    (found,) = check_policy(f"{tmp_path / 'trusting.py'}:POLICY", quick=True, only="messages")
+    assert found.passed is False and found.detail.startswith("the scheduler core of sched-")
+    assert "KeyError" in found.detail and "TaskFinished(" in found.shown
+    assert found.repro.endswith("--only messages")

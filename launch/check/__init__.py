@@ -6,6 +6,9 @@ The checks, each passed, failed or not applicable (:func:`check_policy`):
 - ``purity``: the policy's core modules import no I/O module and call no I/O built-in
   (:mod:`.purity`'s static scan), and a run under a guard sees none of their code call a clock, a file,
   a socket, a process or a thread;
+- ``messages``: random input sequences to each role's core, as a runtime hands them (:mod:`.fuzz`, the
+  project's own fuzz driver): no exception, only sendable effects, no task launched twice, no job told
+  done twice a submission;
 - ``invariants``: random workloads and message orders on the simulator (hypothesis; :mod:`.runs`): no
   exception, no task launched twice or finished twice, no slot double-booked, no memory over capacity,
   no job told done twice, every job finished;
@@ -34,9 +37,9 @@ from ..policies.registry import build_core, get_policy
 from . import purity
 from .runs import Case, cases, determinism, run_case, search
 
-CHECKS = ("purity", "invariants", "determinism", "node-fault", "central-fault", "real")
-BUDGETS = {"quick": (8, 3, 5, 5), "default": (60, 10, 25, 15)}
-"""Cases per search: invariants, determinism, node-fault, central-fault."""
+CHECKS = ("purity", "messages", "invariants", "determinism", "node-fault", "central-fault", "real")
+BUDGETS = {"quick": (10, 8, 3, 5, 5), "default": (60, 60, 10, 25, 15)}
+"""Cases per search: messages, invariants, determinism, node-fault, central-fault."""
 
 
 @dataclass
@@ -46,7 +49,8 @@ class Result:
     check: str
     passed: bool | None
     detail: str
-    case: Case | None = None
+    shown: str | None = None
+    """A failure's smallest input: its case (one line of JSON), or the inputs of a message sequence."""
     repro: str | None = None
 
 
@@ -80,19 +84,65 @@ def check_purity(ref: str, policy: Policy) -> Result:
     )
 
 
+def check_messages(ref: str, policy: Policy, examples: int) -> Result:
+    """Random input sequences to each role's core (:mod:`.fuzz`): no exception, only sendable effects, no
+    task launched twice, no job told done twice a submission. The same sequences every run, so
+    ``--only messages`` replays a failure."""
+    from hypothesis import HealthCheck, Verbosity, given, settings
+    from hypothesis import strategies as st
+
+    from .fuzz import Driver, drive
+
+    cluster = Case(2, 1, 2, 0, 0.0005, []).cluster(policy)
+    roles = {p.name: p.role for p in cluster.processes}
+    specs = [p for p in cluster.processes if p.role != "frontend"]
+    failing: list[Any] = []
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+    )
+    @given(data=st.data())
+    def holds(data: Any) -> None:
+        spec = specs[data.draw(st.integers(0, len(specs) - 1))]
+        d = Driver(build_core(spec, cluster), roles, cluster.frontend.name)
+        try:
+            drive(d, data)
+        except Exception as exc:
+            failing[:] = [spec, d.log, exc]  # the last failing call: the shrunk one
+            raise
+
+    try:
+        holds()
+    except Exception:
+        if not failing:
+            raise
+        spec, log, exc = failing
+        text = f"the {spec.role} core of {spec.name}: {type(exc).__name__}: {exc}".splitlines()[0]
+        shown = f"{len(log)} inputs to {spec.name}:\n    " + "\n    ".join(log[-12:])
+        return Result(
+            "messages", False, text, shown, f"aviary policy check {shlex.quote(ref)} --only messages"
+        )
+    return Result("messages", True, f"{examples} random input sequences to the cores of every role")
+
+
 def _searched(
     ref: str, check: str, prop: Callable[[Case], list[str]], strategy: Any, examples: int
 ) -> Result:
     case, problems = search(prop, strategy, examples)
     if case is None:
         return Result(check, True, f"{examples} random cases")
-    return Result(check, False, problems[0], case, _repro(ref, check, case))
+    return Result(check, False, problems[0], case.text(), _repro(ref, check, case))
 
 
 def _replayed(ref: str, check: str, prop: Callable[[Case], list[str]], case: Case) -> Result:
     problems = prop(case)
     if problems:
-        return Result(check, False, problems[0], case, _repro(ref, check, case))
+        return Result(check, False, problems[0], case.text(), _repro(ref, check, case))
     return Result(check, True, "the given case")
 
 
@@ -137,8 +187,8 @@ def table(results: list[Result]) -> str:
     mark = {True: "passed", False: "FAILED", None: "n/a"}
     lines = [f"{r.check:<{width}}  {mark[r.passed]:<6}  {r.detail}" for r in results]
     for r in results:
-        if r.passed is False and r.case is not None:
-            lines += ["", f"{r.check}: the smallest failing case: {r.case.text()}", f"  replay it: {r.repro}"]
+        if r.passed is False and r.shown is not None:
+            lines += ["", f"{r.check}: the smallest failing case: {r.shown}", f"  replay it: {r.repro}"]
     return "\n".join(lines)
 
 
@@ -151,7 +201,7 @@ def check_policy(
     policy = get_policy(ref)
     if only is not None and only not in CHECKS:
         raise UsageError(f"--only {only}: not a check (one of {', '.join(CHECKS)})")
-    n_inv, n_det, n_node, n_central = BUDGETS["quick" if quick else "default"]
+    n_msg, n_inv, n_det, n_node, n_central = BUDGETS["quick" if quick else "default"]
     central = policy.central is not None
     out: list[Result] = []
 
@@ -170,6 +220,8 @@ def check_policy(
         )
     if want("purity"):
         out.append(check_purity(ref, policy))
+    if want("messages"):
+        out.append(check_messages(ref, policy, n_msg))
     for check, prop, strategy, examples in searches:
         if want(check):
             out.append(
