@@ -101,9 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         for pair, (builtin, source) in pairs.items():
             get_policy(source)
             bases, plugs = [], []
-            for _ in range(args.rounds):
+            for r in range(args.rounds):  # each twin first in every other round
+                if r % 2:
+                    plugs.append(sim_run(source, jobs, args.nodes))
                 bases.append(sim_run(builtin, jobs, args.nodes))
-                plugs.append(sim_run(source, jobs, args.nodes))
+                if not r % 2:
+                    plugs.append(sim_run(source, jobs, args.nodes))
             assert bases[0][1] == plugs[0][1], "the twins ran different numbers of events"
             out[f"sim_{pair}"] = {
                 "plugin_over_builtin_best_cpu": round(min(p for p, _ in plugs) / min(b for b, _ in bases), 3),
@@ -117,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             builtin, source = pairs["interpreted"]
             figures: dict[str, list[dict]] = {builtin: [], source: []}
             for r in range(max(1, args.rounds // 2)):
-                for policy in (builtin, source):
+                for policy in (builtin, source) if r % 2 == 0 else (source, builtin):
                     work = Path(tmp) / f"real-{r}-{len(figures[policy])}-{policy[-12:].replace('/', '_')}"
                     figures[policy].append(asyncio.run(timer_figures(work, keys=False, policy=policy)))
             for key, lower_better in (
