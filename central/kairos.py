@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,7 @@ class KairosCentralCore(Core):
         self.enqueued: set[tuple[int, int]] = set()  # (job, stage) already in the queue
         self.am_tasks = am_tasks
         self.am: dict[int, NodeState] = {}  # job -> the node whose place its master holds
+        self.am_on: Counter[str] = Counter()  # node -> masters it holds
 
     @property
     def jobs(self) -> dict[int, JobState]:
@@ -155,6 +156,7 @@ class KairosCentralCore(Core):
         node.cap = node.count = 0
         self._enter(node)
         self.am = {j: n for j, n in self.am.items() if n is not node}  # its masters went with it
+        self.am_on.pop(name, None)
         return self._dispatch(now)
 
     def _node_up(self, now: float, name: str) -> list[Effect]:
@@ -172,7 +174,8 @@ class KairosCentralCore(Core):
             return []
         self.counters["heartbeats_received"] += 1
         node.reported = msg.tasks
-        if msg.tasks != node.count:
+        # the masters (am_tasks) are the dispatcher's own bookkeeping: the node does not count them
+        if msg.tasks != node.count - (self.am_on[node.name] if self.am_tasks else 0):
             self.counters["heartbeat_count_mismatch"] += 1
         key_changed = (msg.variance, msg.attained_sum) != (node.variance, node.attained_sum)
         node.variance = msg.variance
@@ -195,6 +198,7 @@ class KairosCentralCore(Core):
         if self.am_tasks and msg.job_id not in self.state.jobs:  # its last task: the master ends
             am = self.am.pop(msg.job_id, None)
             if am is not None:
+                self.am_on[am.name] -= 1
                 self._leave(am)
                 am.count -= 1
                 self._enter(am)
@@ -235,6 +239,7 @@ class KairosCentralCore(Core):
             job_id = queue[0][0]
             if self.am_tasks and job_id not in self.am:  # its master first, in a place of its own
                 self.am[job_id] = node
+                self.am_on[node.name] += 1
                 self._leave(node)
                 node.count += 1
                 self._enter(node)

@@ -213,6 +213,10 @@ def test_kairos_application_master_holds_one_of_a_nodes_n_plus_q_places():
     out = c.on_message(0.0, "fe", SubmitJob(1, [5.0, 5.0, 5.0], 5.0))
     assert [e.msg.task_index for e in out if isinstance(e, Send)] == [0]  # master + 1 task = 2
     assert c.counts() == {"n1": 2}
+    from aviary.common.messages import Heartbeat
+
+    c.on_message(1.0, "n1", Heartbeat(1, 0.0, 0.0, 0))  # the node runs one task: its count, less the master
+    assert c.counters["heartbeat_count_mismatch"] == 0
     c.on_message(5.0, "n1", TaskFinished(1, 0, True))
     c.on_message(6.0, "n1", TaskFinished(1, 1, True))
     c.on_message(7.0, "n1", TaskFinished(1, 2, True))
