@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", action="store_true", help="also the real runtime's bench figures (~2 min)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here too")
     args = ap.parse_args(argv)
+    from aviary import speedups
+
+    print(f"build: {speedups.ACTIVE} ({speedups.REASON})", flush=True)
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         pairs = plugins(Path(tmp))
