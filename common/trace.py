@@ -225,6 +225,7 @@ def _extras(path: str, lineno: int, tokens: list[str]) -> dict[str, object]:
 
 def _short(x: float) -> str:
     """A number as short as it reads back exactly (``repr``), integers without ``.0``."""
+    x = float(x)
     return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
 
 

@@ -7,51 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
-
 from ...common.trace import TraceError, TraceJob, format_job
 from ..flags.spec import UsageError
-
-
-@contextmanager
-def progress_bar(label: str, total: float, quiet: bool) -> Iterator[Callable[[float], None]]:
-    """A function that sets the bar at ``done`` of ``total`` (a rich bar on a terminal, else nothing)."""
-    console = Console(stderr=True)
-    if quiet or not console.is_terminal:
-        yield lambda done: None
-        return
-    columns = (TextColumn(label), BarColumn(), TaskProgressColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(label, total=total or 1)
-        yield lambda done: bar.update(task, completed=done)
-
-
-def write_trace(out: Path, header: Iterable[str], jobs: Iterable[TraceJob], *, plain: bool = False) -> int:
-    """Write ``header`` comment lines and ``jobs`` to ``out`` through a temporary file renamed at the
-    end (removed on any error or Ctrl-C); returns the jobs written."""
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    written = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for line in header:
-                f.write(line + "\n")
-            for job in jobs:
-                f.write(format_job(job, plain=plain) + "\n")
-                written += 1
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise UsageError(f"{out}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return written
+from .trace_out import progress_bar, write_lines
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -66,7 +28,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 if job.line % 1000 == 0:
                     show(job.line)
 
-        n = write_trace(args.out, header(str(args.like), args.jobs, args.seed), shown())
+        lines = (format_job(job) for job in shown())
+        n = write_lines(args.out, header(str(args.like), args.jobs, args.seed), lines)
     print(f"written: {args.out} ({n:,} synthetic jobs like {args.like}, seed {args.seed})")
     return 0
 
