@@ -59,5 +59,70 @@ def convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _band(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        band = (int(lo), int(hi if sep else lo))
+    except ValueError:
+        raise UsageError(f"argument --priority: expected LO:HI (integers), got {text!r}") from None
+    if band[0] > band[1]:
+        raise UsageError(f"argument --priority: LO must be <= HI, got {text!r}")
+    return band
+
+
+def _classes(text: str | None) -> set[int] | None:
+    if text is None:
+        return None
+    try:
+        return {int(c) for c in text.split(",")}
+    except ValueError:
+        raise UsageError(f"argument --class: expected classes separated by commas, got {text!r}") from None
+
+
 def sample(args: argparse.Namespace) -> int:
-    raise UsageError("sample: not yet")
+    """``aviary trace sample``: the filtered jobs, in file order, with a header saying how they were drawn."""
+    import shlex
+
+    from ...common.traces.sample import Filter, sample_trace
+
+    if args.fraction is not None and not 0 < args.fraction <= 1:
+        raise UsageError(f"argument --fraction: must be in (0, 1], got {args.fraction}")
+    keep = Filter(
+        args.since,
+        args.until,
+        _band(args.priority),
+        _classes(args.sched_class),
+        args.min_tasks,
+        args.max_tasks,
+    )
+    jobs = sample_trace(args.trace, keep, fraction=args.fraction, jobs=args.jobs, seed=args.seed)
+    how = (
+        " ".join(
+            f"--{k.replace('_', '-')} {shlex.quote(str(v))}"
+            for k, v in vars(args).items()
+            if k
+            in (
+                "since",
+                "until",
+                "priority",
+                "sched_class",
+                "min_tasks",
+                "max_tasks",
+                "fraction",
+                "jobs",
+                "seed",
+            )
+            and v is not None
+        )
+        .replace("--since", "--from")
+        .replace("--sched-class", "--class")
+    )
+    header = [
+        "# aviary-trace 1 (docs/traces.md): submit num_tasks mean d_1..d_n [KEY=VALUE...]",
+        f"# sampled: aviary trace sample {args.trace} {how}",
+    ]
+    n = write_lines(args.out, header, (format_job(j) for j in jobs))
+    print(f"written: {args.out} ({n:,} jobs of {args.trace})")
+    return 0
