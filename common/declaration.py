@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .cluster import Cluster, ProcessSpec
+from .cluster import Cluster, ClusterError, ProcessSpec
 from .core import Core
 from .frontend import Router, round_robin
 from .params import Param
@@ -105,7 +105,7 @@ class Context:
                 try:
                     out[p.name] = p.held(self.cluster.params)
                 except ValueError as exc:
-                    raise ValueError(f"[cluster.params]: field '{p.name}': {exc}") from None
+                    raise ClusterError(f"[cluster.params]: field '{p.name}': {exc}") from None
         return out
 
 
