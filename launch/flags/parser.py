@@ -883,8 +883,9 @@ def build_parser() -> Parser:
     pc.add_argument(
         "--quick",
         action="store_true",
-        help="a small budget: 8 random cases for the invariants, 3 for determinism, 5 per fault, no real "
-        "run (~1 s); the default is 60, 10, 25 and 15 cases and a real run of 20 jobs (~1 min)",
+        help="a small budget: 10 random input sequences, 8 random cases for the invariants, 3 for "
+        "determinism, 5 per fault, no real run (a few seconds); the default is 60, 60, 10, 25 and 15 and "
+        "a real run of 20 jobs (under a minute)",
     )
     pc.add_argument("--only", default=None, metavar="CHECK", help="run only this check (default: all)")
     pc.add_argument(
