@@ -28,6 +28,13 @@ reached its duration. Rates never exceed 1, so the executor's exit comes first u
 Without over-allocation every rate is 1 and each task completes at its executor's exit, exactly as with
 ``"off"``.
 
+The cost of an event grows gently with the tasks on a node (YARN-like baselines over-allocate cores and
+hold dozens of stretched tasks per node): a task's rate depends only on *which* fungible resources it
+uses (a 3-bit mask), so the rates are computed once per mask, given to every task only when they change
+(else to the tasks launched since), and the earliest projected end is looked for among the tasks whose
+executor has exited only. Each task's progress is still advanced by the same float operations in the
+same order, so results are identical to recomputing every rate on every change.
+
 The central scheduler places a task only where its bookkeeping says it fits (memory, at least), so a
 task that must wait here means the two views differ (a message overtaken, a second scheduler): it waits
 in FIFO order, counted as ``waited_for_room``, and is never dropped. A task that could never run (its
@@ -63,6 +70,8 @@ FLUID = "fluid"
 """The timer key of the fluid model's next projected task end."""
 FUNGIBLE = (0, 2, 3)
 """The dimensions a node may over-allocate: cores, disk, network (not memory)."""
+_ONES: tuple[float, ...] = (1.0,) * 8
+"""The rate of each fungible-resource mask on a node that is not over-allocated."""
 DONE = 1e-9
 """Seconds of work left below which a task's fluid progress counts as complete (float sums; a task at
 rate 1 beside 2,000 changes of rates, at a clock reading of 3e6 s, stays well within it)."""
@@ -70,16 +79,19 @@ rate 1 beside 2,000 changes of rates, at a clock reading of 3e6 s, stays well wi
 
 class _Running:
     """A task holding resources: who placed it, its demand, its work left (seconds at rate 1), its rate,
-    and whether its executor has exited."""
+    whether its executor has exited, the fungible resources it uses (bit i: ``FUNGIBLE[i]``) and its
+    launch order on the node."""
 
-    __slots__ = ("demand", "exited", "left", "rate", "scheduler")
+    __slots__ = ("demand", "exited", "left", "mask", "rate", "scheduler", "seq")
 
-    def __init__(self, scheduler: str, demand: Resources, work: float) -> None:
+    def __init__(self, scheduler: str, demand: Resources, work: float, seq: int) -> None:
         self.scheduler = scheduler
         self.demand = demand
         self.left = work
         self.rate = 1.0
         self.exited = False
+        self.mask = (demand[0] > 0) | (demand[2] > 0) << 1 | (demand[3] > 0) << 2
+        self.seq = seq
 
 
 class ResourceNodeCore(Core):
@@ -102,6 +114,10 @@ class ResourceNodeCore(Core):
         self.running: dict[TaskId, _Running] = {}
         self.since = 0.0  # when the fluid progress of the running tasks was last brought up to date
         self.timed = False  # a FLUID timer is set
+        self.shared = _ONES  # the rate per mask every running task was given at the last change
+        self.fresh: list[_Running] = []  # launched since the last change: no rate given yet
+        self.stretched: dict[TaskId, _Running] = {}  # running tasks whose executor has exited
+        self.launches = 0
         self.killing: set[TaskId] = set()  # killed tasks whose executor has not reported the exit yet
         self.holdings = Holdings()  # for a restarted central: what it placed here
         self.clock = 0.0  # the last input's ``now``
@@ -165,6 +181,7 @@ class ResourceNodeCore(Core):
         self._advance(now)
         if ok and task.left > DONE:  # over-allocated: work left, resources kept
             task.exited = True
+            self.stretched[task_id] = task
             self.counters["tasks_stretched"] += 1
             return self._retime()
         return self._complete(now, task_id, ok) + self._retime()
@@ -176,7 +193,8 @@ class ResourceNodeCore(Core):
         self._advance(now)
         effects: list[Effect] = []
         self.timed = False
-        for task_id in [t for t, task in self.running.items() if task.exited and task.left <= DONE]:
+        # In launch order (the running tasks' order), whatever order their executors exited in.
+        for _, task_id in sorted((task.seq, t) for t, task in self.stretched.items() if task.left <= DONE):
             effects += self._complete(now, task_id, True)
         return effects + self._retime()
 
@@ -199,7 +217,10 @@ class ResourceNodeCore(Core):
         if task_id in self.running:
             self.counters["duplicate_task"] += 1
             return []
-        self.running[task_id] = _Running(sender, demand, msg.duration)
+        self.launches += 1
+        self.running[task_id] = task = _Running(sender, demand, msg.duration, self.launches)
+        if self.fluid:
+            self.fresh.append(task)
         self.holdings.launched(task_id, self.clock)
         self.free = self.free.minus(demand)
         self.counters["tasks_launched"] += 1
@@ -208,6 +229,7 @@ class ResourceNodeCore(Core):
     def _complete(self, now: float, task_id: TaskId, ok: bool) -> list[Effect]:
         """The task ends: its resources come back, and waiting tasks that now fit start."""
         task = self.running.pop(task_id)
+        self.stretched.pop(task_id, None)
         self.holdings.ended(task.scheduler, task_id, now)
         self.free = self.free.plus(task.demand)
         self.counters["tasks_finished" if ok else "tasks_failed"] += 1
@@ -249,6 +271,7 @@ class ResourceNodeCore(Core):
         if self.fluid:
             self._advance(now)
         del self.running[task_id]
+        self.stretched.pop(task_id, None)
         self.holdings.killed(task_id)
         self.free = self.free.plus(task.demand)
         self.counters["tasks_killed"] += 1
@@ -265,34 +288,49 @@ class ResourceNodeCore(Core):
         self.since = now
         if elapsed > 0:
             for task in self.running.values():
-                if task.left > 0:
-                    task.left = max(0.0, task.left - task.rate * elapsed)
+                left = task.left
+                if left > 0:
+                    left -= task.rate * elapsed
+                    task.left = left if left > 0.0 else 0.0  # max(0.0, left), without the call
+
+    def _mask_rates(self) -> tuple[float, ...]:
+        """The rate of a task using the fungible resources of each mask (bit i: ``FUNGIBLE[i]``) under
+        the current allocation: the module docstring's formula, once per mask."""
+        used = self.capacity.minus(self.free)  # the summed demand of the tasks holding resources
+        c = self.capacity
+        if used[0] <= c[0] + EPS and used[2] <= c[2] + EPS and used[3] <= c[3] + EPS:
+            return _ONES
+        share = [1.0] * 4
+        for r in FUNGIBLE:
+            if used[r] > c[r] + EPS:
+                share[r] = c[r] / used[r]
+        if used[2] > c[2] + EPS and self.disk_loss:
+            share[2] *= 1.0 - self.disk_loss * (1.0 - c[2] / used[2])
+        a, b, n = share[0], share[2], share[3]
+        return (1.0, min(1.0, a), min(1.0, b), min(1.0, a, b), min(1.0, n), min(1.0, a, n), min(1.0, b, n),
+                min(1.0, a, b, n))  # fmt: skip
 
     def rates(self) -> dict[TaskId, float]:
         """Each running task's rate under the current allocation (the module docstring's formula)."""
-        used = self.capacity.minus(self.free)  # the summed demand of the tasks holding resources
-        share = [1.0] * 4
-        for r in FUNGIBLE:
-            c, d = self.capacity[r], used[r]
-            if d > c + EPS:
-                share[r] = c / d
-        if used[2] > self.capacity[2] + EPS and self.disk_loss:
-            share[2] *= 1.0 - self.disk_loss * (1.0 - self.capacity[2] / used[2])
-        return {
-            t: min([1.0, *(share[r] for r in FUNGIBLE if task.demand[r] > 0)])
-            for t, task in self.running.items()
-        }
+        rates = self._mask_rates()
+        return {t: rates[task.mask] for t, task in self.running.items()}
 
     def _retime(self) -> list[Effect]:
         """New rates after a change, and the timer for the earliest end of a task whose executor has
         exited (the others complete at their exit or, if slowed, are timed when they exit)."""
-        rates = self.rates()
+        rates = self._mask_rates()
+        if rates != self.shared:
+            self.shared = rates
+            for task in self.running.values():
+                task.rate = rates[task.mask]
+        else:
+            for task in self.fresh:
+                task.rate = rates[task.mask]
+        self.fresh.clear()
         nearest = None
-        for task_id, task in self.running.items():
-            task.rate = rate = rates[task_id]
-            if task.exited:
-                end = task.left / rate
-                nearest = end if nearest is None else min(nearest, end)
+        for task in self.stretched.values():
+            end = task.left / task.rate
+            nearest = end if nearest is None else min(nearest, end)
         if nearest is None:  # nothing to wait for: a timer set earlier would fire for nothing
             was, self.timed = self.timed, False
             return [CancelTimer(FLUID)] if was else []
