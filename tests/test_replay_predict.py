@@ -107,6 +107,7 @@ def test_the_progress_bar_shows_the_clock_against_the_predicted_end_and_the_time
     assert bar.clock_text(25.0) == ("25.0/20.0 s", None)  # past it: rich's estimate
     sim = ProgressBar(10, "sparrow", False, virtual=True, last_arrival=4176.4)
     assert sim.clock_text(1234.5) == ("virtual 1,234 of 4,176 s", None)
+    assert sim.clock_text(9717.0) == ("virtual 9,717 s, all arrived", None)  # never "9,717 of 4,176"
     eta = _EtaColumn()
     bar.progress.update(bar.task, eta=3725.4)
     assert str(eta.render(bar.progress.tasks[0])) == "ETA 1:02:05"
@@ -151,7 +152,7 @@ def test_off_a_terminal_a_plain_line_every_n_seconds_and_one_at_the_end(monkeypa
         "(elapsed 0:00:11)",
         "carbyne (sim, 100 nodes): 60/300 jobs finished, 65 submitted, virtual 242 of 900 s, ETA 0:01:24 "
         "(elapsed 0:00:21)",
-        "carbyne (sim, 100 nodes): 300/300 jobs finished, 300 submitted, virtual 950 of 900 s "
+        "carbyne (sim, 100 nodes): 300/300 jobs finished, 300 submitted, virtual 950 s, all arrived "
         "(elapsed 0:00:22)",
     ]
 

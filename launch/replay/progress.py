@@ -55,7 +55,8 @@ class ProgressBar:
     Real processes: the clock counts replay seconds from the first submission; the end is the
     simulator's prediction (``end``) and the ETA the difference (rich's estimate from the rate of
     finishing jobs without a prediction, or once past it). The simulator (``virtual``): the clock is
-    virtual time, shown against the last arrival (``last_arrival``), the ETA rich's estimate."""
+    virtual time, shown against the last arrival (``last_arrival``) until it passes it, the ETA rich's
+    estimate. The bar counts jobs finished, so it never shows more than 100 %."""
 
     LABEL = 16
     """The label's width on the bar (the policy's name; the plain line shows it whole)."""
@@ -112,9 +113,12 @@ class ProgressBar:
         """The clock column's text and the ETA by the prediction (None: rich's estimate)."""
         if clock is None:
             return "", None
-        if self.virtual:
-            until = "" if self.last_arrival is None else f" of {self.last_arrival:,.0f}"
-            return f"virtual {clock:,.0f}{until} s", None
+        if self.virtual:  # against the last arrival until it passes it: never "X of Y" with X > Y
+            if self.last_arrival is None or clock > self.last_arrival:
+                return f"virtual {clock:,.0f} s" + (
+                    "" if self.last_arrival is None else ", all arrived"
+                ), None
+            return f"virtual {clock:,.0f} of {self.last_arrival:,.0f} s", None
         if self.end is None:
             return f"clock {clock:,.1f} s", None
         eta = self.end - clock if clock <= self.end else None
