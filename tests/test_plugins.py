@@ -300,3 +300,15 @@ def test_a_core_that_raises_on_real_processes_stops_the_replay_with_its_partial_
         "its scheduler core raised ZeroDivisionError: a bug in job 5 in on_message(TaskFinished(job_id=5"
         in logs
     )
+
+
+def test_the_examples_own_tests_pass_as_its_author_runs_them():
+    """examples/p2c's tests, run from its folder as the package's author runs them (pytest examples/p2c)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "examples" / "p2c")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "9 passed" in run.stdout
