@@ -327,12 +327,8 @@ class ResourceNodeCore(Core):
             for task in self.fresh:
                 task.rate = rates[task.mask]
         self.fresh.clear()
-        nearest = None
-        for task in self.stretched.values():
-            end = task.left / task.rate
-            nearest = end if nearest is None else min(nearest, end)
-        if nearest is None:  # nothing to wait for: a timer set earlier would fire for nothing
+        if not self.stretched:  # nothing to wait for: a timer set earlier would fire for nothing
             was, self.timed = self.timed, False
             return [CancelTimer(FLUID)] if was else []
         self.timed = True
-        return [SetTimer(FLUID, nearest)]
+        return [SetTimer(FLUID, min([task.left / task.rate for task in self.stretched.values()]))]
