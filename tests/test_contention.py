@@ -305,3 +305,24 @@ def test_a_task_placed_again_waits_for_its_killed_run_to_exit_while_others_compl
     ]
     keys = ("waited_for_kill", "kill_refused", "killed_exits_ignored", "tasks_killed")
     assert {k: node.counters[k] for k in keys} == dict(zip(keys, (2, 2, 2, 2), strict=True))
+
+
+def test_stretched_tasks_done_at_one_timer_finish_in_launch_order_whatever_order_they_exited_in():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    for task in range(3):
+        place(node, 0.0, task, 10.0, (1, 1, 0.5, 0))  # disk 1.5x over-allocated: each at rate 2/3
+    for task in (2, 0, 1):
+        assert finished(node.on_task_exit(10.0, (1, task), True)) == []
+    assert sorted(node.stretched) == [(1, 0), (1, 1), (1, 2)]
+    assert finished(node.on_timer(15.0, FLUID)) == [0, 1, 2] and not node.stretched
+
+
+def test_rates_are_given_per_mask_of_fungible_resources_used():
+    node = ResourceNodeCore("n", MACHINE, "fluid")
+    demands = ((12, 1, 0, 0), (12, 1, 0.8, 0), (0, 1, 0.8, 0.6), (0, 1, 0, 0.6), (0, 1, 0, 0))
+    for task, demand in enumerate(demands):  # cores at 24/16, disk at 1.6, network at 1.2
+        place(node, 0.0, task, 10.0, demand)
+    cores, disk, net = 16 / 24, 1 / 1.6, 1 / 1.2
+    expected = [cores, min(cores, disk), min(disk, net), net, 1.0]
+    assert list(node.rates().values()) == pytest.approx(expected)
+    assert [node.running[1, t].rate for t in range(5)] == list(node.rates().values())
