@@ -91,23 +91,30 @@ def utilization_over_time(
     width = span / windows
     names = [(i, name) for i, name in enumerate(RESOURCES) if capacity_total[i] > 0]
     out: dict[str, list[float]] = {"t": [width * (k + 1) for k in range(windows)]}
-    for i, name in names:
-        partial = [0.0] * windows
-        full = [0.0] * (windows + 1)  # difference array: rate per window
-        for t in log:
-            held = t.end - t.start
-            if held <= 0 or t.demand[i] == 0 or t.start >= span or t.end <= 0:
+    partials = {i: [0.0] * windows for i, _ in names}
+    fulls = {i: [0.0] * (windows + 1) for i, _ in names}  # difference arrays: rate per window
+    for t in log:  # one pass for every resource, each summed in the tasks' order as ever
+        held = t.end - t.start
+        if held <= 0 or t.start >= span or t.end <= 0:
+            continue
+        speed = (t.work if t.work is not None else held) / held
+        start, end = max(t.start, 0.0), min(t.end, span)
+        a, b = int(start // width), min(windows - 1, int(end // width))
+        for i, _ in names:
+            if t.demand[i] == 0:
                 continue
-            rate = t.demand[i] * ((t.work if t.work is not None else held) / held)
-            start, end = max(t.start, 0.0), min(t.end, span)
-            a, b = int(start // width), min(windows - 1, int(end // width))
+            rate = t.demand[i] * speed
+            partial = partials[i]
             if a == b:
                 partial[a] += rate * (end - start)
                 continue
             partial[a] += rate * ((a + 1) * width - start)
             partial[b] += rate * (end - b * width)
+            full = fulls[i]
             full[a + 1] += rate
             full[b] -= rate
+    for i, name in names:
+        partial, full = partials[i], fulls[i]
         running, series = 0.0, []
         for k in range(windows):
             running += full[k]
@@ -251,8 +258,9 @@ def fairness_over_windows(
     # finishes) lies in it, edges included; between two special windows every job's share and whether it
     # is active stay the same, so such a run of plain windows is scored once and counted for each.
     special: set[int] = set()
+    window_of: dict[float, int] = {}  # every event time's window, found once (a task's start and end recur)
     for b in {*(t.start for t in log), *(t.end for t in log), *(x for ab in intervals.values() for x in ab)}:
-        k = win(b)
+        window_of[b] = k = win(b)
         special.add(k)
         if k > 0 and b <= edges[k]:
             special.add(k - 1)
@@ -267,7 +275,7 @@ def fairness_over_windows(
     def accumulate(job: int, share: float, s: float, e: float) -> None:
         if share <= 0 or e <= s:
             return
-        ks, ke = win(s), win(e)
+        ks, ke = window_of[s], window_of[e]  # both are event times
         for i in range(bisect_left(specials, ks), bisect_right(specials, ke)):
             k = specials[i]
             dt = min(e, edges[k + 1]) - max(s, edges[k])
