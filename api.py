@@ -109,8 +109,8 @@ def replay(spec: ReplaySpec | None = None, /, *, quiet: bool = True, **values: A
                 values[name] = Path(values[name])
         spec = ReplaySpec(**values)
     setup = setup_replay(spec, quiet=quiet)
-    summary = run_replay(setup, quiet=quiet)
-    return Run(setup.out, summary)
+    run_replay(setup, quiet=quiet)
+    return Run(setup.out, read_summary(setup.out))  # summary.json as written (run_replay's adds the timings)
 
 
 def rebuild(folder: str | Path) -> Run:
