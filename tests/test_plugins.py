@@ -261,7 +261,9 @@ POLICY = Policy("crashy", "raises on job 5's first task end", scheduler=build, p
 def test_a_core_that_raises_stops_a_simulated_run_with_its_partial_results(tmp_path):
     path = plugin_file(tmp_path, "crashy_sim", CRASHY)
     out = tmp_path / "run"
-    run = aviary("replay", "--runtime", "sim", "--policy", f"{path}:POLICY", "--jobs", "20", "--out", out)
+    run = aviary(
+        "replay", "--runtime", "sim", "--policy", f"{path}:POLICY", "--jobs", "20", "--out", out, "--quiet"
+    )
     one_line(
         run,
         "aviary replay: error: policy 'crashy': the scheduler core of sched-",

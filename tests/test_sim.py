@@ -255,7 +255,7 @@ def test_an_exception_in_a_core_stops_the_run_naming_the_core_and_its_input() ->
     ) as raised:
         Simulator([Broken("x", {1.0: []})]).run()
     assert "handling the timer ('at', 1.0)" in str(raised.value)
-    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert isinstance(raised.value.raised, RuntimeError)
 
 
 # --- physics -------------------------------------------------------------------------------------------

@@ -168,6 +168,8 @@ class CoreError(Exception):
 
     def __init__(self, name: str, core: Core, now: float, handling: str, exc: Exception) -> None:
         role = getattr(core, "role")  # noqa: B009 (compiled, core.role would read Core's own, not a subclass's)
+        self.raised = exc
+        """The core's own exception (the compiled build does not keep ``raise ... from``'s cause)."""
         super().__init__(
             f"the {role} core of {name} raised {type(exc).__name__}: {exc}, at virtual time "
             f"{now:,.3f} s, handling {handling}"
