@@ -2,16 +2,16 @@
 
 Each core (every role of every policy: node monitors, distributed schedulers, central schedulers, the
 central's :class:`Recovering` wrapper, and the frontend) is driven by the conformance kit's driver
-(:mod:`aviary.launch.check.fuzz`, which ``aviary policy check``'s ``messages`` check runs on any
-policy) through a sequence of inputs: messages of every kind of :mod:`aviary.common.messages` with well-typed but arbitrary field values
-(each passed through the wire codec, so the core sees exactly what the runtime's decoder yields), from
-the cluster's names and from strangers; answers to what the core sent (a node finishing a task it was
-given, a scheduler answering a ``GetTask``...); the timers the core set; and exits of the tasks it
-launched (and of some it did not), on a monotone clock. Who may send what is checked by the runtime
-(:mod:`aviary.common.senders`) only when its transport knows roles; a plain address book lets any name
-through, so the cores here hear anything from anyone, except what the runtime takes only from a
-controller (``SubmitJob``, ``PeerDown``, ``PeerUp``, ``Shutdown``) and the control kinds it answers
-itself (``Hello``, ``GetStats``, ``GetCounters``, ``Shutdown``).
+(:mod:`aviary.launch.check.fuzz`, which ``aviary policy check``'s ``messages`` check runs on any policy)
+through a sequence of inputs: messages of every kind of :mod:`aviary.common.messages` with well-typed but
+arbitrary field values (each passed through the wire codec, so the core sees exactly what the runtime's
+decoder yields), from the cluster's names and from strangers; answers to what the core sent (a node
+finishing a task it was given, a scheduler answering a ``GetTask``...); the timers the core set; and
+exits of the tasks it launched (and of some it did not), on a monotone clock. Who may send what is
+checked by the runtime (:mod:`aviary.common.senders`) only when its transport knows roles; a plain
+address book lets any name through, so the cores here hear anything from anyone, except what the runtime
+takes only from a controller (``SubmitJob``, ``PeerDown``, ``PeerUp``, ``Shutdown``) and the control
+kinds it answers itself (``Hello``, ``GetStats``, ``GetCounters``, ``Shutdown``).
 
 What must hold: no exception escapes a handler; every effect is one of the eight kinds with a sendable
 message (it encodes); and after every input the invariants below (:func:`check_invariants`) that each
