@@ -31,7 +31,7 @@ from aviary.launch.cli.main import main as aviary
 NODES, SLOTS, QUANTUM, Q, SCALE = 30, 4, 50.0, 4, 12.0
 KAIROS_TESTBED = ["--swap-margin", "0.5", "--starvation", "code", "--suspended-share", "0.1",
                   "--am-tasks", "on", "--launch-core", "on"]  # fmt: skip
-VARIANTS = {
+VARIANTS: dict[str, tuple[float, list[tuple[str, str, list[str]]]]] = {
     # variant: (overhead, [(label, policy, flags)])
     "testbed": (
         JOB_OVERHEAD,
