@@ -64,7 +64,7 @@ def cores_of(policy: Policy) -> list[Any]:
     return [build_core(p, cluster) for p in cluster.processes if p.role != "frontend"]
 
 
-def check_purity(ref: str, policy: Policy) -> Result:
+def check_purity(policy: Policy) -> Result:
     modules = purity.core_modules(cores_of(policy))
     found = purity.static_violations(modules)
     case = Case(3, 2, 2, 1, 0.0005, [[0.0, [0.2, 0.3]], [0.1, [0.5]], [0.4, [0.1, 0.1, 0.1]]])
@@ -219,7 +219,7 @@ def check_policy(
             ("central-fault", lambda c: run_case(policy, c)[0], cases(policy, "central"), n_central)
         )
     if want("purity"):
-        out.append(check_purity(ref, policy))
+        out.append(check_purity(policy))
     if want("messages"):
         out.append(check_messages(ref, policy, n_msg))
     for check, prop, strategy, examples in searches:
