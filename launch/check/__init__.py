@@ -35,7 +35,7 @@ from ...common.declaration import Policy
 from ..flags.spec import UsageError
 from ..policies.registry import build_core, get_policy
 from . import purity
-from .runs import Case, cases, determinism, run_case, search
+from .runs import Case, cases, determinism, run_case, search, searching
 
 CHECKS = ("purity", "messages", "invariants", "determinism", "node-fault", "central-fault", "real")
 BUDGETS = {"quick": (10, 8, 3, 5, 5), "default": (60, 60, 10, 25, 15)}
@@ -88,7 +88,7 @@ def check_messages(ref: str, policy: Policy, examples: int) -> Result:
     """Random input sequences to each role's core (:mod:`.fuzz`): no exception, only sendable effects, no
     task launched twice, no job told done twice a submission. The same sequences every run, so
     ``--only messages`` replays a failure."""
-    from hypothesis import HealthCheck, Verbosity, given, settings
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from .fuzz import Driver, drive
@@ -98,14 +98,7 @@ def check_messages(ref: str, policy: Policy, examples: int) -> Result:
     specs = [p for p in cluster.processes if p.role != "frontend"]
     failing: list[Any] = []
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-        verbosity=Verbosity.quiet,
-    )
+    @searching(examples)
     @given(data=st.data())
     def holds(data: Any) -> None:
         spec = specs[data.draw(st.integers(0, len(specs) - 1))]

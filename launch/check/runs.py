@@ -218,14 +218,12 @@ def cases(policy: Policy, fault: str | None = None) -> Any:
     return st.integers(2 if fault == "node" else 1, 4).flatmap(shaped)
 
 
-def search(prop: Property, strategy: Any, examples: int) -> tuple[Case | None, list[str]]:
-    """Run ``prop`` over ``examples`` cases drawn from ``strategy`` (the same ones every time); the
-    smallest failing case hypothesis shrinks to, and its problems, or ``(None, [])``."""
-    from hypothesis import HealthCheck, Verbosity, given, settings
+def searching(examples: int) -> Any:
+    """hypothesis' settings for a search of the kit: ``examples`` cases, the same ones every run
+    (derandomized, no database), quiet (the kit reports the shrunk case itself)."""
+    from hypothesis import HealthCheck, Verbosity, settings
 
-    failing: list[Any] = []
-
-    @settings(
+    return settings(
         max_examples=examples,
         deadline=None,
         database=None,
@@ -233,6 +231,16 @@ def search(prop: Property, strategy: Any, examples: int) -> tuple[Case | None, l
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
     )
+
+
+def search(prop: Property, strategy: Any, examples: int) -> tuple[Case | None, list[str]]:
+    """Run ``prop`` over ``examples`` cases drawn from ``strategy`` (the same ones every time); the
+    smallest failing case hypothesis shrinks to, and its problems, or ``(None, [])``."""
+    from hypothesis import given
+
+    failing: list[Any] = []
+
+    @searching(examples)
     @given(strategy)
     def holds(case: Case) -> None:
         problems = prop(case)
