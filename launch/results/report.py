@@ -24,11 +24,13 @@ import csv
 import html
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...common.journal import JOURNAL
 from ...common.results import (
+    CLASSES,
     JOBS_CSV,
     JOBS_HEADER,
     RUNNING,
@@ -36,6 +38,7 @@ from ...common.results import (
     JobRecord,
     ResultsError,
     family_metrics,
+    job_classes,
     partial_note,
     read_jobs,
     read_summary,
@@ -44,18 +47,11 @@ from ...common.results import (
 from ..flags.spec import UsageError
 from ..replay.provenance import describe_workload
 from .compare import CompareError, comparison_rows, load_comparison
+from .report_figures import OVER, OVER_ALLOCATED, jct_cdf, jobs_over_time, run_color, slo_bars, utilization
 
-RESOURCE_DASH = {"cores": "solid", "mem": "dotted", "disk": "dashed", "net": "dashdot"}
-TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
-
-
-def run_color(i: int) -> str:
-    """Run ``i``'s colour, as in ``aviary compare``'s figure: the baseline black, then matplotlib's."""
-    return "black" if i == 0 else TAB10[(i - 1) % len(TAB10)]
-
-
-WIDTH, HEIGHT = 560, 320
-TOOLS = "pan,wheel_zoom,box_zoom,reset,save,hover"
+WIDE = 560
+"""The least width (px) of a figure's cell on the page; a small (per-resource) one's is :data:`NARROW`."""
+NARROW = 440
 
 
 def _say(line: str) -> None:
@@ -106,112 +102,84 @@ def command_of(summary: dict[str, Any]) -> str:
     return "not recorded (a run made before aviary recorded its command, or through the Python API)"
 
 
-def _float(row: dict[str, str], key: str) -> float | None:
-    try:
-        return float(row[key])
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def _figure(title: str, x_label: str, y_label: str, **kw: Any) -> Any:
-    from bokeh.plotting import figure
-
-    return figure(
-        width=WIDTH, height=HEIGHT, title=title, x_axis_label=x_label, y_axis_label=y_label, tools=TOOLS, **kw
-    )
-
-
-def jobs_over_time(names: list[str], runs: list[list[dict[str, str]]]) -> Any:
-    """Jobs submitted (dashed) and finished (solid) so far, per run, over the replay clock."""
-    fig = _figure("jobs over time", "replay time (s)", "jobs")
-    lines = (("submit_replay_s", "dashed", "submitted"), ("finish_replay_s", "solid", "finished"))
-    for i, (name, rows) in enumerate(zip(names, runs, strict=True)):
-        for key, dash, what in lines:
-            times = sorted(t for r in rows if (t := _float(r, key)) is not None)
-            if times:
-                ys = list(range(len(times) + 1))
-                label = f"{name} {what}"
-                fig.step(
-                    [0.0, *times], ys, mode="after", color=run_color(i), line_dash=dash, legend_label=label
-                )
-    fig.legend.location = "top_left"
-    return fig
-
-
-def jct_cdf(names: list[str], runs: list[list[dict[str, str]]]) -> Any:
-    """Each run's CDF of job completion times (finished jobs), log x when every JCT is positive."""
-    from bokeh.models import Range1d
-
-    jcts = [sorted(j for r in rows if (j := _float(r, "jct_replay_s")) is not None) for rows in runs]
-    log = all(j and j[0] > 0 for j in jcts)
-    x_axis = "log" if log else "linear"
-    fig = _figure("job completion time, CDF", "JCT (replay s)", "fraction of jobs", x_axis_type=x_axis)
-    fig.y_range = Range1d(start=0, end=1)
-    for i, (name, xs) in enumerate(zip(names, jcts, strict=True)):
-        if xs:
-            ys = [(k + 1) / len(xs) for k in range(len(xs))]
-            fig.step(xs, ys, mode="after", color=run_color(i), legend_label=name)
-    fig.legend.location = "bottom_right"
-    return fig
-
-
-def utilization(names: list[str], summaries: list[dict[str, Any]]) -> Any | None:
-    """Each resource's utilization over time per run (click a legend entry to hide it); None when no
-    run has it."""
-    series = [s.get("utilization_over_time") for s in summaries]
-    if not any(series):
-        return None
-    fig = _figure("utilization over time", "replay time (s)", "% of capacity")
-    for i, (name, s) in enumerate(zip(names, series, strict=True)):
-        for resource, dash in RESOURCE_DASH.items():
-            if s and s.get(resource) and max(s[resource]) > 0.01:
-                ys = [100 * x for x in s[resource]]
-                fig.line(s["t"], ys, color=run_color(i), line_dash=dash, legend_label=f"{name} {resource}")
-    fig.legend.location = "top_right"
-    fig.legend.click_policy = "hide"
-    return fig
-
-
-def slo_bars(names: list[str], summaries: list[dict[str, Any]]) -> Any | None:
-    """SLO attainment (all, accepted, no reservation) of each run; None unless every run has SLOs."""
-    from bokeh.models import ColumnDataSource, FactorRange, Range1d
-
-    kinds = ("all", "accepted", "no_reservation")
-    values = [s.get("slo_attainment") for s in summaries]
-    if not all(isinstance(v, dict) for v in values):
-        return None
-    factors = [(k, n) for k in kinds for n in names]
-    heights = [100 * ((values[names.index(n)] or {}).get(k) or 0.0) for k, n in factors]
-    colors = [run_color(names.index(n)) for _, n in factors]
-    fig = _figure("SLO attainment (%)", "", "% of SLO jobs", x_range=FactorRange(factors=factors))
-    fig.y_range = Range1d(start=0, end=100)
-    fig.vbar(x="x", top="top", width=0.8, color="color",
-             source=ColumnDataSource({"x": factors, "top": heights, "color": colors}))  # fmt: skip
-    fig.xaxis.major_label_orientation = 0.8
-    return fig
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{cells}</tr>{body}</table>"
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c if isinstance(c, Markup) else html.escape(c)}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
 
 
-STYLE = (
-    "<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin:.5em 0}"
-    "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}th{background:#eee}"
-    "code{background:#f4f4f4;padding:1px 4px}</style>"
-)
+class Markup(str):
+    """A table cell's HTML, written as is (every other cell is escaped)."""
 
 
-def run_section(name: str, summary: dict[str, Any]) -> str:
-    """A run's summary figures, its workload and the command, as HTML."""
-    jct = (summary.get("jct") or {}).get("all") or {}
-    head = [
-        ("jobs finished", f"{summary.get('finished')}/{summary.get('jobs')}"),
-        *((f"JCT {q}", f"{jct[q]:,.3f} replay s") for q in ("p50", "p90", "p99") if jct.get(q) is not None),
+STYLE = f"""<style>
+body{{font-family:system-ui,sans-serif;margin:1em 1.5em;color:#222}}
+h1{{font-size:1.5em;margin:.2em 0}} h2{{font-size:1.2em;margin:1.2em 0 .3em}}
+p{{margin:.3em 0;max-width:110ch}} .note{{color:#555}}
+table{{border-collapse:collapse;margin:.3em 0}}
+caption{{text-align:left;font-weight:bold;padding:2px 0;white-space:nowrap}}
+td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}} th{{background:#eee}}
+td:first-child,th:first-child{{text-align:left}}
+code{{background:#f4f4f4;padding:1px 4px;overflow-wrap:anywhere}}
+.over{{color:{OVER};font-weight:bold}}
+.swatch{{display:inline-block;width:.9em;height:.9em;vertical-align:-.1em;margin-right:.3em;border-radius:2px}}
+.grid{{display:grid;gap:12px 20px;grid-template-columns:repeat(auto-fit,minmax(min({WIDE}px,100%),1fr))}}
+.grid.small{{grid-template-columns:repeat(auto-fit,minmax(min({NARROW}px,100%),1fr))}}
+.grid>div{{min-width:0}}
+.tables{{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}}
+</style>"""
+
+
+def _swatch(i: int) -> str:
+    return f'<span class="swatch" style="background:{run_color(i)}"></span>'
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:,.1f} %"
+
+
+def jct_table(summary: dict[str, Any]) -> str:
+    """A run's JCT percentiles per job class of its workload (short, long and all where it has classes,
+    :func:`~aviary.common.results.job_classes`)."""
+    rows = []
+    for cls in job_classes(summary):
+        st = (summary.get("jct") or {}).get(cls) or {}
+        cells = ("n/a" if st.get(k) is None else f"{st[k]:,.3f}" for k in ("p50", "p90", "p99", "mean"))
+        rows.append([cls, f"{st.get('count', 0):,}", *cells])
+    return _table(["class", "jobs", "p50", "p90", "p99", "mean"], rows, "job completion time (replay s)")
+
+
+def resource_table(summary: dict[str, Any]) -> str:
+    """Each resource's utilization (what the tasks delivered over the capacity and the makespan) and
+    allocation (what they held), the allocation flagged over-allocated above 100 %; "" without them."""
+    used, held = summary.get("resource_utilization"), summary.get("resource_allocation")
+    if not isinstance(used, dict) or not isinstance(held, dict):
+        return ""
+    over = {r for r, h in held.items() if isinstance(h, int | float) and h > 1.0}
+    flag = Markup(f'<span class="over">{OVER_ALLOCATED}</span>')
+    rows = [
+        [r, _pct(used[r]), _pct(held.get(r)), *([flag if r in over else ""] if over else [])] for r in used
     ]
-    rows = head + [(m.name, m.shown()) for m in family_metrics(summary)]
+    head = ["resource", "used", "held", *([""] if over else [])]
+    return _table(head, rows, "resources (mean over the makespan)")
+
+
+def run_section(i: int, name: str, summary: dict[str, Any]) -> str:
+    """Run ``i``'s tables (JCT per job class, its resources, its family's figures), its workload and the
+    command, as HTML."""
+    by_resource = isinstance(summary.get("resource_allocation"), dict)
+    figures = [
+        ("jobs finished", f"{summary.get('finished')}/{summary.get('jobs')}"),
+        *(
+            (m.name, m.shown())
+            for m in family_metrics(summary)
+            if not (by_resource and m.group == "utilization")
+        ),
+    ]
     record = summary.get("workload")
     workload = describe_workload(record) if isinstance(record, dict) else "workload not recorded"
     versions = (record or {}).get("versions") or {}
@@ -219,11 +187,12 @@ def run_section(name: str, summary: dict[str, Any]) -> str:
     built = ", ".join(f"{k} {v}" for k, v in versions.items() if k != "git")
     commit = f"{git.get('commit', '?')[:12]}{' (with changes)' if git.get('dirty') else ''}" if git else "?"
     note = partial_note(summary)
+    tables = jct_table(summary) + resource_table(summary) + _table(["figure", "value"], figures, "run")
     return (
-        f"<h2>{html.escape(name)}: {html.escape(str(summary.get('policy')))}, "
+        f'<h2 id="run-{i}">{_swatch(i)}{html.escape(name)}: {html.escape(str(summary.get("policy")))}, '
         f"{html.escape(str(summary.get('runtime')))}</h2>"
         + (f"<p><b>partial run</b>: {html.escape(note)}</p>" if note else "")
-        + _table(["figure", "value"], rows)
+        + f'<div class="tables">{tables}</div>'
         + f"<p><b>workload</b>: {html.escape(workload)}</p>"
         + f"<p><b>command</b>: <code>{html.escape(command_of(summary))}</code></p>"
         + f"<p><b>software</b>: aviary at {html.escape(commit)}; {html.escape(built)}</p>"
@@ -248,22 +217,78 @@ def comparison_section(folders: list[Path]) -> str:
     )
 
 
-def runs_page(folders: list[Path]) -> tuple[str, list[Any]]:
-    """The page's HTML and its figures for runs side by side."""
+@dataclass
+class Page:
+    """A report page before it is written: its title, and its parts in order, each HTML or a group of
+    Bokeh figures (``(class, figures)``: a grid of ``class`` ``"grid"`` or ``"grid small"``)."""
+
+    title: str
+    parts: list[str | tuple[str, list[Any]]] = field(default_factory=list)
+
+    def figures(self) -> list[Any]:
+        """Every figure of the page, in order."""
+        return [f for p in self.parts if isinstance(p, tuple) for f in p[1]]
+
+
+def _classes(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """The job classes the runs' figures are drawn for: every class some run has, ``all`` first."""
+    seen = {c for s in summaries for c in job_classes(s)}
+    return ["all", *(c for c in CLASSES if c != "all" and c in seen)]
+
+
+def runs_page(folders: list[Path]) -> Page:
+    """The page of runs side by side: a key of their colours, the jobs over time and the JCT CDFs (all
+    jobs, then each class where the workload has classes), one small utilization plot per resource, SLO
+    attainment where every run has SLOs, the comparison table and each run's tables."""
     read = [_read(f) for f in folders]
     summaries, rows = [s for s, _ in read], [r for _, r in read]
     names = [f.name or str(f) for f in folders]
     if len(set(names)) < len(names):
         names = [str(f) for f in folders]
-    figures = [jobs_over_time(names, rows), jct_cdf(names, rows)]
-    figures += [f for f in (utilization(names, summaries), slo_bars(names, summaries)) if f is not None]
-    text = comparison_section(folders) + "".join(
-        run_section(n, s) for n, s in zip(names, summaries, strict=True)
+    page = Page(f"Aviary report: {', '.join(names)}")
+    key = ", ".join(
+        f'<a href="#run-{i}">{_swatch(i)}{html.escape(n)}</a> ({html.escape(str(s.get("policy")))}'
+        + (", the baseline)" if i == 0 and len(names) > 1 else ")")
+        for i, (n, s) in enumerate(zip(names, summaries, strict=True))
     )
-    return text, figures
+    page.parts.append(f"<p><b>runs</b>: {key}</p>")
+    classes = _classes(summaries)
+    split = (
+        " Short and long jobs (the trace's cutoff) have a plot each."
+        if len(classes) > 1
+        else " The workload has no short/long classes: all jobs in one plot."
+    )
+    page.parts.append(
+        "<h2>Jobs</h2><p class=note>Click a legend entry to hide that run's line; drag to pan, scroll "
+        f"to zoom (tools at the top right of each plot).{split}</p>"
+    )
+    cdfs = [jct_cdf(names, rows, c) for c in classes]
+    page.parts.append(("grid", [jobs_over_time(names, rows), *(f for f in cdfs if f is not None)]))
+    usage = utilization(names, summaries)
+    if usage:
+        over = any(p.name == OVER_ALLOCATED for f in usage for p in f.above)
+        page.parts.append(
+            "<h2>Utilization by resource</h2><p class=note>What the tasks delivered in each of 100 windows "
+            "of the run, as a share of the cluster's capacity; the dashed line is 100 %."
+            + (
+                f' <span class="over">Shaded above 100 %: {OVER_ALLOCATED}</span>: the nodes gave tasks more '
+                "of the resource than they have (a baseline that counts only cores and memory, as YARN "
+                "does, lets them), and those tasks ran slowed down."
+                if over
+                else ""
+            )
+            + "</p>"
+        )
+        page.parts.append(("grid small", usage))
+    slo = slo_bars(names, summaries)
+    if slo is not None:
+        page.parts += ["<h2>SLO attainment</h2>", ("grid", [slo])]
+    page.parts.append(comparison_section(folders))
+    page.parts += [run_section(i, n, s) for i, (n, s) in enumerate(zip(names, summaries, strict=True))]
+    return page
 
 
-def sweep_page(folder: Path) -> tuple[str, list[Any]]:
+def sweep_page(folder: Path) -> Page:
     """A sweep's table (``sweep.csv``) and its figures (PNG, inlined)."""
     with open(folder / "sweep.csv", newline="") as f:
         table = list(csv.reader(f))
@@ -275,27 +300,45 @@ def sweep_page(folder: Path) -> tuple[str, list[Any]]:
     text = (
         f"<h2>sweep {html.escape(folder.name)}</h2>" + (_table(table[0], table[1:]) if table else "") + images
     )
-    return text, []
+    return Page(f"Aviary report: sweep {folder.name}", [text])
+
+
+def build_report(paths: Sequence[Path]) -> Page:
+    """The page for ``paths`` (results folders, or one sweep folder), not yet written."""
+    folders = [Path(p) for p in paths]
+    if not folders:
+        raise UsageError("report: name at least one results folder")
+    if len(folders) == 1 and (folders[0] / "sweep.csv").is_file():
+        return sweep_page(folders[0])
+    return runs_page(folders)
+
+
+def render(page: Page) -> str:
+    """``page`` as one self-contained HTML document (Bokeh's JavaScript inlined)."""
+    from bokeh.embed import components
+    from bokeh.resources import INLINE
+
+    figures = page.figures()
+    script, divs = components(figures) if figures else ("", ())
+    cells = iter(divs)
+    body = "".join(
+        p
+        if isinstance(p, str)
+        else f'<div class="{p[0]}">' + "".join(f"<div>{next(cells)}</div>" for _ in p[1]) + "</div>"
+        for p in page.parts
+    )
+    head = INLINE.render_js() + INLINE.render_css() if figures else ""
+    title = html.escape(page.title)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{title}</title>{head}{STYLE}</head>\n<body><h1>{title}</h1>{body}{script}</body></html>\n"
+    )
 
 
 def write_report(paths: Sequence[Path], out: Path) -> Path:
     """Write the page for ``paths`` (results folders, or one sweep folder) to ``out``; return it."""
-    from bokeh.embed import file_html
-    from bokeh.layouts import column, gridplot
-    from bokeh.models.widgets import Div
-    from bokeh.resources import INLINE
-
-    folders = [Path(p) for p in paths]
-    if not folders:
-        raise UsageError("report: name at least one results folder")
-    sweep = len(folders) == 1 and (folders[0] / "sweep.csv").is_file()
-    text, figures = sweep_page(folders[0]) if sweep else runs_page(folders)
-    title = f"Aviary: {', '.join(f.name for f in folders)}"
-    parts: list[Any] = [Div(text=STYLE + f"<h1>{html.escape(title)}</h1>", sizing_mode="stretch_width")]
-    if figures:
-        parts.append(gridplot(figures, ncols=2, toolbar_location="right"))
-    parts.append(Div(text=STYLE + text, sizing_mode="stretch_width"))  # each Div is styled on its own
-    page = file_html(column(*parts, sizing_mode="stretch_width"), INLINE, title)
+    page = render(build_report(paths))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(page)
