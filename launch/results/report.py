@@ -130,6 +130,7 @@ code{{background:#f4f4f4;padding:1px 4px;overflow-wrap:anywhere}}
 .grid{{display:grid;gap:12px 20px;grid-template-columns:repeat(auto-fit,minmax(min({WIDE}px,100%),1fr))}}
 .grid.small{{grid-template-columns:repeat(auto-fit,minmax(min({NARROW}px,100%),1fr))}}
 .grid>div{{min-width:0}}
+.runs{{display:grid;gap:0 3em;grid-template-columns:repeat(auto-fit,minmax(min(780px,100%),1fr))}}
 .tables{{display:flex;flex-wrap:wrap;gap:0 2.5em;align-items:flex-start}}
 </style>"""
 
@@ -283,8 +284,9 @@ def runs_page(folders: list[Path]) -> Page:
     slo = slo_bars(names, summaries)
     if slo is not None:
         page.parts += ["<h2>SLO attainment</h2>", ("grid", [slo])]
-    page.parts.append(comparison_section(folders))
-    page.parts += [run_section(i, n, s) for i, (n, s) in enumerate(zip(names, summaries, strict=True))]
+    sections = [comparison_section(folders)]
+    sections += [run_section(i, n, s) for i, (n, s) in enumerate(zip(names, summaries, strict=True))]
+    page.parts.append('<div class="runs">' + "".join(f"<div>{s}</div>" for s in sections if s) + "</div>")
     return page
 
 

@@ -205,6 +205,9 @@ def utilization(names: Sequence[str], summaries: Sequence[Mapping[str, Any]]) ->
             fig.add_layout(
                 Title(text=note, text_color=OVER, text_font_style="normal", name=OVER_ALLOCATED), "above"
             )
+        else:  # every plot has a second line, so that they all keep one height of plot area
+            fig.add_layout(Title(text=f"within capacity (peak {peak:,.0f} %)", text_color="gray",
+                                 text_font_style="normal", name="within"), "above")  # fmt: skip
         items = []
         for i, s in lines:
             ys = [100 * x for x in s[resource]]
