@@ -12,6 +12,7 @@ real processes with these flags).
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from rich.console import Console
@@ -46,11 +47,18 @@ def demo_spec(policy: str, out: Path) -> ReplaySpec:
     )
 
 
+def demo_command(policy: str, out: Path) -> str:
+    """The command that makes the demo's run of ``policy`` again, which its summary records
+    (``extra.command``): ``aviary replay`` with :data:`DEMO_FLAGS`, the command line of :func:`demo_spec`."""
+    return "aviary replay " + shlex.join(["--policy", policy, *DEMO_FLAGS, "--out", str(out / policy)])
+
+
 def run_demo(out: Path, policies: tuple[str, ...] = ("sparrow", "eagle")) -> int:
     console = Console()
     dirs = []
     for policy in policies:
         setup = setup_replay(demo_spec(policy, out))
+        setup.extra["command"] = demo_command(policy, out)
         console.rule(f"{policy}: {len(setup.jobs)} Google jobs on {len(setup.cluster.nodes)} nodes x 4 slots")
         summary = run_replay(setup)
         print_summary(summary, setup.out, console)

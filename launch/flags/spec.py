@@ -12,9 +12,14 @@ does not declare, or a bad value, is refused in one line.
 from __future__ import annotations
 
 import argparse
+import functools
+import numbers
+import os
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from ...common.cluster import TRANSPORTS
 from ...common.dags import GOOGLE_TRACE
@@ -22,7 +27,7 @@ from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
 from ...common.resources import Resources
 from ..policies.registry import POLICIES, get_policy
 
-__all__ = ["DEFAULT_MAX_WALL", "SHARED", "ReplaySpec", "UsageError"]
+__all__ = ["DEFAULT_MAX_WALL", "SHARED", "AviaryWarning", "ReplaySpec", "UsageError", "check_field"]
 
 DEFAULT_MAX_WALL = 300.0
 """A real replay predicted to run longer than this (seconds of wall time) is refused unless ``yes``."""
@@ -37,8 +42,14 @@ TPC-DS-like stages' mean task durations are p50 8 s, p95 41 s (:mod:`aviary.comm
 GS_HET-like tasks 10-120 s (:mod:`aviary.common.gshet`; 1-12 s at 10, TetriSched's 4 s cycle 0.4 s)."""
 
 
-class UsageError(Exception):
-    """Bad input the user must fix: printed as one line by the CLI, exit status 2."""
+class UsageError(ValueError):
+    """Bad input the user must fix: printed as one line by the CLI, exit status 2; from Python
+    (:func:`aviary.replay`) a ``ValueError`` whose message names the parameter."""
+
+
+class AviaryWarning(UserWarning):
+    """What the command line prints as ``aviary replay: warning: ...`` (an overloaded ``--load``, say),
+    warned from Python (:func:`aviary.replay`) as this category."""
 
 
 class RunFailed(Exception):
@@ -197,3 +208,120 @@ class ReplaySpec:
                 elif (policy.dag or other.dag) and values.get("connect") is None:
                     raise UsageError(f"{p.flag}: policy {policy.name!r} has no such parameter")
         return cls(**values, params=params)
+
+
+@functools.cache
+def field_types() -> dict[str, Any]:
+    """The type of each field of :class:`ReplaySpec`, evaluated (``Literal[...]`` for the choices)."""
+    return get_type_hints(ReplaySpec)
+
+
+class _Mismatch(Exception):
+    """A value that is not of a type: :func:`check_field` names the field."""
+
+
+def check_field(name: str, value: Any, *, caller: str = "ReplaySpec()") -> Any:
+    """``value`` as field ``name`` of :class:`ReplaySpec` takes it, coerced as the command line coerces
+    its text: a path from a ``str``, a float from an int, a tuple from a list, :class:`Resources` from
+    up to four numbers. Any other type is one ``TypeError`` naming the field and the type it takes; a
+    value of the right type but not allowed (a choice, a bound) is left to the spec's own checks
+    (:class:`UsageError`, a ``ValueError``)."""
+    hint = field_types()[name]
+    try:
+        return _coerce(hint, value)
+    except _Mismatch:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise TypeError(
+            f"{caller} argument {name!r} must be {describe_type(hint)}, not {type(value).__name__} {shown}"
+        ) from None
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    """``value`` as type ``hint`` (the field types of :class:`ReplaySpec`), or :class:`_Mismatch`."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return value
+    if hint is type(None):
+        if value is None:
+            return None
+        raise _Mismatch
+    if origin is Union or origin is types.UnionType:
+        for arg in args:
+            try:
+                return _coerce(arg, value)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if origin is Literal:  # its choices are ReplaySpec's own check, a one-line UsageError
+        if isinstance(value, str) and all(isinstance(a, str) for a in args):
+            return value
+        raise _Mismatch
+    if isinstance(value, bool) and hint is not bool:  # True is no number of nodes
+        raise _Mismatch
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if hint is int:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        raise _Mismatch
+    if hint is float:
+        if isinstance(value, numbers.Real):
+            return float(value)
+        raise _Mismatch
+    if hint is Path:
+        if isinstance(value, str | os.PathLike):
+            return Path(value)
+        raise _Mismatch
+    if hint is Resources:
+        if isinstance(value, Resources):
+            return value
+        if isinstance(value, tuple | list) and 0 < len(value) <= len(Resources._fields):
+            numbers_ = [_coerce(float, x) for x in value]
+            try:
+                return Resources.of(numbers_)
+            except ValueError as exc:  # a negative or non-finite amount: a value, not a type
+                raise UsageError(f"capacity: {exc}") from None
+        raise _Mismatch
+    if origin is tuple or origin is list:
+        if not isinstance(value, tuple | list):
+            raise _Mismatch
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(value) != len(args):
+                raise _Mismatch
+            return tuple(_coerce(a, x) for a, x in zip(args, value, strict=True))
+        items = [_coerce(args[0], x) for x in value]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise _Mismatch
+        return {_coerce(args[0], k): _coerce(args[1], v) for k, v in value.items()}
+    if isinstance(hint, type) and isinstance(value, hint):
+        return value
+    raise _Mismatch
+
+
+def describe_type(hint: Any) -> str:
+    """A field type as an error message names it: ``int or None``, ``one of 'real', 'sim'``."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is type(None):
+        return "None"
+    if origin is Union or origin is types.UnionType:
+        return " or ".join(describe_type(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(map(repr, args))
+    if hint is Path:
+        return "a path (str or Path)"
+    if hint is Resources:
+        return "Resources (or up to 4 numbers: cores, mem, disk, net)"
+    if hint is float:
+        return "a number"
+    if origin is tuple and args and args[-1] is not Ellipsis and len(set(args)) == 1:  # (lo, hi)
+        each = "numbers" if args[0] is float else f"{args[0].__name__}s"
+        return f"a tuple or list of {len(args)} {each}"
+    if origin is dict:
+        return f"a dict of {describe_type(args[0])} keys"
+    if isinstance(hint, type) and origin is None:
+        return hint.__name__
+    return str(hint).replace("typing.", "")

@@ -33,6 +33,7 @@ __all__ = [
     "CHECKED",
     "describe_workload",
     "index_ranges",
+    "python_call",
     "versions",
     "workload_differences",
     "workload_record",
@@ -237,6 +238,14 @@ def workload_record(setup: ReplaySetup) -> dict[str, Any]:
     record["runtime"] = setup.runtime
     record["versions"] = versions()
     return record
+
+
+def python_call(function: str, given: Mapping[str, Any]) -> str:
+    """The Python call that made a run, as its summary records it (``extra.command``, beside ``aviary
+    replay``'s command line): ``aviary.replay(policy='drf', jobs=40, out='results/x')``, the keywords
+    ``given`` in their order, paths as strings."""
+    shown = (f"{name}={str(v)!r}" if isinstance(v, Path) else f"{name}={v!r}" for name, v in given.items())
+    return f"{function}({', '.join(shown)})"
 
 
 def _short(x: Any) -> str:
