@@ -270,7 +270,9 @@ def runs_page(folders: list[Path]) -> Page:
         over = any(p.name == OVER_ALLOCATED for f in usage for p in f.above)
         page.parts.append(
             "<h2>Utilization by resource</h2><p class=note>What the tasks delivered in each of 100 windows "
-            "of the run, as a share of the cluster's capacity; the dashed line is 100 %."
+            "of the run, as a share of the cluster's capacity; the dashed line is 100 %. Each run's "
+            "resources table gives the means: <i>used</i>, what the tasks delivered, and <i>held</i>, the "
+            "demand they held while they ran (above <i>used</i> where tasks ran slowed down)."
             + (
                 f' <span class="over">Shaded above 100 %: {OVER_ALLOCATED}</span>: the nodes gave tasks more '
                 "of the resource than they have (a baseline that counts only cores and memory, as YARN "

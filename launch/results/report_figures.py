@@ -139,10 +139,9 @@ def jct_cdf(
     items = []
     for i, (name, xs) in enumerate(zip(names, jcts, strict=True)):
         if xs:
-            ys = [(k + 1) / len(xs) for k in range(len(xs))]
-            items.append(
-                (f"{name} ({len(xs)})", [fig.step(xs, ys, mode="after", color=run_color(i), name=name)])
-            )
+            ys = [0.0, *((k + 1) / len(xs) for k in range(len(xs)))]  # rising from 0 at the first JCT
+            step = fig.step([xs[0], *xs], ys, mode="after", color=run_color(i), name=name)
+            items.append((f"{name} ({len(xs)})", [step]))
     _legend(fig, items)
     return fig
 
