@@ -9,7 +9,7 @@ if __package__:
 
     _choose(__package__)
 
-_API = ("replay", "compare", "rebuild", "Run", "ReplaySpec")
+_API = ("replay", "compare", "rebuild", "Run", "ReplaySpec", "UsageError", "RunFailed", "AviaryWarning")
 
 
 def __getattr__(name: str) -> object:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,10 @@ def test_demo_replays_both_policies_and_compares_them(tmp_path, no_leftover_chil
     for policy, summary in runs.items():
         assert summary["policy"] == policy and summary["runtime"] == "real"
         assert summary["finished"] == summary["jobs"] == 300 and summary["unfinished"] == []
+        # the command that makes it again (demo_command), not "not recorded"
+        argv = shlex.split(summary["extra"]["command"])
+        assert argv[:4] == ["aviary", "replay", "--policy", policy] and argv[-2] == "--out"
+        assert Path(argv[-1]).resolve() == (tmp_path / policy).resolve()
     assert (tmp_path / "compare.png").stat().st_size > 0
     # What the demo shows: short jobs no longer wait behind long tasks under Eagle (p90 ~0.006 of Sparrow's),
     # at the utilization asked for (--load 0.8: 78 %).
