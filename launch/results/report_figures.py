@@ -42,11 +42,12 @@ def _float(row: Mapping[str, str], key: str) -> float | None:
 
 def _figure(name: str, title: str, x_label: str, y_label: str, height: int = HEIGHT, **kw: Any) -> Any:
     from bokeh.models import HoverTool
+    from bokeh.models.annotations import Title
     from bokeh.plotting import figure
 
     fig = figure(
         name=name,
-        title=title,
+        title=Title(text=title, text_font_size="13px"),
         x_axis_label=x_label,
         y_axis_label=y_label,
         tools=TOOLS,
@@ -58,13 +59,12 @@ def _figure(name: str, title: str, x_label: str, y_label: str, height: int = HEI
     )
     fig.add_tools(HoverTool(tooltips=[("run", "$name"), ("x", "$x{0,0.[00]}"), ("y", "$y{0,0.[00]}")]))
     fig.toolbar.autohide = True
-    fig.title.text_font_size = "13px"
     return fig
 
 
 def _legend(fig: Any, items: Sequence[tuple[str, list[Any]]]) -> None:
     """``items`` (label, renderers) as a legend to the right of ``fig``'s plot area, click to hide."""
-    from bokeh.models import Legend, LegendItem
+    from bokeh.models.annotations import Legend, LegendItem
 
     if not items:
         return
@@ -76,14 +76,13 @@ def _legend(fig: Any, items: Sequence[tuple[str, list[Any]]]) -> None:
         label_text_font_size="12px",
         spacing=2,
         margin=4,
-        padding=4,
     )
     fig.add_layout(legend, "right")
 
 
 def legend_places(fig: Any) -> dict[str, int]:
     """How many legends ``fig`` has in each of its places (``center`` is over the plot area)."""
-    from bokeh.models import Legend
+    from bokeh.models.annotations import Legend
 
     places = ("center", "left", "right", "above", "below")
     return {p: sum(isinstance(m, Legend) for m in getattr(fig, p)) for p in places}
@@ -175,7 +174,8 @@ def utilization(names: Sequence[str], summaries: Sequence[Mapping[str, Any]]) ->
     delivered, % of the cluster's capacity), a dashed line at 100 %, and, where a run over-allocated the
     resource, a shaded band above 100 % and a note naming the runs (:func:`over_allocated`). Empty when no
     run logged its tasks' demands."""
-    from bokeh.models import BoxAnnotation, Range1d, Span, Title
+    from bokeh.models import Range1d
+    from bokeh.models.annotations import BoxAnnotation, Span, Title
 
     series = [s.get("utilization_over_time") or {} for s in summaries]
     figures = []
