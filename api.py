@@ -37,7 +37,7 @@ from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .common.dags import GOOGLE_TRACE
 from .common.failures import LIVENESS_MISSES, LIVENESS_PERIOD
@@ -69,6 +69,10 @@ from .launch.replay.provenance import python_call
 from .launch.replay.resolve import setup_replay
 from .launch.replay.run import run_replay
 from .launch.results.compare import comparison_data, load_comparison
+from .launch.results.frames import table_frame
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = [
     "AviaryWarning",
@@ -109,6 +113,19 @@ class Run:
     def jobs(self) -> list[JobRecord]:
         """The job table (``jobs.csv``): id, class, tasks, submit, first start, finish, and ``jct``."""
         return read_jobs(self.folder)
+
+    def jobs_frame(self) -> "pandas.DataFrame":
+        """The job table as a pandas frame: ``job_id``, ``class``, ``tasks``, the times in replay seconds
+        (``submit_replay_s``, ``first_start_replay_s``, ``finish_replay_s``, ``jct_replay_s``; NaN where
+        none) and ``policy``; integers ``int64``, times ``float64``, text categorical
+        (:mod:`aviary.launch.results.frames`)."""
+        return table_frame(self.folder, "jobs")
+
+    def tasks_frame(self) -> "pandas.DataFrame":
+        """The task table (``tasks.csv``, :mod:`aviary.common.tasktable`) as a pandas frame: one row per
+        run of a task on a node, with ``job_id``, ``task``, ``stage``, ``node``, ``attempt``, ``outcome``,
+        ``submit``, ``placed``, ``start``, ``finish`` and ``preemptions``."""
+        return table_frame(self.folder, "tasks")
 
     @property
     def metrics(self) -> dict[str, float | None]:
@@ -209,16 +226,15 @@ def replay(
     values = {name: value for name, value in locals().items() if name in SPEC_FIELDS}
     if values["params"] is None:
         values["params"] = {}
-    given = _given(values)
     if spec is not None:
-        if given:
+        if _given(values):
             raise TypeError("replay() takes a ReplaySpec or keywords, not both")
         if not isinstance(spec, ReplaySpec):
             raise TypeError(f"replay() argument 'spec' must be a ReplaySpec, not {type(spec).__name__}")
         values = {name: getattr(spec, name) for name in SPEC_FIELDS}
-        given = _given(values)
     checked = {name: check_field(name, value, caller="replay()") for name, value in values.items()}
     _check_bool("quiet", quiet)
+    given = _given(checked)  # as converted: jobs=40 for numpy's 40, a Path for a str
     try:
         spec = ReplaySpec(**checked)
         # the command line's checks between flags, and its warnings: one source, in the grammar's module
