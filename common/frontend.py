@@ -55,6 +55,7 @@ from .messages import (
     Shutdown,
     Stats,
     SubmitJob,
+    TaskRecords,
 )
 from .model import JobSpec
 
@@ -136,8 +137,15 @@ class FrontendCore(Core):
         liveness: tuple[float, int] | None = None,
         epoch: int = 0,
         restarts: bool = False,
+        task_records: bool = False,
     ) -> None:
         super().__init__(name)
+        self.task_records = task_records
+        """Its ``Hello`` asks the nodes for their tasks' records (``TaskRecords``), kept in
+        :attr:`task_batches` for the driver's task table (:mod:`aviary.common.tasktable`)."""
+        self.task_batches: list[tuple[str, float, float, str, list[Any]]] = []
+        """``(node, its clock as it sent, this clock as it came, its boot id, rows)`` not taken by the
+        driver yet."""
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
         self.by_id = {j.job_id: j for j in self.jobs}
         self.times = {j.job_id: JobTimes() for j in self.jobs}
@@ -204,7 +212,7 @@ class FrontendCore(Core):
         return [] if self.hold else self.begin(now)
 
     def _hello(self) -> list[Effect]:
-        hello = Hello(self.epoch)
+        hello = Hello(self.epoch, self.task_records)
         return [*(Send(p, hello) for p in sorted(self.waiting)), SetTimer(HELLO, self.hello_interval)]
 
     def begin(self, now: float) -> list[Effect]:
@@ -280,6 +288,10 @@ class FrontendCore(Core):
             self.reported[sender] = msg
             self.last_heard[sender] = now
             return []
+        if kind is TaskRecords:
+            if self.task_records:
+                self.task_batches.append((sender, msg.clock, now, msg.boot, msg.rows))
+            return []
         return self.unexpected(msg)
 
     def _job_done(self, now: float, sender: str, msg: JobDone) -> list[Effect]:
@@ -324,7 +336,7 @@ class FrontendCore(Core):
             return []
         period, misses = self.liveness
         self.pings += 1
-        hello = Hello(self.epoch)
+        hello = Hello(self.epoch, self.task_records)
         effects: list[Effect] = [Send(p, hello) for p in self.roles]
         if self.pings % self.counters_every == 0:  # what is kept of a process that dies later
             effects += self.ask_counters(now)

@@ -19,8 +19,8 @@ utilization), ``wall`` the wall-clock seconds since the journal began when the l
 :data:`FLUSH_SECONDS` of the finish), and ``slo`` and ``deadline`` for a job that has them. The
 ``end`` line comes last, after ``jobs.csv`` and ``summary.json`` were written: a journal without one
 belongs to a run that never reached its end (or is still running: ``pid``, ``host`` and ``began``
-tell). Lines of other kinds are skipped by this reader (the task table will add ``task`` lines through
-the same :class:`RecordWriter`).
+tell). Lines of other kinds are skipped by this reader. The task table (``tasks.csv``,
+:mod:`aviary.common.tasktable`) is written beside it by another :class:`RecordWriter`, on the same clock.
 
 Writing costs little and loses at most a second: :class:`RecordWriter` buffers lines and writes them in
 one append (``O_APPEND``) when its owner polls it and :data:`FLUSH_SECONDS` have passed since its last
@@ -51,7 +51,9 @@ from math import fsum
 from pathlib import Path
 from typing import Any
 
-from .frontend import FrontendCore
+from .frontend import RESUBMIT_STRIDE, FrontendCore
+from .model import JobSpec
+from .tasktable import TASKS_CSV, TaskRecorder, TaskTable
 
 __all__ = [
     "FLUSH_SECONDS",
@@ -184,7 +186,11 @@ class Journal:
     """A replay's journal in ``folder`` (module docstring): the start line at once (``start``: the run's
     ``policy``, ``runtime``, ``nodes``, ``slots``, ``jobs``, ``tasks``, ``workload`` and ``extra``), each
     finished job's line as :meth:`note` sees it, the end line at :meth:`end`. Use as a context manager,
-    or :meth:`close` it: a journal closed without :meth:`end` is one of a run that never reached its end."""
+    or :meth:`close` it: a journal closed without :meth:`end` is one of a run that never reached its end.
+
+    With ``tasks`` (the replay's jobs), the task table (:mod:`aviary.common.tasktable`) is written beside
+    it, on the same clock: the rows of :attr:`recorder` (the simulator's, on the frontend's clock) and the
+    batches the nodes sent the frontend (``FrontendCore.task_batches``, the real runtime)."""
 
     def __init__(
         self,
@@ -193,11 +199,17 @@ class Journal:
         *,
         every: float = FLUSH_SECONDS,
         sync: bool = True,
+        tasks: list[JobSpec] | None = None,
     ) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / JOURNAL
         self.writer = RecordWriter(self.path, every=every, sync=sync)
+        self.tasks: TaskTable | None = None
+        if tasks is not None:
+            self.tasks = TaskTable(RecordWriter(folder / TASKS_CSV, every=every, sync=sync), tasks)
+        self.recorder: TaskRecorder | None = None
+        """The simulator's recorder of every node's tasks (its rows are on the frontend's clock)."""
         self.began = time.monotonic()
         self.frontend: FrontendCore | None = None
         self.noted = 0
@@ -218,8 +230,8 @@ class Journal:
 
     @property
     def error(self) -> str | None:
-        """Why the journal stopped writing (one line), or None."""
-        return self.writer.error
+        """Why the journal (or its task table) stopped writing (one line), or None."""
+        return self.writer.error or (self.tasks.error if self.tasks is not None else None)
 
     def note(self, frontend: FrontendCore) -> None:
         """The frontend may have finished jobs: when a write is due, its jobs finished since the last
@@ -236,10 +248,14 @@ class Journal:
         self._take()
         if writer.buffer:
             writer.flush()
+        if self.tasks is not None and self.tasks.writer.buffer:
+            self.tasks.writer.flush()
 
     def _take(self) -> None:
-        """Buffer a line for each job the frontend finished since the last call."""
+        """Buffer a line for each job the frontend finished since the last call (and each task)."""
         fe = self.frontend
+        if self.tasks is not None and fe is not None and fe.t0 is not None:
+            self._take_tasks(self.tasks, fe, fe.t0)
         if fe is None or len(fe.finish_order) <= self.noted:
             return
         order = fe.finish_order
@@ -248,6 +264,15 @@ class Journal:
         for job_id in order[self.noted :]:
             write(job_line(fe, job_id, wall))
         self.noted = len(order)
+
+    def _take_tasks(self, table: TaskTable, fe: FrontendCore, t0: float) -> None:
+        times = fe.times
+        if self.recorder is not None and self.recorder.rows:
+            table.add(self.recorder.take(), t0, times, RESUBMIT_STRIDE)
+        if fe.task_batches:
+            batches, fe.task_batches = fe.task_batches, []
+            for node, sent, received, boot, rows in batches:
+                table.add_batch(node, sent, received, boot, rows, t0, submits=times, stride=RESUBMIT_STRIDE)
 
     def end(self, fields: Mapping[str, Any]) -> None:
         """The end line (the run's results are written), then close."""
@@ -258,9 +283,14 @@ class Journal:
         self.close()
 
     def close(self) -> None:
-        """Write what is left and close (without the end line: a run that never reached its end)."""
+        """Write what is left and close (without the end line: a run that never reached its end); the
+        task table gets a row for each task still running (``unfinished``)."""
+        if self.recorder is not None:
+            self.recorder.rows.extend(self.recorder.unfinished())
         self._take()
         self.writer.close()
+        if self.tasks is not None:
+            self.tasks.close()
 
     def __enter__(self) -> Journal:
         return self

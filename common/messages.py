@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 _VERSION = bytes([PROTOCOL_VERSION])
 
 
@@ -197,9 +197,11 @@ class KillTask(Message, tag=10):
 
 class Hello(Message, tag=20):
     """Frontend -> any process: answer with Register when ready. ``epoch``: the replay it belongs to
-    (0: none); a process hearing a new one from its frontend starts afresh (:class:`Runtime`)."""
+    (0: none); a process hearing a new one from its frontend starts afresh (:class:`Runtime`).
+    ``tasks``: the replay keeps a task table; a node sends it its tasks' records (``TaskRecords``)."""
 
     epoch: int = 0
+    tasks: bool = False
 
 
 class Register(Message, tag=21):
@@ -244,6 +246,18 @@ class PeerUp(Message, tag=26):
     """Frontend -> every live process: ``name``, declared dead earlier, answers again: it rejoins."""
 
     name: str
+
+
+class TaskRecords(Message, tag=29):
+    """Node -> frontend, at most every quarter second while tasks end, and before its ``Stats``: the
+    runs of tasks that ended since the last batch, each ``[job_id, task_index, node, placed, start,
+    finish, preemptions, ok]`` with times on the node's clock, which read ``clock`` as it sent this;
+    ``boot``: its kernel's boot id (the same as the frontend's: the same monotonic clock)
+    (:mod:`aviary.common.tasktable`: the task table, and how the clocks are mapped)."""
+
+    rows: list[Any]
+    clock: float
+    boot: str = ""
 
 
 class GetCounters(Message, tag=27):

@@ -88,7 +88,17 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "demand": "[cores, mem (GB), disk, net (fractions of a machine's)], up to 4; empty: one slot",
     },
     "KillTask": {"job_id": _JOB, "task_index": _TASK},
-    "Hello": {"epoch": "the replay this Hello belongs to; 0: none"},
+    "Hello": {
+        "epoch": "the replay this Hello belongs to; 0: none",
+        "tasks": "true: the replay keeps a task table, so a node sends the frontend `TaskRecords`",
+    },
+    "TaskRecords": {
+        "rows": "the runs of tasks that ended since the last batch, each `[job_id, task_index, node, placed, "
+        "start, finish, preemptions, ok]`, times in seconds on the node's clock",
+        "clock": "the node's clock (s) as it sent this batch: maps its times to the frontend's",
+        "boot": "the node's kernel boot id: the frontend's own means one monotonic clock, no mapping; "
+        "may be empty",
+    },
     "Register": {
         "role": "the sender's role: frontend, central, scheduler or node",
         "slots": "a node's task slots; 0 for the other roles",

@@ -18,6 +18,12 @@ and a process that hears a new one after an earlier replay starts afresh: a new 
 (the counters carry on), every task still running killed and its exit ignored (``stale_tasks_killed``),
 the old core's timers cancelled. Work and completions left from the earlier replay then reach a core
 that never heard of them and are counted (``unknown_*``), never mixed into the new replay's results.
+
+The task table (:mod:`aviary.common.tasktable`): when the frontend's ``Hello`` asks for it, a node's
+runtime watches its core with a :class:`~aviary.common.tasktable.TaskRecorder` (as the simulator does:
+nothing in the core changes) and sends the frontend its rows in ``TaskRecords`` batches, at most every
+:data:`RECORDS_EVERY` seconds and before every ``Stats``; they are the testbed's bookkeeping, not
+scheduling traffic, so they are not counted with the messages it sent.
 """
 
 from __future__ import annotations
@@ -46,10 +52,12 @@ from .messages import (
     Shutdown,
     Stats,
     SubmitJob,
+    TaskRecords,
     decode,
     encode,
 )
 from .senders import may_send
+from .tasktable import BOOT_ID, TaskRecorder
 from .wire import AnyTransport
 
 log = logging.getLogger("aviary.runtime")
@@ -72,6 +80,11 @@ WARM_UP = 10.0
 made at its start are still being set up (the frontend says ``Hello`` again until it answers)."""
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
+CONTROL_KINDS |= {"TaskRecords"}
+RECORDS_EVERY = 0.25
+"""Seconds at most between a node's ``TaskRecords`` batches while its tasks end."""
+INPUTS = {"on_message": "message", "on_timer": "timer", "on_task_exit": "exit"}
+"""A core handler's name -> the input kind a :class:`~aviary.common.tasktable.TaskRecorder` sees."""
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
 """What a process takes only from the frontend (or a launcher's ``control``), even from a transport
 that knows no roles: failure news, jobs and the order to stop."""
@@ -123,6 +136,10 @@ class Runtime:
         self._beat_to: str | None = None
         """The controller whose ``Hello`` this process last answered: told it lives while it is busy."""
         self._beat_at = 0.0
+        self.recorder: TaskRecorder | None = None
+        """A node's recorder of its tasks, while the frontend (:attr:`records_to`) asks for them."""
+        self.records_to = ""
+        self._records_due: asyncio.TimerHandle | None = None
 
     # --- life cycle --------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -263,6 +280,7 @@ class Runtime:
         if isinstance(msg, Hello):
             if msg.epoch and msg.epoch != self.epoch and sender in self.transport.controllers:
                 self._new_epoch(msg.epoch)
+                self._records(msg.tasks, sender)
             if msg.epoch and sender in self.transport.controllers:
                 self._beat_to = sender
             if self._cold_until is not None:
@@ -271,16 +289,29 @@ class Runtime:
                 self._cold_until = None
             self._register(sender)
         elif isinstance(msg, GetStats):
+            self._send_records()
             self._send(sender, self.stats())
         elif isinstance(msg, GetCounters):
             stats = self.stats(logs=False)
             self._send(sender, Counters(stats.counters, stats.messages, self.core.gauges()))
         elif isinstance(msg, Shutdown):
+            self._send_records()
             self._send(sender, self.stats())
             self.stop()
         else:
             return False
         return True
+
+    def _records(self, wanted: bool, frontend: str) -> None:
+        """A new replay: record this node's tasks for ``frontend`` if it wants them."""
+        self.recorder = TaskRecorder() if wanted and self.core.role == "node" else None
+        self.records_to = frontend
+
+    def _send_records(self) -> None:
+        """Send the rows recorded since the last batch (if any) to the frontend that asked for them."""
+        self._records_due = None
+        if self._frozen is None and self.recorder is not None and self.recorder.rows:
+            self._send(self.records_to, TaskRecords(self.recorder.take(), self.now(), BOOT_ID))
 
     def _register(self, to: str) -> None:
         """Answer a ``Hello`` (or beat, :meth:`_drain`): the role, the slots and whether it recovers."""
@@ -360,14 +391,20 @@ class Runtime:
         self._after_outside_drain()
 
     def _call(self, fn: Any, *args: Any) -> None:
+        now = self.now()
         try:
-            effects = fn(self.now(), *args)
+            effects = fn(now, *args)
         except Exception as exc:
             name = getattr(fn, "__name__", "call")
             handling = f"{args[1]!r} from {args[0]!r}" if name == "on_message" else ", ".join(map(repr, args))
             text = f"its {self.core.role} core raised {type(exc).__name__}: {exc} in {name}({handling})"
             self._error(f"core.{name}", text, exc_info=True)
             return
+        if self.recorder is not None:
+            recorder = self.recorder
+            recorder(now, self.core, (INPUTS.get(getattr(fn, "__name__", ""), "call"), *args), effects)
+            if recorder.rows and self._records_due is None and self.loop is not None:
+                self._records_due = self.loop.call_later(RECORDS_EVERY, self._send_records)
         self._apply(effects)
 
     def _drop(self, kind: str, text: str) -> None:

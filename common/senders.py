@@ -40,6 +40,7 @@ from .messages import (
     StealRequest,
     SubmitJob,
     TaskFinished,
+    TaskRecords,
     TaskStarted,
 )
 
@@ -55,7 +56,7 @@ FROM_CONTROLLERS: Kinds = (SubmitJob, PeerDown, PeerUp, Hello, GetStats, GetCoun
 FROM_SCHEDULERS: Kinds = (JobDone, Probe, AssignTask, NoTask, CancelProbes, PlaceTask, KillTask, LongTask)
 FROM_SCHEDULERS += (RemainingUpdate, QueueTask, GetHolding)
 FROM_NODES: Kinds = (GetTask, TaskFinished, ProbeRejected, StealRequest, StealReply, TaskStarted, QueueReport)
-FROM_NODES += (Heartbeat, Holding)
+FROM_NODES += (Heartbeat, Holding, TaskRecords)
 
 MAY_SEND: dict[type, frozenset[str]] = {
     **dict.fromkeys(FROM_CONTROLLERS, CONTROLLERS),

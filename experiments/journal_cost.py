@@ -1,7 +1,9 @@
-"""What the journal costs (common/journal.py): the same replays with and without it, alternated, in one run.
+"""What the journal and the task table cost (common/journal.py, common/tasktable.py): the same replays
+with and without, alternated, in one run.
 
     python -m aviary.experiments.journal_cost                    # 10,000-job simulated replay x 3, bench x 3
     python -m aviary.experiments.journal_cost --rounds 5 --skip-bench
+    python -m aviary.experiments.journal_cost --what tasks      # the task table: journal on, table on / off
 
 Simulated: ``aviary replay --runtime sim --jobs 10000`` (the bundled Google sample on 10 nodes), run in
 this process with the journal on and off (``ReplaySetup.journal``), the two alternated ``--rounds`` times;
@@ -15,6 +17,10 @@ Real: the bench's round trip (300 one-task no-op jobs 5 ms apart) and no-op thro
 no-op tasks) on a local testbed of 4 timer nodes (Sparrow, ZeroMQ), the frontend session with and
 without a journal, alternated on the same testbed; reported: round trip p50 and p99 (ms), no-op tasks
 per second, and their ratios on / off. Ratios, not times: the machine is shared.
+
+``--what tasks`` measures the task table the same way: the journal on in every run, its task table on
+and off (``ReplaySetup.task_table``; on the real testbed the nodes' ``TaskRecords`` batches too), and
+``journal_share`` then includes the table's rows.
 """
 
 from __future__ import annotations
@@ -63,12 +69,13 @@ class TimedJournal(Journal):
             TimedJournal.inside = False
 
 
-def simulated(on: bool, jobs: int, root: Path) -> dict[str, float]:
+def simulated(on: bool, jobs: int, root: Path, what: str = "journal") -> dict[str, float]:
     from ..launch.replay import run
 
     out = Path(tempfile.mkdtemp(dir=root))
     setup = setup_replay(ReplaySpec(runtime="sim", jobs=jobs, out=out, force=True), quiet=True)
-    setup.journal = on
+    setup.journal = on or what == "tasks"
+    setup.task_table = on
     TimedJournal.spent = 0.0
     run.Journal = TimedJournal  # type: ignore[misc]  # the replay's journal, timed
     started = time.perf_counter()
@@ -77,9 +84,9 @@ def simulated(on: bool, jobs: int, root: Path) -> dict[str, float]:
     finally:
         run.Journal = Journal  # type: ignore[misc]
     total = time.perf_counter() - started
-    assert summary["finished"] == jobs and (out / "journal.jsonl").exists() == on
+    assert summary["finished"] == jobs and (out / "tasks.csv").exists() == on
     figures = {"sim_s": summary["wall_seconds"], "replay_s": round(total, 3)}
-    if on:
+    if setup.journal:
         figures["journal_share"] = round(TimedJournal.spent / summary["wall_seconds"], 5)
     return figures
 
@@ -96,15 +103,19 @@ async def bench_once(cluster: Any, jobs: list[JobSpec], dead: Any, journal: Jour
     return session.core
 
 
-def real(on: bool, bed: LocalTestbed, cluster: Any, root: Path) -> dict[str, float]:
-    def journal() -> Journal | None:
-        return Journal(tempfile.mkdtemp(dir=root), {"bench": True}) if on else None
+def real(on: bool, bed: LocalTestbed, cluster: Any, root: Path, what: str = "journal") -> dict[str, float]:
+    def journal(jobs: list[JobSpec]) -> Journal | None:
+        if not on and what == "journal":
+            return None
+        return Journal(
+            tempfile.mkdtemp(dir=root), {"bench": True}, tasks=jobs if on and what == "tasks" else None
+        )
 
     jobs = [JobSpec(i, 0.005 * i, [0.0], 0.0, False) for i in range(300)]
-    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal()))
+    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal(jobs)))
     rtts = sorted((t.finish - t.submit) * 1000 for t in core.times.values())
     jobs = [JobSpec(i, 0.0, [0.0] * 100, 0.0, False) for i in range(50)]
-    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal()))
+    core = asyncio.run(bench_once(cluster, jobs, bed.dead, journal(jobs)))
     makespan = max(t.finish or 0.0 for t in core.times.values())
     return {
         "roundtrip_p50_ms": round(statistics.median(rtts), 3),
@@ -128,15 +139,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=3, help="each of on and off this many times (default 3)")
     ap.add_argument("--jobs", type=int, default=10_000, help="the simulated replay's jobs (default 10000)")
     ap.add_argument("--skip-bench", action="store_true", help="the simulated replay only")
+    ap.add_argument("--what", choices=("journal", "tasks"), default="journal", help="what is on and off")
     args = ap.parse_args(argv)
+    what = args.what
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="aviary-journal-cost-") as tmp:
         root = Path(tmp)
         sim: list[tuple[bool, dict[str, float]]] = []
         for _ in range(args.rounds):
             for on in (True, False):
-                sim.append((on, simulated(on, args.jobs, root)))
-                print(f"sim journal={'on ' if on else 'off'} {sim[-1][1]}", flush=True)
+                sim.append((on, simulated(on, args.jobs, root, what)))
+                print(f"sim {what}={'on ' if on else 'off'} {sim[-1][1]}", flush=True)
         share = statistics.median(r["journal_share"] for j, r in sim if j)
         report["sim"] = {"runs": sim, "on_over_off": ratios(sim) | {"journal_share": share}}
         if not args.skip_bench:
@@ -146,8 +159,8 @@ def main(argv: list[str] | None = None) -> None:
             with LocalTestbed(cluster, root / "testbed") as bed:
                 for _ in range(args.rounds):
                     for on in (True, False):
-                        bench.append((on, real(on, bed, cluster, root)))
-                        print(f"bench journal={'on ' if on else 'off'} {bench[-1][1]}", flush=True)
+                        bench.append((on, real(on, bed, cluster, root, what)))
+                        print(f"bench {what}={'on ' if on else 'off'} {bench[-1][1]}", flush=True)
             report["bench"] = {"runs": bench, "on_over_off": ratios(bench)}
     print(json.dumps({k: v["on_over_off"] for k, v in report.items()}, indent=2))
 

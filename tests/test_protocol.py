@@ -28,6 +28,7 @@ CLIENTS = Path(__file__).resolve().parent / "protocol_clients"
 
 FINGERPRINTS = {
     2: "44db58b8f5f432d65d9abd9be32dd77e8f6d465ef3d081a84001f1f2cf360599",
+    3: "df4645f57103f3426c1ba536147925f370cb75543f172dcecd55dbf77d834c85",  # Hello.tasks, TaskRecords
 }
 """The SHA-256 of ``aviary protocol schema`` (keys sorted) for each protocol version."""
 
@@ -88,11 +89,13 @@ def test_a_frame_built_from_the_document_decodes():
     """The document's example frame, and what a foreign client packs with msgpack, are Aviary's frames."""
     import msgpack
 
-    frame = bytes.fromhex("02 93 02 cd 01 2c cb 3f b9 99 99 99 99 99 9a".replace(" ", ""))
+    frame = bytes.fromhex("03 93 02 cd 01 2c cb 3f b9 99 99 99 99 99 9a".replace(" ", ""))
     msg = decode(frame)
     assert (type(msg).__name__, msg.job_id, msg.first_start_delay) == ("JobDone", 300, 0.1)
     assert encode(msg) == frame
-    assert decode(bytes([2]) + msgpack.packb([21, "node"])).slots == 0  # defaults left out at the end
+    assert (
+        decode(bytes([PROTOCOL_VERSION]) + msgpack.packb([21, "node"])).slots == 0
+    )  # defaults left out at the end
 
 
 def imported(path: Path) -> set[str]:

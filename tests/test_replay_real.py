@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+from collections import Counter
 
 import pytest
 from helpers import dropped
@@ -60,6 +62,22 @@ def test_real_replay_of_200_google_jobs_finishes_every_job(tmp_path, no_leftover
     assert messages["AssignTask"] == summary["tasks"]
     assert messages["JobDone"] == messages["SubmitJob"] == 200
     assert 0 < summary["utilization"] <= 1
+
+    # The task table: each task once, from the nodes' batches, their clocks mapped to the frontend's.
+    tasks = list(csv.DictReader((out / "tasks.csv").open()))
+    assert len(tasks) == summary["tasks"] and "TaskRecords" not in messages  # bookkeeping, not traffic
+    assert set(Counter((r["job_id"], r["task"]) for r in tasks).values()) == {1}
+    by_job = {row["job_id"]: row for row in rows}
+    for r in tasks:
+        job = by_job[r["job_id"]]
+        assert r["outcome"] == "finished" and r["attempt"] == "1" and r["node"].startswith("node-")
+        assert (
+            float(job["submit"])
+            == float(r["submit_replay_s"])
+            <= float(r["placed_replay_s"])
+            <= float(r["start_replay_s"])
+        ), r
+        assert float(r["start_replay_s"]) <= float(r["finish_replay_s"]) <= float(job["finish"]), r
 
 
 def test_replay_with_the_process_executor_runs_real_children(tmp_path, no_leftover_children):

@@ -111,6 +111,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``aviary export DIR``: the run's (or sweep's) tables as Parquet (or CSV) files."""
+    from ..results.frames import export
+
+    out = args.out or args.dir / "export"
+    try:
+        written = export(args.dir, out, fmt=args.fmt)
+    except ResultsError as exc:
+        raise UsageError(str(exc)) from None
+    print("written: " + ", ".join(map(str, written)))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..results.compare import compare
 
@@ -284,6 +297,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "report": cmd_report,
     "replay": cmd_replay,
     "compare": cmd_compare,
+    "export": cmd_export,
     "demo": cmd_demo,
     "bench": cmd_bench,
     "sweep": cmd_sweep,

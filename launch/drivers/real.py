@@ -100,6 +100,7 @@ class FrontendSession:
             liveness=liveness,
             epoch=random.getrandbits(62) | 1,  # this replay's: the processes drop an earlier one's work
             restarts=restart is not None,
+            task_records=journal is not None and journal.tasks is not None,
         )
         try:
             self.transport = open_transport(spec.name, spec.bind_address, spec.address, cluster.addresses())

@@ -73,6 +73,7 @@ from ...common.journal import Journal
 from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.runtime import CONTROL_KINDS
+from ...common.tasktable import TaskRecorder
 from ..policies.registry import build_core, cluster_policy
 
 __all__ = ["SimOutcome", "Simulator", "simulate"]
@@ -1034,7 +1035,8 @@ def simulate(
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
     it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
-    wrapped), and written on its clock there and at every progress check."""
+    wrapped), and written on its clock there and at every progress check; with its task table, a
+    :class:`~aviary.common.tasktable.TaskRecorder` observes every node."""
     t0 = time.perf_counter()
     policy = cluster_policy(cluster)
     fspec = cluster.frontend
@@ -1047,6 +1049,10 @@ def simulate(
 
     if journal is not None:
         _journal_messages(sim.procs[frontend.name], frontend, journal)
+        if journal.tasks is not None:  # the task table: a recorder watches every node (an observer)
+            journal.recorder = TaskRecorder()
+            for spec in cluster.nodes:
+                _observe(sim.procs[spec.name], journal.recorder)
 
     def hook(fe: FrontendCore, now: float) -> None:
         if journal is not None:

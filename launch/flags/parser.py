@@ -765,6 +765,24 @@ def build_parser() -> Parser:
         help="the page to write (required; it opens with no server and no network)",
     )
 
+    ex = sub.add_parser("export", help="a run's (or a sweep's) jobs and tasks tables as Parquet files")
+    ex.add_argument(
+        "dir", type=Path, help="a results folder, or a sweep's folder (one table, axes as columns)"
+    )
+    ex.add_argument(
+        "--format",
+        dest="fmt",
+        choices=("parquet", "csv"),
+        default="parquet",
+        help="parquet (typed columns, read by pandas, polars, DuckDB, Spark) or csv (default %(default)s)",
+    )
+    ex.add_argument(
+        "--out",
+        type=_out_dir,
+        default=None,
+        help="the folder to write jobs.<format> and tasks.<format> into (default: DIR/export)",
+    )
+
     dm = sub.add_parser("demo", help="a small replay of the bundled Google sample, two policies, compared")
     dm.add_argument(
         "--out", type=_out_dir, default=Path("results/demo"), help="results folder (default %(default)s)"

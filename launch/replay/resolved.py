@@ -69,3 +69,6 @@ class ReplaySetup:
     journal: bool = True
     """Journal each finished job as it finishes (:mod:`aviary.common.journal`); off only to measure its
     cost."""
+    task_table: bool = True
+    """Write the task table, ``tasks.csv``, as tasks end (:mod:`aviary.common.tasktable`; with the
+    journal)."""

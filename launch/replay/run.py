@@ -43,6 +43,7 @@ from ...common.journal import Journal
 from ...common.model import JobSpec
 from ...common.resources import Resources, vector_sum
 from ...common.results import JOBS_CSV, SUMMARY_JSON, JobRecord, format_summary_table, write_results
+from ...common.tasktable import TASKS_CSV
 from ...common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..drivers.dashboard import Dashboard, serve
 from ..drivers.local import LocalTestbed
@@ -71,7 +72,7 @@ def open_journal(setup: ReplaySetup, workload: dict[str, Any]) -> Journal | None
     (``--force``) go now, so that a folder never holds this run's journal beside another run's results."""
     if not setup.journal:
         return None
-    for name in (SUMMARY_JSON, JOBS_CSV):
+    for name in (SUMMARY_JSON, JOBS_CSV, TASKS_CSV):
         (setup.out / name).unlink(missing_ok=True)
     start = {
         "policy": setup.policy.name,
@@ -83,7 +84,7 @@ def open_journal(setup: ReplaySetup, workload: dict[str, Any]) -> Journal | None
         "workload": workload,
         "extra": setup.extra,
     }
-    return Journal(setup.out, start)
+    return Journal(setup.out, start, tasks=setup.jobs if setup.task_table else None)
 
 
 def run_replay(

@@ -92,6 +92,7 @@ def run_cell(cell: Cell, scratch: Path | None = None) -> CellOutput:
         args = build_parser().parse_args(["replay", *cell.flags, "--quiet", "--out", tmp])
         setup = setup_replay(ReplaySpec.from_args(args), quiet=True)
         setup.extra["sweep"] = {"cell": cell.name, "values": cell.values, "flags": cell.flags}
+        setup.task_table = False  # a cell's jobs.csv and summary.json come back; its task table would not
         run_replay(setup, quiet=True, console=Console(file=io.StringIO()))
         jobs = (Path(tmp) / JOBS_CSV).read_text()
         summary = (Path(tmp) / SUMMARY_JSON).read_text()

@@ -1,0 +1,193 @@
+"""A run's task table: one line per run of a task on a node, written beside ``jobs.csv`` as tasks end.
+
+``tasks.csv`` has the columns of :data:`HEADER`:
+
+- ``job_id``, ``task`` (its index in the job), ``stage`` (of a DAG job; 0 for a flat one), ``node``;
+- ``attempt``: 1 for the task's first run to end, 2 for the next (a task runs again when its node or
+  scheduler was declared dead, or a central scheduler killed it to place it again);
+- ``outcome``: ``finished`` (it ran to its end), ``killed`` (its node or scheduler ended it) or
+  ``unfinished`` (it had not ended when the run did: cut short, or lost with a node that was killed);
+- ``submit_replay_s``: the job's submit time; ``placed_replay_s``: when the task reached the node (the
+  message that handed it over: ``AssignTask`` under late binding, which starts it at once; ``PlaceTask``,
+  ``LongTask`` or ``QueueTask`` into the node's queue); ``start_replay_s``: when the node launched it;
+  ``finish_replay_s``: when it ended (empty if ``unfinished``); all in replay seconds (scaled as the
+  replay ran, as ``jobs.csv``'s) to the microsecond, on the frontend's clock;
+- ``preemptions``: times the node suspended it (LAS, Kairos, SRPT with preemption).
+
+``placed - submit`` is the scheduling delay, ``start - placed`` the wait in the node's queue,
+``finish - start`` the run with its suspensions (the ``_replay_s`` left out).
+
+Where the rows come from: a :class:`TaskRecorder` watches node cores' inputs and effects (an observer,
+as the simulator's, DESIGN §9: nothing in a core changes). The simulator runs one for every node; on the
+real runtime each node process runs its own and sends its rows to the frontend in ``TaskRecords``
+batches every quarter second while tasks end (and before its ``Stats``). On one machine (one kernel:
+the batch's boot id is the frontend's, network namespaces and containers included) every process reads
+the same monotonic clock, and the times need no mapping. A node on another machine is mapped by its
+batches: one sent at node time ``s`` and received at frontend time ``r`` bounds the clocks' offset from
+below by ``s - r``; the largest such bound is used, so its times are late by at most the one-way delay
+of its fastest batch (a LAN's latency; the summary's order of events within that delay is not to be
+trusted across hosts).
+
+Where the lines go: a :class:`TaskTable` takes the rows, adds what the frontend knows (submit time,
+stage, attempt) and writes them through the journal's :class:`~aviary.common.journal.RecordWriter`, in
+the order the tasks ended (deterministic on the simulator), so a run killed outright keeps the table of
+what ended up to a second before. The journal polls it on its own clock (:class:`~aviary.common.journal.
+Journal`); ``aviary replay --no-task-table`` turns it off (its cost: ``docs/measurements.md``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .effects import Launch, Suspend
+from .messages import AssignTask, LongTask, PlaceTask, QueueTask
+from .model import JobSpec
+
+__all__ = ["BINDS", "BOOT_ID", "HEADER", "TASKS_CSV", "Row", "TaskRecorder", "TaskTable"]
+
+TASKS_CSV = "tasks.csv"
+HEADER: tuple[str, ...] = ("job_id", "task", "stage", "node", "attempt", "outcome")
+HEADER += ("submit_replay_s", "placed_replay_s", "start_replay_s", "finish_replay_s", "preemptions")
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+BOOT_ID = _boot_id()
+"""This kernel's boot id (empty where there is none): processes with the same one share a monotonic clock."""
+BINDS = frozenset({AssignTask, PlaceTask, LongTask, QueueTask})
+"""The messages that hand a node a task (``job_id``, ``task_index``): its ``placed`` time."""
+
+Row = tuple[int, int, str, float, float, float | None, int, bool]
+"""``(job id on the wire, task index, node, placed, start, finish or None, preemptions, ok)``, times on
+the recording process's clock."""
+
+
+class TaskRecorder:
+    """Watches node cores: called as an observer ``(now, core, input, effects)`` after each input a node
+    core handled (``("message", sender, msg)``, ``("timer", key)``, ``("exit", task_id, ok)``), it keeps
+    each running task's placement, start and suspensions and makes a :data:`Row` when it ends, in
+    :attr:`rows` (taken by whoever writes them)."""
+
+    __slots__ = ("placed", "rows", "running")
+
+    def __init__(self) -> None:
+        self.placed: dict[tuple[str, int, int], float] = {}
+        """(node, job, task) -> when a message handed it to the node, until it starts."""
+        self.running: dict[tuple[str, Any], list[Any]] = {}
+        """(node, task id) -> [placed, start, preemptions]."""
+        self.rows: list[Row] = []
+
+    def __call__(self, now: float, core: Any, input: tuple[Any, ...], effects: list[Any]) -> None:
+        name: str = core.name
+        kind = input[0]
+        if kind == "message":
+            msg = input[2]
+            if type(msg) in BINDS:
+                self.placed[(name, msg.job_id, msg.task_index)] = now
+        elif kind == "exit":
+            task_id = input[1]
+            run = self.running.pop((name, task_id), None)
+            if run is not None:
+                self.rows.append((task_id[0], task_id[1], name, run[0], run[1], now, run[2], input[2]))
+        for e in effects:
+            t = type(e)
+            if t is Launch:
+                job, index = e.task_id
+                placed = self.placed.pop((name, job, index), now)
+                self.running[(name, e.task_id)] = [placed, now, 0]
+            elif t is Suspend:
+                run = self.running.get((name, e.task_id))
+                if run is not None:
+                    run[2] += 1
+
+    def take(self) -> list[Row]:
+        """The rows made since the last call."""
+        rows, self.rows = self.rows, []
+        return rows
+
+    def unfinished(self) -> list[Row]:
+        """A row for each task still running (the run ends without it), which it forgets."""
+        rows: list[Row] = [
+            (task_id[0], task_id[1], name, run[0], run[1], None, run[2], False)
+            for (name, task_id), run in self.running.items()
+        ]
+        self.running.clear()
+        return rows
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.6f}"
+
+
+class TaskTable:
+    """The task table of the replay of ``jobs``, written through ``writer`` (the journal's
+    :class:`~aviary.common.journal.RecordWriter` of ``tasks.csv``)."""
+
+    def __init__(self, writer: Any, jobs: Sequence[JobSpec]) -> None:
+        self.writer = writer
+        self.jobs = {j.job_id: j for j in jobs}
+        self.attempts: Counter[tuple[int, int]] = Counter()
+        self.offsets: dict[str, float] = {}
+        """node -> the largest lower bound seen of its clock minus the frontend's (real runtime)."""
+        self._stage_starts: dict[int, list[int]] = {}
+        writer.write(",".join(HEADER) + "\n")
+
+    def _stage(self, job: JobSpec | None, index: int) -> int:
+        if job is None or len(job.stages) < 2:
+            return 0
+        starts = self._stage_starts.get(job.job_id)
+        if starts is None:
+            starts, at = [], 0
+            for stage in job.stages:
+                starts.append(at)
+                at += stage.tasks
+            self._stage_starts[job.job_id] = starts
+        return bisect.bisect_right(starts, index) - 1
+
+    def add(self, rows: Sequence[Row], origin: float, submits: dict[int, Any], stride: int) -> None:
+        """Write ``rows`` whose clock reads ``origin`` at the replay's start; ``submits``: job id -> its
+        times (``FrontendCore.times``), ``stride``: the frontend's resubmission stride of wire ids."""
+        write = self.writer.write
+        for wire, index, node, placed, start, finish, preempted, ok in rows:
+            job_id = wire % stride
+            job = self.jobs.get(job_id)
+            times = submits.get(job_id)
+            submit = None if times is None else times.submit
+            self.attempts[(job_id, index)] += 1
+            outcome = "unfinished" if finish is None else "finished" if ok else "killed"
+            end = None if finish is None else finish - origin
+            fields = (job_id, index, self._stage(job, index), node, self.attempts[(job_id, index)], outcome)
+            times_ = (_fmt(submit), _fmt(placed - origin), _fmt(start - origin), _fmt(end))
+            write(f"{','.join(map(str, fields))},{','.join(times_)},{preempted}\n")
+
+    def add_batch(
+        self, node: str, sent: float, received: float, boot: str, rows: Sequence[Row], t0: float, **kw: Any
+    ) -> None:
+        """A node's batch (real runtime): sent at ``sent`` on its clock, received at ``received`` on the
+        frontend's, whose replay began at ``t0``, from a kernel of boot id ``boot``; see the module for
+        the clock mapping."""
+        if boot and boot == BOOT_ID:
+            offset = self.offsets[node] = 0.0
+        else:
+            bound = sent - received
+            offset = self.offsets[node] = max(self.offsets.get(node, bound), bound)
+        self.add(rows, t0 + offset, **kw)
+
+    def poll(self) -> None:
+        self.writer.poll()
+
+    def close(self) -> None:
+        self.writer.close()
+
+    @property
+    def error(self) -> str | None:
+        return self.writer.error
