@@ -1,10 +1,12 @@
-"""The set-up and test scripts: any lint failure (ruff check, ruff format, import contracts, mypy) fails
-the test command before pytest runs, and requirements.lock pins what pyproject.toml asks for (~10 s).
+"""The set-up and test scripts: any lint failure (ruff check, ruff format, import contracts, mypy, the
+documentation site) fails the test command before pytest runs, and requirements.lock pins what
+pyproject.toml asks for (~10 s).
 
-scripts/test.sh and scripts/lint.sh run, unchanged, in a tiny copy of the repository whose set-up
-scripts are stubs and whose .venv/bin holds the real ruff and mypy, a fake `python` that only records
-that pytest would have run, and a stub `lint-imports` (the contracts name the real package's rooms:
-`test_the_import_contracts_are_kept` runs the real one) that fails when the source says so."""
+scripts/test.sh and scripts/lint.sh run, unchanged, in a tiny copy of the repository (one module, a
+one-page site) whose set-up scripts are stubs and whose .venv/bin holds the real ruff, mypy and mkdocs,
+a fake `python` that only records that pytest would have run, and a stub `lint-imports` (the contracts
+name the real package's rooms: `test_the_import_contracts_are_kept` runs the real one) that fails when
+the source says so."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def tool(name: str) -> str:
     return found
 
 
-def tree_with(tmp_path: Path, source: str) -> Path:
+def tree_with(tmp_path: Path, source: str, page: str = "# A page\n") -> Path:
     tree = tmp_path / "repo"
     (tree / "scripts").mkdir(parents=True)
     for script in ("test.sh", "lint.sh"):
@@ -41,9 +43,12 @@ def tree_with(tmp_path: Path, source: str) -> Path:
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
     (tree / "__init__.py").write_text('"""A package."""\n')
     (tree / "mod.py").write_text(source)
+    (tree / "mkdocs.yml").write_text("site_name: A site\n")
+    (tree / "docs").mkdir()
+    (tree / "docs" / "index.md").write_text(page)
     bin_dir = tree / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
-    for name in ("ruff", "mypy"):
+    for name in ("ruff", "mypy", "mkdocs"):
         (bin_dir / name).symlink_to(tool(name))
     fake = bin_dir / "python"
     fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/../../pytest-ran"\n')
@@ -80,6 +85,14 @@ def test_a_lint_failure_fails_the_test_command(tmp_path, source, says):
     assert done.returncode != 0, done.stdout + done.stderr
     assert says.lower() in (done.stdout + done.stderr).lower()
     assert not (tree / "pytest-ran").exists()  # stopped at the lint, before pytest
+
+
+def test_a_broken_link_in_the_docs_fails_the_test_command(tmp_path):
+    tree = tree_with(tmp_path, "x: int = 1\n", page="# A page\n\nSee [the other page](other.md).\n")
+    done = run_tests(tree)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "other.md" in done.stderr
+    assert not (tree / "pytest-ran").exists()
 
 
 def test_a_clean_tree_goes_on_to_pytest_with_the_arguments(tmp_path):
