@@ -196,6 +196,7 @@ def replay(
     connect: str | Path | None = None,
     out: str | Path | None = None,
     force: bool = False,
+    task_table: bool = True,
     demands: Demands = "synth",
     capacity: Resources | None = None,
     time_scale: float | None = None,

@@ -72,7 +72,7 @@ def test_the_compiled_modules_are_the_ones_imported() -> None:
 
 @needs_build
 @pytest.mark.parametrize("policy", ["sparrow", "hawk", "eagle"])
-def test_compiled_and_pure_replays_write_the_same_jobs_csv(policy: str, tmp_path: Path) -> None:
+def test_compiled_and_pure_replays_write_the_same_jobs_and_tasks(policy: str, tmp_path: Path) -> None:
     aviary = [sys.executable, "-m", "aviary.launch.cli"]
     args = ["replay", "--runtime", "sim", "--nodes", "200", "--jobs", "400", "--policy", policy, "--quiet"]
     for build in ("compiled", "pure"):
@@ -83,6 +83,8 @@ def test_compiled_and_pure_replays_write_the_same_jobs_csv(policy: str, tmp_path
     compiled = (tmp_path / "compiled" / "jobs.csv").read_bytes()
     assert compiled.count(b"\n") > 400
     assert compiled == (tmp_path / "pure" / "jobs.csv").read_bytes()
+    tasks = (tmp_path / "compiled" / "tasks.csv").read_bytes()
+    assert tasks.count(b"\n") > 400 and tasks == (tmp_path / "pure" / "tasks.csv").read_bytes()
 
 
 def test_randbelow_draws_what_randrange_draws() -> None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from aviary.api import Run, replay
+from aviary.api import replay
 from aviary.common.effects import Launch, Resume, Suspend
 from aviary.common.frontend import RESUBMIT_STRIDE, JobTimes
 from aviary.common.messages import AssignTask, PlaceTask
@@ -188,18 +187,15 @@ def test_the_tables_of_a_cut_run_and_bad_files(tmp_path):
         ResultsError, match=rf"tasks\.csv: line {whole + 2}, field task: 'x' is not an integer$"
     ):
         table_frame(run.folder, "tasks")
-    shutil.copy(run.folder / "jobs.csv", tmp_path / "jobs.csv")
     (run.folder / "jobs.csv").unlink()
     (run.folder / "summary.json").unlink()  # a run that never reached its end: jobs from its journal
     assert len(table_frame(run.folder, "jobs")) == 30
 
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    shutil.copy(tmp_path / "jobs.csv", bare / "jobs.csv")
-    (bare / "summary.json").write_text("{}")
+    bare = replay(policy="sparrow", runtime="sim", jobs=30, nodes=10, out=tmp_path / "bare", task_table=False)
+    assert not (bare.folder / "tasks.csv").exists()
     with pytest.raises(ResultsError, match="no-task-table"):
-        Run(bare, {}).tasks_frame()
-    assert [p.name for p in export(bare, tmp_path / "x")] == ["jobs.parquet"]  # the jobs alone
+        bare.tasks_frame()
+    assert [p.name for p in export(bare.folder, tmp_path / "x")] == ["jobs.parquet"]  # the jobs alone
 
 
 def test_a_sweep_exports_as_one_table_with_its_axes_as_columns(tmp_path, capsys):
@@ -218,3 +214,27 @@ def test_a_sweep_exports_as_one_table_with_its_axes_as_columns(tmp_path, capsys)
     )
     assert main(["export", str(tmp_path / "nowhere")]) == 2
     assert "neither a run's folder" in capsys.readouterr().err
+
+
+def test_the_data_page_runs_as_written(tmp_path, monkeypatch, capsys):
+    """docs/data.md: its Python example and its shell lines, as written."""
+    import re
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "data.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", page, re.S)
+    (shell,) = re.findall(r"```bash\n(.*?)```", page, re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/data.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert re.search(r"\d+ short jobs, p90 JCT \d+\.\d{3} s", out) and "queued" in out, out
+    export_line, python_line = shell.strip().splitlines()
+    assert main(export_line.split()[1:]) == 0
+    script = python_line.split('"')[1]
+    dtypes = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"node\s+category", dtypes) and re.search(r"start_replay_s\s+float64", dtypes)
+    tasks = pd.read_parquet(tmp_path / "results/data-eagle/export/tasks.parquet")
+    assert len(tasks) == int(json.loads((tmp_path / "results/data-eagle/summary.json").read_text())["tasks"])

@@ -720,6 +720,12 @@ def build_parser() -> Parser:
         "(default: a new results/<workload>-<policy>-<runtime>-<time stamp>; results/latest points at it)",
     )
     rp.add_argument("--force", action="store_true", help="replace the results --out holds (default: refuse)")
+    rp.add_argument(
+        "--no-task-table",
+        dest="task_table",
+        action="store_false",
+        help="leave out tasks.csv, the row of each task's run (for the largest runs; default: written)",
+    )
     rp.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
     rp.add_argument(
         "--progress-every",

@@ -129,6 +129,8 @@ class ReplaySpec:
     out: Path | None = None
     force: bool = False
     """Write into ``out`` even when it holds another run's results (:mod:`aviary.launch.replay.folder`)."""
+    task_table: bool = True
+    """Write the task table, ``tasks.csv`` (each run of a task on a node: :mod:`aviary.common.tasktable`)."""
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None

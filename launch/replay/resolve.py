@@ -216,6 +216,7 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
         keys=spec.keys,
         dashboard=spec.dashboard if spec.runtime == "real" else None,
         dashboard_address=spec.dashboard_address,
+        task_table=spec.task_table,
     )
 
 
