@@ -5,7 +5,8 @@ A quoted figure is marked, in the Markdown, by a comment that names where it com
 right after the comment (in the same paragraph or table row, ``**`` aside) must read as the results give
 them::
 
-    Tetris' mean JCT <!-- figures: experiments/results/packing_sim/tpch-0.9-tetris-seed* / tpch-0.9-drf-seed*: mean_jct -->
+    Tetris' mean JCT is
+    <!-- figures: experiments/results/packing_sim/tpch-0.9-tetris-seed* / tpch-0.9-drf-seed*: mean_jct -->
     **0.29** [0.28, 0.30] of DRF's
 
 - the source is a glob of runs under the repository (a run: a folder with ``summary.json``, or a
