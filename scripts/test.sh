@@ -9,5 +9,5 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH" # python, aviary, ruff, mypy of .venv, for these scripts and the tests
 PYTHON=$PWD/.venv/bin/python bash scripts/setup-docker.sh # the docker engine and image (never fails: see it)
 bash scripts/setup-browser.sh      # chromium and chromium-driver for the browser tests (never fails: see it)
-bash scripts/lint.sh               # ruff check, ruff format --check, mypy
+bash scripts/lint.sh               # ruff check, ruff format --check, import contracts, mypy, the docs site
 python -m pytest -q "$@"
