@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -44,7 +44,7 @@ from typing import Literal
 from ..trace import MAX_JOB_TASKS, MAX_TIME, TraceError, TraceJob
 from .rows import BadRows, Bytes, csv_rows, parts
 
-__all__ = ["FINISH", "SCHEDULE", "SUBMIT", "Counts", "convert_2011"]
+__all__ = ["FINISH", "SCHEDULE", "SUBMIT", "Counts", "Event", "convert_2011", "run_events"]
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 ENDS = frozenset((EVICT, FAIL, FINISH, KILL, LOST))
@@ -75,6 +75,8 @@ class _Task:
     mem: float | None = None
     priority: int | None = None
     attempts: int = 0
+    ended: int | None = None
+    """When an end event came with no attempt running (2019's same-time order: see :func:`run_events`)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +85,9 @@ class _Job:
     before: bool = False
     """Began before the window (a first event at 0, or no SUBMIT)."""
     sched_class: int | None = None
+    priority: int | None = None
+    """The job's own priority (2019 collection events), if its tasks give none."""
+    after: tuple[str, ...] = ()
     tasks: dict[int, _Task] = field(default_factory=dict)
 
 
@@ -132,10 +137,11 @@ def _share(where: str, name: str, token: str) -> float | None:
     return value
 
 
-Event = tuple[int, int, int, int, int, int | None, int | None, float | None, float | None]
-"""(timestamp, order, job ID, task index, event type, class, priority, cpu, mem); order: 0 a job SUBMIT,
-1 a task event, 2 another job event: at one time, a job is submitted before its tasks, and its tasks end
-before it does."""
+Event = tuple[int, int, int, int, int, int | None, int | None, float | None, float | None, tuple[str, ...]]
+"""(timestamp, order, job ID, task index, event type, class, priority, cpu, mem, after); order: 0 a job
+SUBMIT, 1 a task event, 2 another job event: at one time, a job is submitted before its tasks, and its
+tasks end before it does. The event types are the 2011 schema's (2019's are mapped to them); ``after``:
+job IDs the job waits for (2019 ``start_after_collection_ids``; empty in 2011)."""
 
 
 def _events(files: list[Path], job: bool, bad: BadRows, progress: Bytes) -> Iterator[Event]:
@@ -150,14 +156,14 @@ def _events(files: list[Path], job: bool, bad: BadRows, progress: Bytes) -> Iter
             if job:
                 kind = _int(where, "event type", row[3], 0, 8)
                 klass = _int(where, "scheduling class", row[5], 0, 3) if len(row) > 5 and row[5] else None
-                yield ts, 0 if kind == SUBMIT else 2, jid, 0, kind, klass, None, None, None
+                yield ts, 0 if kind == SUBMIT else 2, jid, 0, kind, klass, None, None, None, ()
             else:
                 index = _int(where, "task index", row[3], 0, MAX_JOB_TASKS - 1)
                 kind = _int(where, "event type", row[5], 0, 8)
                 prio = _int(where, "priority", row[8], 0, 11) if len(row) > 8 and row[8] else None
                 cpu = _share(where, "CPU request", row[9]) if len(row) > 9 else None
                 mem = _share(where, "memory request", row[10]) if len(row) > 10 else None
-                yield ts, 1, jid, index, kind, None, prio, cpu, mem
+                yield ts, 1, jid, index, kind, None, prio, cpu, mem, ()
         except TraceError as exc:
             bad.bad(str(exc), str(exc).split("field '", 1)[-1].split("'", 1)[0])
 
@@ -189,6 +195,8 @@ def _finish(jid: int, job: _Job, end: int, counts: Counts) -> TraceJob | None:
     if not durations:
         counts.jobs_without_tasks += 1
         return None
+    if prio is None:
+        prio = job.priority
     submit = _seconds(job.submit if job.submit is not None else WINDOW_START)
     if not submit <= MAX_TIME:
         raise TraceError(f"job {jid}: submit time {submit:g} s is above the limit of {MAX_TIME:g} s")
@@ -202,6 +210,7 @@ def _finish(jid: int, job: _Job, end: int, counts: Counts) -> TraceJob | None:
         priority=prio,
         sched_class=job.sched_class,
         name=str(jid),
+        after=job.after,
     )
 
 
@@ -231,10 +240,23 @@ def convert_2011(
         _events(job_files, True, counts.bad, Bytes()),
         key=lambda e: (e[0], e[1]),
     )
+    yield from run_events(merged, open_jobs, counts)
+
+
+def run_events(
+    events: Iterable[Event], open_jobs: Literal["drop", "cut"], counts: Counts, *, same_time: bool = False
+) -> Iterator[TraceJob]:
+    """The state machine of the Google traces' job and task life cycles (module docstring), over
+    ``events`` in time order: yield each job as its terminal job event arrives, then the open ones
+    (``open_jobs="cut"``).
+
+    ``same_time``: the events of one task at one microsecond come in a fixed order rather than as they
+    happened (2019: sorted, ends first), so an end with no attempt running followed by a SCHEDULE at that
+    same microsecond, with no SUBMIT between, is read as an attempt of zero length."""
     jobs: dict[int, _Job] = {}
     done: set[int] = set()  # ended jobs, for late events: ids only
     last = WINDOW_START
-    for ts, order, jid, index, kind, klass, prio, cpu, mem in merged:
+    for ts, order, jid, index, kind, klass, prio, cpu, mem, after in events:
         is_job = order != 1
         counts.rows += 1
         if ts == AFTER:
@@ -252,6 +274,10 @@ def convert_2011(
         if is_job:
             if klass is not None:
                 job.sched_class = klass
+            if prio is not None:
+                job.priority = prio
+            if after:
+                job.after = after
             if kind == SUBMIT and job.submit is None:
                 job.submit = at
             elif kind in JOB_ENDS:
@@ -282,14 +308,23 @@ def convert_2011(
             if task.span is not None:
                 counts.attempts_redone += 1  # a resubmission: the ended attempt is not the task's run
                 task.span = None
+            task.ended = None
             if job.submit is None and not job.before:
                 job.submit = at
         elif kind == SCHEDULE:
-            task.start = at
-        elif kind in ENDS and task.start is not None:
-            task.span = max(0, at - task.start)
-            task.start = None
-            task.attempts += 1
+            if same_time and task.ended == at and task.start is None:
+                task.span = 0  # scheduled and ended at this microsecond (the end was sorted first)
+                task.attempts += 1
+                task.ended = None
+            else:
+                task.start = at
+        elif kind in ENDS:
+            if task.start is not None:
+                task.span = max(0, at - task.start)
+                task.start = None
+                task.attempts += 1
+            elif same_time:
+                task.ended = at
     for jid, job in jobs.items():  # still open at the end of the window
         if open_jobs == "drop":
             counts.jobs_open_dropped += 1

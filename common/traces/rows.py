@@ -11,6 +11,7 @@ import heapq
 import io
 import os
 import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import IO, cast
 
 from ..trace import TraceError
 
-__all__ = ["BadRows", "Bytes", "ExternalSort", "open_text", "parts"]
+__all__ = ["BadRows", "Bytes", "ExternalSort", "csv_rows", "json_rows", "open_text", "parts"]
 
 
 @dataclass
@@ -94,14 +95,46 @@ def csv_rows(paths: Iterable[Path], progress: Bytes) -> Iterator[tuple[str, int,
             raw.close()
 
 
-class ExternalSort:
-    """Lines sorted by a float key (then by the order they came in), in bounded memory: at most
-    ``buffer`` lines are held; fuller runs go sorted to temporary files, merged at the end."""
+def json_rows(paths: Iterable[Path], progress: Bytes) -> Iterator[tuple[str, int, bytes]]:
+    """Every non-blank line of the JSON-lines files in order, as ``(file, line, raw bytes)`` (the caller
+    decodes it, so a bad line is its one-line error); gzipped if the name ends in ``.gz``."""
+    for path in paths:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw)
+        base = progress.done
+        try:
+            for lineno, line in enumerate(stream, 1):
+                if lineno % 4096 == 0 and progress.on_progress is not None:
+                    progress.done = base + raw.tell()
+                    progress.on_progress(progress.done)
+                if line.strip():
+                    yield str(path), lineno, line
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise TraceError(f"{path}: cannot read: {exc}") from None
+        finally:
+            progress.done = base + os.path.getsize(path)
+            stream.close()
+            raw.close()
 
-    def __init__(self, buffer: int = 200_000) -> None:
+
+class ExternalSort:
+    """Lines sorted by a number key (then by the order they came in), in bounded memory: at most
+    ``buffer`` lines are held; fuller runs go sorted to temporary files, merged at the end. Runs merge
+    by levels, :data:`FAN_IN` of one level into one of the next (a log-structured merge: each line is
+    rewritten once a level), so the temporary files open at once stay few whatever the input's size.
+    ``parse`` reads a key back from a run (``int`` keeps integer keys exact beyond 2^53)."""
+
+    FAN_IN = 64
+    """Runs of one level merged into one run of the next."""
+
+    def __init__(self, buffer: int = 200_000, parse: Callable[[str], float] = float) -> None:
         self.buffer = max(1, buffer)
+        self.parse = parse
         self.held: list[tuple[float, int, str]] = []
-        self.runs: list[IO[str]] = []
+        self.levels: list[list[IO[str]]] = []
         self.seq = 0
 
     def add(self, key: float, line: str) -> None:
@@ -110,29 +143,52 @@ class ExternalSort:
         if len(self.held) >= self.buffer:
             self._spill()
 
+    @staticmethod
+    def _write(rows: Iterable[tuple[float, int, str]]) -> IO[str]:
+        run = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed in sorted())
+        run.writelines(f"{key!r}\t{seq}\t{line}\n" for key, seq, line in rows)
+        run.seek(0)
+        return run
+
     def _spill(self) -> None:
         self.held.sort()
-        run = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed in sorted())
-        for key, seq, line in self.held:
-            run.write(f"{key!r}\t{seq}\t{line}\n")
-        run.seek(0)
-        self.runs.append(run)
+        run = self._write(self.held)
         self.held = []
+        level = 0
+        while True:
+            if level == len(self.levels):
+                self.levels.append([])
+            self.levels[level].append(run)
+            if len(self.levels[level]) < self.FAN_IN:
+                return
+            runs, self.levels[level] = self.levels[level], []
+            try:
+                run = self._write(heapq.merge(*map(self._read, runs)))
+            finally:
+                for old in runs:
+                    old.close()
+            level += 1
+
+    def _read(self, run: IO[str]) -> Iterator[tuple[float, int, str]]:
+        parse = self.parse
+        for text in run:
+            key, seq, line = text.rstrip("\n").split("\t", 2)
+            yield parse(key), int(seq), line
+
+    @property
+    def runs(self) -> int:
+        """Temporary files held now."""
+        return sum(map(len, self.levels))
 
     def sorted(self) -> Iterator[str]:
         """Every line added, by key then arrival (the temporary files removed at the end)."""
         self.held.sort()
-        if not self.runs:
+        runs = [run for level in self.levels for run in level]
+        if not runs:
             yield from (line for _, _, line in self.held)
             return
-
-        def read(run: IO[str]) -> Iterator[tuple[float, int, str]]:
-            for text in run:
-                key, seq, line = text.rstrip("\n").split("\t", 2)
-                yield float(key), int(seq), line
-
         try:
-            yield from (line for _, _, line in heapq.merge(*map(read, self.runs), iter(self.held)))
+            yield from (line for _, _, line in heapq.merge(*map(self._read, runs), iter(self.held)))
         finally:
-            for run in self.runs:
+            for run in runs:
                 run.close()
