@@ -41,6 +41,8 @@ class TrueJob:
     submit_us: int
     sched_class: int
     tasks: tuple[TrueTask, ...]
+    after: tuple[int, ...] = ()
+    """Jobs it waits for (2019 ``start_after_collection_ids``; the 2011 schema has none)."""
 
 
 def expected(job: TrueJob) -> TraceJob:
@@ -57,6 +59,7 @@ def expected(job: TrueJob) -> TraceJob:
         priority=max(t.priority for t in job.tasks),
         sched_class=job.sched_class,
         name=str(job.jid),
+        after=tuple(map(str, job.after)),
     )
 
 
