@@ -34,6 +34,19 @@ def convert(args: argparse.Namespace) -> int:
                 args.inputs, open_jobs=args.open_jobs, bad=bad, progress=progress, counts=counts
             )
             source = "Google clusterdata-2011-2 (schema v2.1)"
+        elif args.format == "google-2019":
+            from ...common.traces.google2019 import Counts2019, convert_2019
+
+            counts = Counts2019(bad=bad)
+            jobs = convert_2019(
+                args.inputs,
+                open_jobs=args.open_jobs,
+                bad=bad,
+                progress=progress,
+                counts=counts,
+                sort_buffer=args.sort_buffer,
+            )
+            source = "Google ClusterData2019 (cluster-usage traces v3)"
         elif args.format == "swf":
             from ...common.traces.swf import SwfCounts, convert_swf
 
@@ -43,12 +56,12 @@ def convert(args: argparse.Namespace) -> int:
             jobs = convert_swf(args.inputs[0], bad=bad, progress=progress, counts=counts)  # type: ignore[arg-type]
             source = "Standard Workload Format (Parallel Workloads Archive)"
         else:
-            raise UsageError(f"convert {args.format}: not yet supported (google-2011 and swf are)")
+            raise UsageError(f"convert {args.format}: not supported (google-2011, google-2019 and swf are)")
         progress.on_progress = lambda done: show(done / max(1, progress.total))
         header = [
             "# aviary-trace 1 (docs/traces.md): submit num_tasks mean d_1..d_n [KEY=VALUE...]",
             f"# converted from {source}: {' '.join(map(str, args.inputs))}"
-            + (f" (--open {args.open_jobs})" if args.format == "google-2011" else ""),
+            + (f" (--open {args.open_jobs})" if args.format.startswith("google") else ""),
         ]
         n = write_lines(args.out, header, in_submit_order(jobs, args.plain, args.sort_buffer))
     seconds = time.monotonic() - t0

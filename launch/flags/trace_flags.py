@@ -29,7 +29,8 @@ def _convert_flags(p: argparse.ArgumentParser, out_file: Any) -> None:
         type=Path,
         metavar="INPUT",
         help="google-2011: the folder holding job_events/ and task_events/ (or their part files); "
-        "google-2019: collection_events and instance_events files (.json[.gz] lines or .csv[.gz]); "
+        "google-2019: collection_events and instance_events files (.json[.gz] lines or .csv[.gz] with a "
+        "header, in any order), or folders holding them; "
         "swf: the .swf[.gz] file",
     )
     _out(p, out_file, "the trace to write (Aviary format, docs/traces.md)")
@@ -55,8 +56,9 @@ def _convert_flags(p: argparse.ArgumentParser, out_file: Any) -> None:
         "--sort-buffer",
         type=int,
         default=200_000,
-        metavar="JOBS",
-        help="jobs held in memory by the external sort into submit order (default %(default)s)",
+        metavar="N",
+        help="jobs held in memory by the external sort into submit order, and (google-2019) events by the "
+        "one into time order; more spill to temporary files (default %(default)s)",
     )
     _common(p)
 
