@@ -76,7 +76,9 @@ class _Task:
     priority: int | None = None
     attempts: int = 0
     ended: int | None = None
-    """When an end event came with no attempt running (2019's same-time order: see :func:`run_events`)."""
+    """When an EVICT, FAIL, KILL or LOST came with no attempt running (``same_time``, :func:`run_events`)."""
+    finished: int | None = None
+    """When a FINISH came with no attempt running (``same_time``)."""
 
 
 @dataclass(slots=True)
@@ -251,8 +253,10 @@ def run_events(
     (``open_jobs="cut"``).
 
     ``same_time``: the events of one task at one microsecond come in a fixed order rather than as they
-    happened (2019: sorted, ends first), so an end with no attempt running followed by a SCHEDULE at that
-    same microsecond, with no SUBMIT between, is read as an attempt of zero length."""
+    happened (2019: sorted, EVICT/FAIL/KILL/LOST, then FINISH, then SUBMIT, then SCHEDULE), so an end
+    that finds no attempt running and a SCHEDULE at that same microsecond are read as an attempt of zero
+    length: always for a FINISH (a task finishes only after it ran), for another end unless a SUBMIT
+    comes between (a pending task killed, then submitted again and scheduled)."""
     jobs: dict[int, _Job] = {}
     done: set[int] = set()  # ended jobs, for late events: ids only
     last = WINDOW_START
@@ -308,11 +312,11 @@ def run_events(
             if task.span is not None:
                 counts.attempts_redone += 1  # a resubmission: the ended attempt is not the task's run
                 task.span = None
-            task.ended = None
+            task.ended = None  # not task.finished: see same_time
             if job.submit is None and not job.before:
                 job.submit = at
         elif kind == SCHEDULE:
-            if same_time and task.ended == at and task.start is None:
+            if same_time and task.start is None and (task.ended == at or task.finished == at):
                 task.span = 0  # scheduled and ended at this microsecond (the end was sorted first)
                 task.attempts += 1
                 task.ended = None
@@ -323,7 +327,11 @@ def run_events(
                 task.span = max(0, at - task.start)
                 task.start = None
                 task.attempts += 1
-            elif same_time:
+            elif not same_time:
+                pass
+            elif kind == FINISH:
+                task.finished = at
+            else:
                 task.ended = at
     for jid, job in jobs.items():  # still open at the end of the window
         if open_jobs == "drop":
