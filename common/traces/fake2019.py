@@ -242,14 +242,19 @@ def _bigquery(value: Any) -> Any:
 
 def write_json(
     collections: Path, instances: Path, records: Iterable[Record], *, int_strings: bool = True, level: int = 6
-) -> None:
+) -> int:
     """``records`` as JSON lines into the two tables' files (gzipped if a name ends in ``.gz``): NULL
-    fields left out, INT64 values as strings unless not ``int_strings``."""
+    fields left out, INT64 values as strings unless not ``int_strings``; returns the bytes (uncompressed)
+    written."""
     encode = msgspec.json.Encoder().encode
+    written = 0
     with _open(collections, level) as cf, _open(instances, level) as inf:
         for is_job, rec in records:
             out = {k: v for k, v in rec.items() if v is not None}
-            (cf if is_job else inf).write(encode(_bigquery(out) if int_strings else out) + b"\n")
+            line = encode(_bigquery(out) if int_strings else out) + b"\n"
+            (cf if is_job else inf).write(line)
+            written += len(line)
+    return written
 
 
 def _flat(is_job: bool, rec: dict[str, Any], after_as_json: bool) -> list[str]:

@@ -106,7 +106,7 @@ JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 TABLES = ("collection_events", "instance_events")
 
-READ_SHARE = 0.85
+READ_SHARE = 0.8
 """The progress bar's share of reading (the rest: the sorted events through the state machine); about
 what the benchmark measures (``experiments/bench_trace_convert.py``)."""
 
