@@ -24,6 +24,15 @@ late result, counted and ignored). Where no process of that role is
 left the replay has :attr:`failed`, with one line naming the process. A dead process that answers again
 rejoins (``PeerUp``).
 
+A stream of jobs (issue 49). Given a list, the frontend holds every job and its times from the start to
+the end, which the results are made of. Given an iterator (in submit order, as the list would be sorted:
+by submit time, then id) and its ``total``, it takes each job from it when the job is due, reading one
+ahead for its timer, so a replay of a whole month's trace never holds it whole; the driver calls
+:meth:`release` once it has written finished jobs elsewhere (the journal and the streamed results,
+:mod:`aviary.common.journal`), and their records are dropped. The submissions, their times and their
+order are the same either way, so the replay is too. The frontend does no I/O: whatever reads the
+iterator's source is the driver's.
+
 A central scheduler comes back (issue 26, :mod:`aviary.central.recovery`). With ``restarts`` (the
 launcher restarts a central scheduler that dies; the simulator too) its death is not news: nobody hears
 ``PeerDown``, the nodes keep its work, the jobs routed to it stay there (their ``SubmitJob``s queue for
@@ -36,7 +45,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,7 +136,7 @@ class FrontendCore(Core):
     def __init__(
         self,
         name: str,
-        jobs: list[JobSpec],
+        jobs: Iterable[JobSpec],
         route: Router,
         *,
         wait_for: list[str] = (),  # type: ignore[assignment]
@@ -138,6 +147,7 @@ class FrontendCore(Core):
         epoch: int = 0,
         restarts: bool = False,
         task_records: bool = False,
+        total: int | None = None,
     ) -> None:
         super().__init__(name)
         self.task_records = task_records
@@ -146,9 +156,30 @@ class FrontendCore(Core):
         self.task_batches: list[tuple[str, float, float, str, list[Any]]] = []
         """``(node, its clock as it sent, this clock as it came, its boot id, rows)`` not taken by the
         driver yet."""
-        self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
-        self.by_id = {j.job_id: j for j in self.jobs}
-        self.times = {j.job_id: JobTimes() for j in self.jobs}
+        self.stream: Iterator[JobSpec] | None = None
+        """The jobs still to come, when they were given as an iterator (module docstring, "A stream of
+        jobs"); None when given as a list (:attr:`jobs`)."""
+        self.ahead: JobSpec | None = None
+        """A stream's next job, taken from it but not submitted yet."""
+        self.released = 0
+        self.left: list[JobSpec] = []
+        """A stream's jobs never submitted, once :meth:`pending` took them from it."""
+        """Entries of :attr:`finish_order` dropped so far by :meth:`release` (a stream's)."""
+        if isinstance(jobs, list):
+            self.jobs = sorted(jobs, key=lambda j: (j.submit, j.job_id))
+            self.by_id = {j.job_id: j for j in self.jobs}
+            self.times = {j.job_id: JobTimes() for j in self.jobs}
+            self.total = len(self.jobs)
+        else:
+            if total is None:
+                raise ValueError("a stream of jobs needs its total (how many jobs it yields)")
+            self.jobs = []
+            self.by_id = {}
+            self.times = {}
+            self.total = total
+            self.stream = iter(jobs)
+            self.ahead = next(self.stream, None)
+        """:attr:`total`: how many jobs the replay has (a stream's, as its source said)."""
         self.routed: dict[int, str] = {}
         """The scheduler each submitted job went to: the only one whose ``JobDone`` counts."""
         self.route = route
@@ -200,7 +231,7 @@ class FrontendCore(Core):
     @property
     def done(self) -> bool:
         """Every job finished, or the replay :attr:`failed`."""
-        return self.finished == len(self.jobs) or self.failed is not None
+        return self.finished == self.total or self.failed is not None
 
     @property
     def submitted(self) -> int:
@@ -223,7 +254,10 @@ class FrontendCore(Core):
         if self.liveness is not None:
             self.last_heard = dict.fromkeys(self.roles, now)
             effects.append(SetTimer(PING, self.liveness[0]))
-        if self.jobs:
+        if self.stream is not None:
+            if self.ahead is not None:
+                effects.append(SetTimer(SUBMIT, self.ahead.submit))
+        elif self.jobs:
             effects.append(SetTimer(SUBMIT, self.jobs[0].submit))
         return effects
 
@@ -241,6 +275,8 @@ class FrontendCore(Core):
         if self.failed is not None:  # no process of a role the jobs need is left
             return []
         clock = now - self.t0
+        if self.stream is not None:
+            return self._submit_streamed(clock)
         effects: list[Effect] = []
         jobs = self.jobs
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
@@ -255,6 +291,50 @@ class FrontendCore(Core):
         if self.next < len(jobs):
             effects.append(SetTimer(SUBMIT, jobs[self.next].submit - clock))
         return effects
+
+    def _submit_streamed(self, clock: float) -> list[Effect]:
+        """:meth:`_submit_due` of a stream: the same submissions, each job taken from the stream when
+        due (its record made then), the next one read ahead for its timer."""
+        effects: list[Effect] = []
+        stream = self.stream
+        assert stream is not None
+        job = self.ahead
+        while job is not None and job.submit <= clock + 1e-9:
+            if job.job_id in self.times:
+                raise ValueError(f"the stream of jobs yielded job {job.job_id} twice")
+            times = self.times[job.job_id] = JobTimes()
+            self.by_id[job.job_id] = job
+            times.submit = clock
+            to = self.route(job, self.next)
+            if to in self.dead and to not in self.down_since:
+                to = self._stand_in(to, self.next)
+            self.routed[job.job_id] = to
+            effects.append(Send(to, submit_message(job)))
+            self.next += 1
+            after = next(stream, None)
+            if after is not None and (after.submit, after.job_id) < (job.submit, job.job_id):
+                raise ValueError(
+                    f"the stream of jobs is not in submit order: job {after.job_id} at {after.submit} s "
+                    f"after job {job.job_id} at {job.submit} s"
+                )
+            job = self.ahead = after
+        if job is not None:
+            effects.append(SetTimer(SUBMIT, job.submit - clock))
+        return effects
+
+    def release(self, upto: int) -> None:
+        """A stream's driver wrote the first ``upto`` finished jobs (of :attr:`finish_order`, counted from
+        the run's start) where they are kept: their records are dropped here, so that what the frontend
+        holds is the jobs submitted and not yet written, not every job of the replay. No effect on a
+        replay of a list of jobs (whose records :meth:`unfinished` and the results read at the end)."""
+        if self.stream is None or upto <= self.released:
+            return
+        gone = self.finish_order[: upto - self.released]
+        del self.finish_order[: upto - self.released]
+        self.released = upto
+        for job_id in gone:
+            del self.by_id[job_id], self.times[job_id]
+            self.routed.pop(job_id, None)
 
     def on_message(self, now: float, sender: str, msg: Any) -> list[Effect]:
         kind = type(msg)
@@ -437,7 +517,22 @@ class FrontendCore(Core):
         return [Send(p, msg) for p in processes]
 
     def unfinished(self) -> list[int]:
-        return [j.job_id for j in self.jobs if self.times[j.job_id].finish is None]
+        """The jobs that did not finish, by submit order (a stream's: those submitted, then those it
+        still holds, which this takes from it)."""
+        if self.stream is None:
+            return [j.job_id for j in self.jobs if self.times[j.job_id].finish is None]
+        out = [j for j, t in self.times.items() if t.finish is None]
+        out += [j.job_id for j in self.pending()]
+        return out
+
+    def pending(self) -> list[JobSpec]:
+        """A stream's jobs never submitted (taken from it now: call at the end), in submit order."""
+        if self.stream is None:
+            return self.jobs[self.next :]
+        if self.ahead is not None:
+            self.left += [self.ahead, *self.stream]
+            self.ahead = None
+        return self.left
 
     def message_totals(self) -> tuple[Counter[str], Counter[str]]:
         """Sent messages by kind and counters, summed over the processes that sent Stats."""

@@ -33,7 +33,9 @@ not the run (:attr:`RecordWriter.error`).
 does no I/O: it keeps the ids of finished jobs in order, ``FrontendCore.finish_order``) after each message
 it handles (the simulator; and :meth:`Journal.poll` every 20,000 events) or every tick (the real
 runtime's frontend session); when a write is due, the jobs finished since the last one become lines
-(~3 us a job) and are written.
+(~3 us a job) and are written. A replay of a stream of jobs (issue 49) gives it a ``sink`` too (the rows
+of its ``jobs.csv``, :class:`aviary.common.results.StreamedResults`), and its frontend forgets each job
+once taken (``FrontendCore.release``): a whole month's replay keeps no record of a finished job.
 """
 
 from __future__ import annotations
@@ -49,9 +51,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import fsum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from .frontend import RESUBMIT_STRIDE, FrontendCore
+from .frontend import RESUBMIT_STRIDE, FrontendCore, JobTimes
 from .model import JobSpec
 from .tasktable import TASKS_CSV, TaskRecorder, TaskTable
 
@@ -178,6 +180,13 @@ class RecordWriter:
         self.fd = -1
 
 
+class JobSink(Protocol):
+    """Where a journal also hands each finished job it takes (the streamed ``jobs.csv`` of a replay of a
+    stream of jobs, :class:`aviary.common.results.StreamedResults`)."""
+
+    def add(self, job: JobSpec, times: JobTimes) -> None: ...
+
+
 def _line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, separators=(",", ":"), default=str) + "\n"
 
@@ -200,6 +209,7 @@ class Journal:
         every: float = FLUSH_SECONDS,
         sync: bool = True,
         tasks: list[JobSpec] | None = None,
+        sink: JobSink | None = None,
     ) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -212,8 +222,11 @@ class Journal:
         """The simulator's recorder of every node's tasks (its rows are on the frontend's clock)."""
         self.began = time.monotonic()
         self.frontend: FrontendCore | None = None
+        self.sink = sink
+        """Also gets each finished job as it is taken (a stream's results)."""
         self.noted = 0
-        """Entries of the frontend's ``finish_order`` taken so far."""
+        """Jobs taken so far (entries of the frontend's ``finish_order``, counted from the start: the
+        frontend of a stream of jobs drops those taken, ``FrontendCore.release``)."""
         self.ended = False
         """The end line is written."""
         head = {
@@ -256,14 +269,22 @@ class Journal:
         fe = self.frontend
         if self.tasks is not None and fe is not None and fe.t0 is not None:
             self._take_tasks(self.tasks, fe, fe.t0)
-        if fe is None or len(fe.finish_order) <= self.noted:
+        if fe is None or fe.released + len(fe.finish_order) <= self.noted:
             return
         order = fe.finish_order
         wall = repr(round(time.monotonic() - self.began, 3))
         write = self.writer.write
-        for job_id in order[self.noted :]:
+        sink = self.sink
+        for job_id in order[self.noted - fe.released :]:
             write(job_line(fe, job_id, wall))
-        self.noted = len(order)
+            if sink is not None:
+                sink.add(fe.by_id[job_id], fe.times[job_id])
+        self.noted = fe.released + len(order)
+        fe.release(self.noted)  # a stream's frontend forgets them (a list's keeps them: no effect)
+
+    def take(self) -> None:
+        """Take every job the frontend finished so far, now (the end of a run: before its results)."""
+        self._take()
 
     def _take_tasks(self, table: TaskTable, fe: FrontendCore, t0: float) -> None:
         times = fe.times

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import heapq
 import io
 import json
 import math
 import os
 import tempfile
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +38,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .frontend import FrontendCore, JobTimes
 from .journal import JOURNAL, JournalError, JournalRecords, read_journal
+from .model import JobSpec
 from .resources import RESOURCES, Resources
 from .usage import (
     DEFAULT_FAIRNESS_WINDOW,
@@ -55,6 +59,7 @@ __all__ = [
     "JobRecord",
     "Metric",
     "ResultsError",
+    "StreamedResults",
     "TaskRecord",
     "atomic_write",
     "family",
@@ -277,6 +282,174 @@ def write_results(
     return summary
 
 
+SORT_CHUNK = 200_000
+"""Rows of ``jobs.csv`` a :class:`StreamedResults` sorts in memory at a time (about 30 MB): more are sorted
+in runs of this many, each in a file of its own, and merged."""
+
+
+def _job_id(row: str) -> int:
+    return int(row[: row.index(",")])
+
+
+class StreamedResults:
+    """``jobs.csv`` and ``summary.json`` of a replay whose jobs are not held (issue 49: a stream of jobs,
+    :class:`~aviary.common.workload.JobStream`): each job's row is appended to a file as the job is
+    written to the journal (:meth:`add`, the journal's :class:`~aviary.common.journal.JobSink`), in the
+    order jobs finish; :meth:`write` sorts them by job id into ``jobs.csv`` (an external sort, by runs of
+    :data:`SORT_CHUNK` rows) and writes the summary. Per job, what the summary needs is kept: its
+    completion time (exact, 8 bytes; the percentiles are those of :func:`summarize`, not estimates) and,
+    for a run cut short, its task-seconds; the earliest submit and latest finish. Both files are then
+    byte for byte those :func:`write_results` writes from the same jobs' records (flat jobs without
+    SLOs or a task log: what a stream replays)."""
+
+    def __init__(self, out_dir: str | os.PathLike[str], policy: str, *, chunk: int = SORT_CHUNK) -> None:
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.policy = policy
+        self.chunk = max(1, chunk)
+        self.part = self.out / f".{JOBS_CSV}.rows"
+        self.file = open(self.part, "w", encoding="utf-8", newline="")  # noqa: SIM115 (closed by write)
+        self.rows = csv.writer(self.file, lineterminator="\n")
+        self.jct: dict[str, array[float]] = {"short": array("d"), "long": array("d")}
+        self.work = array("d")  # the finished jobs' task-seconds
+        self.jobs = 0
+        self.tasks = 0
+        self.unfinished: list[int] = []
+        self.first_submit = math.inf
+        self.last_finish = -math.inf
+
+    def add(self, job: JobSpec, times: JobTimes) -> None:
+        """One job's row (finished or not), as :func:`write_results` writes its :class:`JobRecord`."""
+        submit = job.submit if times.submit is None else times.submit
+        r = JobRecord(job.job_id, job.cls, job.tasks, submit, times.first_start, times.finish, self.policy)
+        self.rows.writerow(
+            (
+                r.job_id,
+                r.cls,
+                r.tasks,
+                _fmt(r.submit),
+                _fmt(r.first_start),
+                _fmt(r.finish),
+                _fmt(r.jct),
+                r.policy,
+            )
+        )
+        self.jobs += 1
+        self.tasks += r.tasks
+        self.first_submit = min(self.first_submit, submit)
+        if r.finish is None:
+            self.unfinished.append(r.job_id)
+        else:
+            self.jct[r.cls].append(r.finish - submit)
+            self.work.append(math.fsum(job.durations))
+            self.last_finish = max(self.last_finish, r.finish)
+
+    def add_unfinished(self, frontend: FrontendCore) -> None:
+        """The rows of the jobs the frontend did not finish (call once, at the end, after the journal
+        took every finished job): those it submitted, then those it never took from its stream."""
+        for job_id, times in list(frontend.times.items()):
+            if times.finish is None:
+                self.add(frontend.by_id[job_id], times)
+        for job in frontend.pending():
+            self.add(job, JobTimes())
+
+    @property
+    def finished(self) -> int:
+        return len(self.jct["short"]) + len(self.jct["long"])
+
+    def finished_work(self) -> float:
+        """The finished jobs' task-seconds (a cut run's ``task_seconds``)."""
+        return math.fsum(self.work)
+
+    def _sorted_rows(self) -> Iterator[str]:
+        """The rows, sorted by job id: in memory up to :attr:`chunk`, else runs of it merged."""
+        runs: list[Path] = []
+        with open(self.part, encoding="utf-8", newline="") as f:
+            while True:
+                rows = [line for _, line in zip(range(self.chunk), f, strict=False)]
+                if not rows:
+                    break
+                rows.sort(key=_job_id)
+                if not runs and len(rows) < self.chunk:  # all of them: no run files
+                    yield from rows
+                    return
+                run = self.out / f".{JOBS_CSV}.run{len(runs)}"
+                run.write_text("".join(rows), encoding="utf-8")
+                runs.append(run)
+        files = [open(run, encoding="utf-8", newline="") for run in runs]  # noqa: SIM115
+        try:
+            yield from heapq.merge(*files, key=_job_id)
+        finally:
+            for f in files:
+                f.close()
+            for run in runs:
+                run.unlink(missing_ok=True)
+
+    def write(
+        self,
+        *,
+        runtime: str,
+        nodes: int,
+        slots: int,
+        wall_seconds: float,
+        task_seconds: float | None = None,
+        messages: Mapping[str, int] | None = None,
+        counters: Mapping[str, int | float] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        workload: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Write ``jobs.csv`` (sorted, atomically) and ``summary.json``; return the summary (the arguments:
+        :func:`write_results`')."""
+        self.file.close()
+        path = self.out / JOBS_CSV
+        fd, tmp = tempfile.mkstemp(dir=self.out, prefix=f".{JOBS_CSV}.", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(",".join(JOBS_HEADER) + "\n")
+                rows: list[str] = []
+                for row in self._sorted_rows():
+                    rows.append(row)
+                    if len(rows) >= 4096:
+                        f.write("".join(rows))
+                        rows.clear()
+                f.write("".join(rows))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        finally:
+            self.part.unlink(missing_ok=True)
+        short, long = self.jct["short"], self.jct["long"]
+        makespan = self.last_finish - self.first_submit if self.finished else None
+        summary = _summary(
+            policy=self.policy,
+            runtime=runtime,
+            nodes=nodes,
+            slots=slots,
+            jobs=self.jobs,
+            tasks=self.tasks,
+            finished=self.finished,
+            unfinished=sorted(self.unfinished),
+            jcts={"short": jct_stats(short), "long": jct_stats(long), "all": jct_stats([*short, *long])},
+            makespan=makespan,
+            task_seconds=task_seconds,
+            usage={},
+            slo={},
+            cycles=(),
+            messages=messages,
+            counters=counters,
+            wall_seconds=wall_seconds,
+            workload=workload,
+            extra=extra,
+        )
+        atomic_write(self.out / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
 def summarize(
     records: Sequence[JobRecord],
     *,
@@ -303,13 +476,6 @@ def summarize(
     tasks = sum(r.tasks for r in recs)
     finishes = [r.finish for r in recs if r.finish is not None]
     makespan = max(finishes) - min(r.submit for r in recs) if finishes else None
-    utilization = None
-    if task_seconds is not None and makespan is not None and makespan > 0:
-        utilization = task_seconds / (nodes * slots * makespan)
-    msgs: dict[str, Any] = {k: int(v) for k, v in sorted((messages or {}).items())}
-    total = sum(msgs.values())
-    msgs["total"] = total
-    msgs["per_task"] = total / tasks if tasks else None
     jcts = {
         "short": jct_stats(jct for r, jct in done if r.cls == "short"),
         "long": jct_stats(jct for r, jct in done if r.cls == "long"),
@@ -318,6 +484,61 @@ def summarize(
     usage: dict[str, Any] = {}
     if task_log is not None and capacity_total is not None:
         usage = _usage_summary(recs, task_log, capacity_total, makespan, fairness_window)
+    return _summary(
+        policy=policy,
+        runtime=runtime,
+        nodes=nodes,
+        slots=slots,
+        jobs=len(recs),
+        tasks=tasks,
+        finished=len(done),
+        unfinished=unfinished,
+        jcts=jcts,
+        makespan=makespan,
+        task_seconds=task_seconds,
+        usage=usage,
+        slo=slo_metrics(recs, slo or {}),
+        cycles=cycles,
+        messages=messages,
+        counters=counters,
+        wall_seconds=wall_seconds,
+        workload=workload,
+        extra=extra,
+    )
+
+
+def _summary(
+    *,
+    policy: str,
+    runtime: str,
+    nodes: int,
+    slots: int,
+    jobs: int,
+    tasks: int,
+    finished: int,
+    unfinished: Sequence[int],
+    jcts: dict[str, dict[str, float | int | None]],
+    makespan: float | None,
+    task_seconds: float | None,
+    usage: dict[str, Any],
+    slo: dict[str, Any],
+    cycles: Sequence[Sequence[float]],
+    messages: Mapping[str, int] | None,
+    counters: Mapping[str, int | float] | None,
+    wall_seconds: float,
+    workload: Mapping[str, Any] | None,
+    extra: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The summary of a replay from its aggregates (:func:`summarize`'s, and :class:`StreamedResults`'):
+    ``unfinished`` the unfinished jobs' ids in id order, ``jcts`` :func:`jct_stats` per class."""
+    utilization = None
+    if task_seconds is not None and makespan is not None and makespan > 0:
+        utilization = task_seconds / (nodes * slots * makespan)
+    msgs: dict[str, Any] = {k: int(v) for k, v in sorted((messages or {}).items())}
+    total = sum(msgs.values())
+    msgs["total"] = total
+    msgs["per_task"] = total / tasks if tasks else None
+    if usage:
         busiest = [u for u in usage["resource_utilization"].values() if u is not None]
         utilization = max(busiest) if busiest else None  # a task is no slot: the dominant resource's
     summary: dict[str, Any] = {
@@ -325,10 +546,10 @@ def summarize(
         "runtime": runtime,
         "nodes": nodes,
         "slots": slots,
-        "jobs": len(recs),
+        "jobs": jobs,
         "tasks": tasks,
-        "finished": len(done),
-        "unfinished": unfinished[:UNFINISHED_LISTED],
+        "finished": finished,
+        "unfinished": list(unfinished[:UNFINISHED_LISTED]),
         "unfinished_count": len(unfinished),
         "jct": jcts,
         "mean_jct": jcts["all"]["mean"],
@@ -336,7 +557,7 @@ def summarize(
         "task_seconds": _r(task_seconds),
         "utilization": utilization,
         **usage,
-        **slo_metrics(recs, slo or {}),
+        **slo,
         **({"solver": solver_summary(cycles)} if cycles else {}),
         "messages": msgs,
         "counters": dict(sorted((counters or {}).items())),

@@ -34,20 +34,25 @@ changing the load does not change which jobs are sampled or how they are mis-est
 from __future__ import annotations
 
 import math
+import os
 import random
-from collections.abc import Sequence
-from typing import Literal
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, cast
 
 from .model import GOOGLE_CUTOFF, JobSpec
-from .trace import MAX_JOBS, MAX_TASKS, MAX_TIME, TraceJob
+from .trace import MAX_JOBS, MAX_TASKS, MAX_TIME, TraceError, TraceJob, iter_trace
 
 __all__ = [
+    "JobStream",
     "WorkloadError",
     "build_workload",
     "check_counts",
     "check_scaled",
     "merge_tasks",
     "poisson_single_task_jobs",
+    "stream_workload",
     "task_count",
 ]
 
@@ -254,3 +259,186 @@ def poisson_single_task_jobs(
         specs.append(JobSpec(job_id=job_id, submit=t, durations=[d], estimate=d, long=False))
     check_scaled(specs)
     return specs
+
+
+@dataclass(frozen=True)
+class JobStream:
+    """A replay's jobs as a stream (issue 49): what :func:`build_workload` would build, made one job at a
+    time as the replay pulls them (each iteration reads the trace file again), with what a replay needs
+    to know before it starts."""
+
+    count: int
+    """How many jobs it yields."""
+    tasks: int
+    """Their tasks in all (after merging)."""
+    work: float
+    """Their task-seconds in all (``math.fsum`` of each job's ``math.fsum`` of durations, scaled), as a
+    replay of the list computes it."""
+    last_submit: float
+    """The last job's submit time (replay seconds)."""
+    make: Callable[[], Iterator[JobSpec]]
+
+    def __iter__(self) -> Iterator[JobSpec]:
+        return self.make()
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def stream_workload(
+    path: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    sample: Literal["consecutive", "random"] = "consecutive",
+    start: int | None = None,
+    seed: int = 0,
+    time_scale: float = 1.0,
+    task_scale: float | None = None,
+    scale_tasks: bool = True,
+    nodes: int = 1,
+    slots: int = 1,
+    reference_nodes: int = 10000,
+    load: float | None = None,
+    keep_arrivals: bool = False,
+    cutoff: float = GOOGLE_CUTOFF,
+    misestimate: tuple[float, float] | None = None,
+) -> JobStream:
+    """:func:`build_workload` of the trace file at ``path`` (the same arguments, the same jobs, bit for
+    bit) as a :class:`JobStream`: jobs made as they are pulled, so that a trace of a whole month (25
+    million tasks) is never held whole. One pass over the file first (what :func:`build_workload` needs
+    before the first job: how many jobs there are, for the sample, and their task-seconds, for the
+    Poisson arrivals; 32 bytes a job are kept for it); each iteration reads it again.
+
+    The file must be in submit order (as :func:`~aviary.common.trace.read_trace` would sort it; a
+    :class:`WorkloadError` names the first line out of order). Raises what :func:`build_workload` and
+    :func:`~aviary.common.trace.read_trace` raise, but :data:`~aviary.common.trace.MAX_TASKS` applies to
+    the replay's tasks, not to the file's."""
+    if not (time_scale > 0 and math.isfinite(time_scale)):
+        raise WorkloadError(f"time_scale must be a positive number, got {time_scale}")
+    if nodes < 1 or slots < 1:
+        raise WorkloadError(f"nodes and slots must be at least 1, got nodes={nodes} slots={slots}")
+    if reference_nodes < 1:
+        raise WorkloadError(f"reference_nodes must be at least 1, got {reference_nodes}")
+    if task_scale is not None and not (task_scale > 0 and math.isfinite(task_scale)):
+        raise WorkloadError(f"task_scale must be a positive number, got {task_scale}")
+    if keep_arrivals and load is not None:
+        raise WorkloadError("choose either load (Poisson arrivals) or keep_arrivals, not both")
+    if not keep_arrivals:
+        if load is None:
+            raise WorkloadError("choose an arrival process: load=RHO (Poisson) or keep_arrivals=True")
+        if not (load > 0 and math.isfinite(load)):
+            raise WorkloadError(f"load must be a positive number, got {load}")
+    if misestimate is not None:
+        lo, hi = misestimate
+        if not (0 < lo <= hi and math.isfinite(hi)):
+            raise WorkloadError(f"misestimate range must satisfy 0 < lo <= hi, got [{lo}, {hi}]")
+    if not (cutoff >= 0 and math.isfinite(cutoff)):
+        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+    if task_scale is not None:
+        factor = task_scale
+    elif scale_tasks:
+        factor = nodes * slots / reference_nodes
+    else:
+        factor = 1.0
+    name = os.fspath(path)
+
+    def scaled(tj: TraceJob) -> list[float]:
+        merged = merge_tasks(tj.durations, task_count(tj.tasks, factor))
+        return [d / time_scale for d in merged] if time_scale != 1.0 else merged
+
+    # The one pass: per job of the file, its tasks, task-seconds, longest task (merged and scaled),
+    # submit time and line.
+    counts = array("q")
+    sums = array("d")
+    longest = array("d")
+    submits = array("d")
+    lines = array("q")
+    previous = -math.inf
+    for tj in iter_trace(name):
+        if len(counts) == MAX_JOBS:
+            raise TraceError(
+                f"{name}:{tj.line}: field 'submit_time': more than the limit of {MAX_JOBS:,} jobs"
+            )
+        if tj.submit < previous:
+            raise WorkloadError(
+                f"{name}:{tj.line}: a streamed replay needs the trace in submit order "
+                f"(submit time {tj.submit:g} after {previous:g}; sort it, or replay it whole)"
+            )
+        previous = tj.submit
+        ds = scaled(tj)
+        counts.append(len(ds))
+        sums.append(math.fsum(ds))
+        longest.append(max(ds, default=0.0))
+        submits.append(tj.submit)
+        lines.append(tj.line)
+
+    root = random.Random(seed)
+    sample_rng, arrival_rng, estimate_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
+    # _sample of the jobs' indices (a range reads as a sequence of them): the same draws, the same errors
+    picked = cast(
+        list[int], _sample(cast(Sequence[TraceJob], range(len(counts))), jobs, sample, start, sample_rng)
+    )
+    chosen: Sequence[int] = picked
+    if sample == "consecutive":
+        chosen = range(picked[0], picked[0] + len(picked))  # no list of indices kept
+    del picked
+    tasks = sum(counts[i] for i in chosen)
+    check_counts(len(chosen), tasks)
+    work = math.fsum(sums[i] for i in chosen)
+    first = submits[chosen[0]]
+    mean_gap = work / len(chosen) / (load * nodes * slots) if load is not None else 0.0
+    arrivals = random.Random()
+    arrivals.setstate(arrival_rng.getstate())
+
+    def arrival_times() -> Iterator[float]:
+        """The jobs' submit times, in order (the arrivals' own stream of draws, each time from its start)."""
+        rng = random.Random()
+        rng.setstate(arrivals.getstate())
+        t = 0.0
+        for k, i in enumerate(chosen):
+            if keep_arrivals:
+                yield (submits[i] - first) / time_scale
+            else:
+                if k:
+                    t += rng.expovariate(1.0 / mean_gap) if mean_gap > 0 else 0.0
+                yield t
+
+    last = 0.0
+    for i, submit in zip(chosen, arrival_times(), strict=True):  # check_scaled, before any job is made
+        for what, value in (("submit time", submit), ("task duration", longest[i])):
+            if not value <= MAX_TIME:
+                raise WorkloadError(
+                    f"job {chosen.index(i)} (line {lines[i]}): a {what} of {value:g} s once scaled is "
+                    f"above the limit of {MAX_TIME:g} s (a larger time scale, load or task scale)"
+                )
+        last = submit
+    estimates = random.Random()
+    estimates.setstate(estimate_rng.getstate())
+
+    def make() -> Iterator[JobSpec]:
+        picks = iter(chosen)
+        times = arrival_times()
+        rng = random.Random()
+        rng.setstate(estimates.getstate())
+        want = next(picks, None)
+        job_id = 0
+        for index, tj in enumerate(iter_trace(name)):
+            if index != want:
+                continue
+            estimate = math.fsum(d / time_scale for d in tj.durations) / tj.tasks
+            if misestimate is not None:
+                estimate *= rng.uniform(*misestimate)
+            yield JobSpec(
+                job_id=job_id,
+                submit=next(times),
+                durations=scaled(tj),
+                estimate=estimate,
+                long=tj.mean >= cutoff,
+                line=tj.line,
+            )
+            job_id += 1
+            want = next(picks, None)
+            if want is None:
+                return
+
+    return JobStream(len(chosen), tasks, work, last, make)

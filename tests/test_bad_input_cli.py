@@ -103,7 +103,7 @@ CASES = {
                                "1,000,000 tasks a job"],
     "jobs_1e11": ["argument --jobs: must be at most 1,000,000 (the limit of jobs a workload)"],
     "jobs_tasks": ["jobs: 1,000,000 jobs would have at least",
-                   "above the limit of 10,000,000 tasks a workload"],
+                   "above the limit of 30,000,000 tasks a workload"],
     "tasks_1e12": ["tasks.tr:2: field 'num_tasks': 1000000000000 is above the limit of",
                    "1,000,000 tasks a job"],
     # item 5: silent precision loss

@@ -74,6 +74,7 @@ from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.runtime import CONTROL_KINDS
 from ...common.tasktable import TaskRecorder
+from ...common.workload import JobStream
 from ..policies.registry import build_core, cluster_policy
 
 __all__ = ["SimOutcome", "Simulator", "simulate"]
@@ -1005,7 +1006,7 @@ KILL, DECLARE, RESTART, PAUSE, RESUME = 0, 1, 2, 3, 4
 
 def simulate(
     cluster: Cluster,
-    jobs: list[JobSpec],
+    jobs: list[JobSpec] | JobStream,
     *,
     net_delay: float = 0.0005,
     progress: Progress | None = None,
@@ -1036,16 +1037,26 @@ def simulate(
     it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
     wrapped), and written on its clock there and at every progress check; with its task table, a
-    :class:`~aviary.common.tasktable.TaskRecorder` observes every node."""
+    :class:`~aviary.common.tasktable.TaskRecorder` observes every node.
+
+    ``jobs`` as a :class:`~aviary.common.workload.JobStream` (issue 49): the frontend takes each job from
+    it as the job is due, and, with a ``journal``, forgets the jobs it has written (its ``results``, the
+    streamed ``jobs.csv``, get them too), so a whole month's trace replays in bounded memory; the
+    replay is the one of the same jobs as a list."""
     t0 = time.perf_counter()
     policy = cluster_policy(cluster)
     fspec = cluster.frontend
     roles = {p.name: p.role for p in cluster.processes if p.role != "frontend"}
-    frontend = FrontendCore(fspec.name, jobs, policy.route(cluster), roles=roles, restarts=True)
+    route = policy.route(cluster)
+    if isinstance(jobs, JobStream):
+        frontend = FrontendCore(fspec.name, iter(jobs), route, roles=roles, restarts=True, total=jobs.count)
+        quiet = 10 * jobs.work + 3600.0  # quiet_limit's, of flat jobs (no slowdown)
+    else:
+        frontend = FrontendCore(fspec.name, jobs, route, roles=roles, restarts=True)
+        quiet = quiet_limit(jobs)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
     deadline = t0 + (wall_limit or 0.0)
-    quiet = quiet_limit(jobs)
 
     if journal is not None:
         _journal_messages(sim.procs[frontend.name], frontend, journal)
@@ -1061,7 +1072,7 @@ def simulate(
             progress(fe, now)
         if wall_limit is not None and time.perf_counter() > deadline and not fe.done and sim.pending:
             raise _WallLimit
-        if fe.submitted == len(fe.jobs) and now - fe.last_progress > quiet and not fe.done:
+        if fe.submitted == fe.total and now - fe.last_progress > quiet and not fe.done:
             raise _Stalled
 
     stopped = error = None

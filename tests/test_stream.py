@@ -1,0 +1,190 @@
+"""A replay of a stream of jobs (issue 49): the jobs made as the replay pulls them from the trace file
+(common/workload.py stream_workload), the frontend holding only those submitted and not yet written
+(common/frontend.py), the finished ones journaled, their rows appended and sorted into jobs.csv at the end
+(common/results.py StreamedResults). The jobs, the replay and the results files are those of the same
+jobs built and replayed as a list, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from aviary.common.frontend import FrontendCore
+from aviary.common.journal import Journal
+from aviary.common.messages import JobDone
+from aviary.common.model import JobSpec
+from aviary.common.results import SUMMARY_JSON, StreamedResults, write_results
+from aviary.common.trace import read_trace
+from aviary.common.workload import WorkloadError, build_workload, stream_workload
+from aviary.launch.drivers.sim import simulate
+from aviary.launch.policies.registry import policy_cluster
+from aviary.launch.replay.run import job_records
+
+TRACE = Path(__file__).resolve().parents[1] / "experiments" / "traces" / "google_10k.tr"
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample's first 600 jobs (a comment line kept: line numbers count it)."""
+    path = tmp_path_factory.mktemp("trace") / "small.tr"
+    lines = TRACE.read_text().splitlines(keepends=True)
+    data = [line for line in lines if line.strip() and not line.startswith("#")]
+    path.write_text("# a comment\n" + "".join(data[:600]))
+    return path
+
+
+SETTINGS = [
+    {"jobs": 300, "start": 0, "load": 0.8, "nodes": 200},
+    {"jobs": 250, "load": 0.5, "nodes": 50, "seed": 3},  # a seeded random start
+    {"jobs": 200, "sample": "random", "load": 0.9, "nodes": 100, "seed": 7},
+    {"jobs": 100, "start": 17, "keep_arrivals": True, "time_scale": 1000.0, "nodes": 10},
+    {"load": 0.7, "nodes": 40, "task_scale": 0.05, "misestimate": (0.5, 2.0), "seed": 1},
+    {"jobs": 80, "start": 5, "load": 0.8, "nodes": 30, "slots": 2, "reference_nodes": 500},
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_the_stream_yields_the_jobs_build_workload_builds(small_trace: Path, settings: dict) -> None:
+    listed = build_workload(read_trace(small_trace), **settings)
+    stream = stream_workload(small_trace, **settings)
+    assert list(stream) == listed
+    assert list(stream) == listed  # every iteration reads the file again, the same
+    assert (stream.count, stream.tasks) == (len(listed), sum(j.tasks for j in listed))
+    assert stream.work == math.fsum(math.fsum(j.durations) for j in listed)
+    assert stream.last_submit == listed[-1].submit
+
+
+def test_a_stream_needs_the_trace_in_submit_order(tmp_path: Path) -> None:
+    path = tmp_path / "unsorted.tr"
+    path.write_text("0 1 5 5\n10 1 5 5\n3 2 4 4 4\n")
+    with pytest.raises(
+        WorkloadError, match=r"unsorted.tr:3: a streamed replay needs the trace in submit order"
+    ):
+        stream_workload(path, load=0.5)
+
+
+def test_the_stream_says_what_build_workload_says(small_trace: Path) -> None:
+    with pytest.raises(WorkloadError, match="asked for 601 jobs but the trace has only 600"):
+        stream_workload(small_trace, jobs=601, load=0.5)
+    with pytest.raises(WorkloadError, match=r"above the limit of 1e\+09 s"):
+        stream_workload(small_trace, jobs=10, keep_arrivals=True, time_scale=1e-9)
+
+
+def replayed(
+    policy: str, jobs: object, out: Path, nodes: int, streamed: bool
+) -> tuple[bytes, dict, FrontendCore]:
+    cluster = policy_cluster(policy, nodes=nodes, schedulers=2, seed=4, bind_ports=False)
+    sink = StreamedResults(out, policy, chunk=37) if streamed else None
+    with Journal(out, {"policy": policy}, sink=sink, sync=False) as journal:
+        outcome = simulate(cluster, jobs, journal=journal, progress=lambda fe, now: None, progress_every=500)
+        journal.take()
+        fe = outcome.frontend
+        common = {
+            "runtime": "sim",
+            "nodes": nodes,
+            "slots": 1,
+            "wall_seconds": 0.0,
+            "messages": outcome.messages,
+        }
+        if sink is not None:
+            held = len(fe.times)
+            sink.add_unfinished(fe)
+            work = math.fsum(math.fsum(j.durations) for j in jobs)  # type: ignore[attr-defined]
+            sink.write(task_seconds=work, counters=outcome.counters, **common)
+            assert held == 0  # every job finished and was written: the frontend forgot them all
+        else:
+            work = math.fsum(math.fsum(j.durations) for j in jobs)  # type: ignore[attr-defined]
+            write_results(
+                out,
+                job_records(fe, policy),
+                policy=policy,
+                task_seconds=work,
+                counters=outcome.counters,
+                **common,
+            )
+    return (out / "jobs.csv").read_bytes(), json.loads((out / SUMMARY_JSON).read_text()), fe
+
+
+@pytest.mark.parametrize("policy", ["sparrow", "hawk", "eagle"])
+def test_a_replay_of_the_stream_is_the_replay_of_the_list(
+    small_trace: Path, tmp_path: Path, policy: str
+) -> None:
+    settings = {"jobs": 150, "start": 0, "load": 0.9, "nodes": 60}
+    csv_a, summary_a, _ = replayed(
+        policy, build_workload(read_trace(small_trace), **settings), tmp_path / "a", 60, False
+    )
+    stream = stream_workload(small_trace, **settings)
+    csv_b, summary_b, fe = replayed(policy, stream, tmp_path / "b", 60, True)
+    assert csv_a == csv_b
+    assert summary_a == summary_b
+    assert fe.finished == fe.total == 150 and not fe.finish_order and fe.released == 150
+    assert not (tmp_path / "b" / ".jobs.csv.rows").exists()
+    assert not list((tmp_path / "b").glob(".jobs.csv.run*"))
+
+
+def jobs_of(n: int, seed: int) -> list[JobSpec]:
+    rng = random.Random(seed)
+    t = 0.0
+    out = []
+    for i in range(n):
+        t += rng.choice([0.0, 0.5, 1.0])
+        out.append(
+            JobSpec(i, t, [rng.uniform(0.1, 3.0) for _ in range(rng.randint(1, 3))], 1.0, rng.random() < 0.3)
+        )
+    return out
+
+
+def drive(fe: FrontendCore, steps: int, seed: int) -> None:
+    """Submissions and finishes of ``steps`` rounds, some jobs left unfinished, some never submitted."""
+    rng = random.Random(seed)
+    fe.begin(0.0)
+    now = 0.0
+    for _ in range(steps):
+        now += 0.5
+        for e in fe.on_timer(now, "submit"):
+            msg = getattr(e, "msg", None)
+            if msg is not None and rng.random() < 0.7:
+                fe.on_message(now + rng.random(), e.to, JobDone(msg.job_id, rng.random() / 10))  # type: ignore[attr-defined]
+
+
+def test_unfinished_and_never_submitted_jobs_are_rows_as_in_write_results(tmp_path: Path) -> None:
+    jobs = jobs_of(60, 1)
+    route = lambda job, n: f"s{n % 2}"  # noqa: E731
+    listed = FrontendCore("fe", jobs, route)
+    drive(listed, 20, 2)
+    write_results(
+        tmp_path / "a",
+        job_records(listed, "p"),
+        policy="p",
+        runtime="sim",
+        nodes=3,
+        slots=1,
+        wall_seconds=1.0,
+    )
+    streamed = FrontendCore("fe", iter(jobs), route, total=len(jobs))
+    drive(streamed, 20, 2)
+    sink = StreamedResults(tmp_path / "b", "p", chunk=5)
+    with Journal(tmp_path / "b", {}, sink=sink, sync=False) as journal:
+        journal.note(streamed)
+        journal.take()
+    assert streamed.unfinished() == listed.unfinished()
+    sink.add_unfinished(streamed)
+    sink.write(runtime="sim", nodes=3, slots=1, wall_seconds=1.0)
+    for name in ("jobs.csv", SUMMARY_JSON):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    summary = json.loads((tmp_path / "b" / SUMMARY_JSON).read_text())
+    assert 0 < summary["finished"] < summary["jobs"] == 60
+
+
+def test_a_stream_out_of_order_or_without_its_total_is_refused() -> None:
+    jobs = jobs_of(5, 3)
+    with pytest.raises(ValueError, match="needs its total"):
+        FrontendCore("fe", iter(jobs), lambda j, n: "s")
+    fe = FrontendCore("fe", iter([jobs[0], jobs[3], jobs[1]]), lambda j, n: "s", total=3)
+    fe.begin(0.0)
+    with pytest.raises(ValueError, match="not in submit order"):
+        fe.on_timer(100.0, "submit")
