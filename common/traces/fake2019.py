@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import msgspec
 
@@ -223,7 +223,7 @@ def shuffled(records: Iterable[Record], rng: random.Random, window: int = 50_000
 def _open(path: Path, level: int) -> IO[bytes]:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.name.endswith(".gz"):
-        return gzip.open(path, "wb", compresslevel=level)
+        return cast(IO[bytes], gzip.open(path, "wb", compresslevel=level))
     return open(path, "wb")
 
 
