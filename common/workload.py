@@ -26,9 +26,11 @@ task-seconds". The steps, in order:
    by ``time_scale``, or Poisson arrivals at offered load ``rho``: exponential gaps of mean
    ``(mean task-seconds per sampled job, after scaling) / (rho * nodes * slots)``, first job at 0.
 
-Job ids are 0..K-1 in submit order; ``JobSpec.line`` is the trace line. Randomness comes from
-``random.Random(seed)``, split into independent streams for sampling, arrivals and mis-estimation, so
-changing the load does not change which jobs are sampled or how they are mis-estimated.
+Job ids are 0..K-1 in submit order; ``JobSpec.line`` is the trace line; ``JobSpec.gang`` the trace's
+``gang=1`` (an SWF job: its tasks, merged or not, start together where a policy honours gangs).
+Randomness comes from ``random.Random(seed)``, split into independent streams for sampling, arrivals
+and mis-estimation, so changing the load does not change which jobs are sampled or how they are
+mis-estimated.
 """
 
 from __future__ import annotations
@@ -225,6 +227,7 @@ def build_workload(
                 estimate=estimate,
                 long=tj.mean >= cutoff,
                 line=tj.line,
+                gang=tj.gang,
             )
         )
     check_scaled(specs)
@@ -435,6 +438,7 @@ def stream_workload(
                 estimate=estimate,
                 long=tj.mean >= cutoff,
                 line=tj.line,
+                gang=tj.gang,
             )
             job_id += 1
             want = next(picks, None)

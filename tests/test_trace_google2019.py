@@ -255,3 +255,18 @@ def test_random_event_sequences(
     write_json(folder / "collection_events.json", folder / "instance_events.json", records[:cut], level=1)
     write_csv(folder / "collection_events.csv", folder / "instance_events.csv", records[cut:], level=1)
     assert converted(folder, sort_buffer=rng.randint(1, 50)) == truth(jobs)
+
+
+def test_the_replay_keeps_gangs_and_submits_each_job_at_its_own_time(tmp_path: Path) -> None:
+    """``gang=1`` reaches ``JobSpec.gang`` (both builders of the flat replay); ``after=`` is kept in the
+    file only: a job waiting for another is submitted at its own time (docs/traces.md)."""
+    from aviary.common.trace import read_trace
+    from aviary.common.workload import build_workload, stream_workload
+
+    trace = tmp_path / "t.tr"
+    trace.write_text("0 2 5 5 5 gang=1 job=1\n1 1 3 3 job=2 after=1\n2 1 4 4\n")
+    kw: dict[str, object] = {"keep_arrivals": True, "scale_tasks": False}
+    built = build_workload(read_trace(trace), **kw)  # type: ignore[arg-type]
+    streamed = list(stream_workload(trace, **kw))  # type: ignore[arg-type]
+    for specs in (built, streamed):
+        assert [(s.submit, s.gang) for s in specs] == [(0.0, True), (1.0, False), (2.0, False)]
