@@ -326,7 +326,10 @@ class FrontendCore(Core):
         """A stream's driver wrote the first ``upto`` finished jobs (of :attr:`finish_order`, counted from
         the run's start) where they are kept: their records are dropped here, so that what the frontend
         holds is the jobs submitted and not yet written, not every job of the replay. No effect on a
-        replay of a list of jobs (whose records :meth:`unfinished` and the results read at the end)."""
+        replay of a list of jobs (whose records :meth:`unfinished` and the results read at the end).
+        A ``JobDone`` that comes for a released job later (a duplicate, a late result after a failure)
+        is then counted as ``unknown_job_done``, where a list's frontend counts it as
+        ``duplicate_job_done`` or ``late_results_ignored``."""
         if self.stream is None or upto <= self.released:
             return
         gone = self.finish_order[: upto - self.released]

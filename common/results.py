@@ -27,6 +27,7 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -194,14 +195,30 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _jobs_csv_text(records: Sequence[JobRecord], policy: str) -> str:
+_CSV_SPECIAL = re.compile(r'[,"\r\n]')
+"""What the csv module would quote in a field (its default dialect's delimiter, quote and line ends)."""
+
+
+def _row(r: JobRecord, policy: str) -> str:
+    """A record's line of ``jobs.csv``, as ``csv.writer`` writes it (formatted directly, ~4x faster: a
+    field the csv module would quote, a policy's name with a comma, goes through it)."""
+    name = r.policy or policy
+    first = "" if r.first_start is None else f"{r.first_start:.6f}"
+    if r.finish is None:
+        finish = jct = ""
+    else:
+        finish, jct = f"{r.finish:.6f}", f"{r.finish - r.submit:.6f}"
+    if _CSV_SPECIAL.search(name) is None:
+        return f"{r.job_id},{r.cls},{r.tasks},{r.submit:.6f},{first},{finish},{jct},{name}\n"
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(JOBS_HEADER)
-    for r in records:
-        times = (_fmt(r.submit), _fmt(r.first_start), _fmt(r.finish), _fmt(r.jct))
-        w.writerow((r.job_id, r.cls, r.tasks, *times, r.policy or policy))
+    csv.writer(buf, lineterminator="\n").writerow(
+        (r.job_id, r.cls, r.tasks, _fmt(r.submit), first, finish, jct, name)
+    )
     return buf.getvalue()
+
+
+def _jobs_csv_text(records: Sequence[JobRecord], policy: str) -> str:
+    return ",".join(JOBS_HEADER) + "\n" + "".join([_row(r, policy) for r in records])
 
 
 def write_results(
@@ -309,7 +326,6 @@ class StreamedResults:
         self.chunk = max(1, chunk)
         self.part = self.out / f".{JOBS_CSV}.rows"
         self.file = open(self.part, "w", encoding="utf-8", newline="")  # noqa: SIM115 (closed by write)
-        self.rows = csv.writer(self.file, lineterminator="\n")
         self.jct: dict[str, array[float]] = {"short": array("d"), "long": array("d")}
         self.work = array("d")  # the finished jobs' task-seconds
         self.jobs = 0
@@ -322,18 +338,7 @@ class StreamedResults:
         """One job's row (finished or not), as :func:`write_results` writes its :class:`JobRecord`."""
         submit = job.submit if times.submit is None else times.submit
         r = JobRecord(job.job_id, job.cls, job.tasks, submit, times.first_start, times.finish, self.policy)
-        self.rows.writerow(
-            (
-                r.job_id,
-                r.cls,
-                r.tasks,
-                _fmt(r.submit),
-                _fmt(r.first_start),
-                _fmt(r.finish),
-                _fmt(r.jct),
-                r.policy,
-            )
-        )
+        self.file.write(_row(r, self.policy))
         self.jobs += 1
         self.tasks += r.tasks
         self.first_submit = min(self.first_submit, submit)

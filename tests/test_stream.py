@@ -188,3 +188,41 @@ def test_a_stream_out_of_order_or_without_its_total_is_refused() -> None:
     fe.begin(0.0)
     with pytest.raises(ValueError, match="not in submit order"):
         fe.on_timer(100.0, "submit")
+
+
+@pytest.mark.parametrize("policy", ["sparrow", "", "a,b", 'q"uote', "line\nend", " spaced "])
+def test_jobs_csv_rows_are_what_the_csv_module_writes(policy: str) -> None:
+    """jobs.csv's rows are formatted directly (results._row): the csv module's rows, byte for byte."""
+    import csv
+    import io
+
+    from aviary.common.results import JOBS_HEADER, JobRecord, _jobs_csv_text
+
+    rng = random.Random(5)
+    records = []
+    for i in range(300):
+        submit = rng.choice([0, 0.0, rng.uniform(0, 1e6), 1e9])
+        first = rng.choice([None, submit + rng.random()])
+        finish = rng.choice([None, submit + rng.uniform(0, 1e4)])
+        records.append(
+            JobRecord(i, rng.choice(["short", "long"]), rng.randint(1, 10**6), submit, first, finish, policy)
+        )
+    records.append(JobRecord(300, "short", 1, 2.5, policy=""))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(JOBS_HEADER)
+    fmt = lambda x: "" if x is None else f"{x:.6f}"  # noqa: E731
+    for r in records:
+        w.writerow(
+            (
+                r.job_id,
+                r.cls,
+                r.tasks,
+                fmt(r.submit),
+                fmt(r.first_start),
+                fmt(r.finish),
+                fmt(r.jct),
+                r.policy or "p",
+            )
+        )
+    assert _jobs_csv_text(records, "p") == buf.getvalue()
