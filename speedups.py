@@ -49,10 +49,11 @@ MODULES = (
     "launch.drivers.sim",
     "central.state",
     "central.lwl",
+    "common.tasktable",
 )
 """The compiled modules, relative to the package (what ``aviary replay --runtime sim`` spends its time
 in for Sparrow, Hawk and Eagle: the simulator, the nodes, the distributed schedulers and the central
-LWL of Hawk and Eagle)."""
+LWL of Hawk and Eagle), and the task table's recorder that watches every node."""
 
 MANIFEST = ROOT / "_speedups.json"
 """Written by the build: the interpreter it was built for and the hash of every compiled source."""

@@ -144,6 +144,10 @@ class RecordWriter:
     def write(self, line: str) -> None:
         self.buffer.append(line)
 
+    def extend(self, lines: list[str]) -> None:
+        """:meth:`write` each of ``lines``."""
+        self.buffer.extend(lines)
+
     def poll(self) -> None:
         """Write what is buffered if :attr:`every` seconds passed since the last write."""
         if self.buffer and time.monotonic() >= self.due:
@@ -218,6 +222,8 @@ class Journal:
         self.tasks: TaskTable | None = None
         if tasks is not None:
             self.tasks = TaskTable(RecordWriter(folder / TASKS_CSV, every=every, sync=sync), tasks)
+        self.task_error: str | None = None
+        """Why the task table stopped (a row it could not take), or None."""
         self.recorder: TaskRecorder | None = None
         """The simulator's recorder of every node's tasks (its rows are on the frontend's clock)."""
         self.began = time.monotonic()
@@ -244,7 +250,7 @@ class Journal:
     @property
     def error(self) -> str | None:
         """Why the journal (or its task table) stopped writing (one line), or None."""
-        return self.writer.error or (self.tasks.error if self.tasks is not None else None)
+        return self.writer.error or self.task_error or (self.tasks.error if self.tasks is not None else None)
 
     def note(self, frontend: FrontendCore) -> None:
         """The frontend may have finished jobs: when a write is due, its jobs finished since the last
@@ -268,7 +274,12 @@ class Journal:
         """Buffer a line for each job the frontend finished since the last call (and each task)."""
         fe = self.frontend
         if self.tasks is not None and fe is not None and fe.t0 is not None:
-            self._take_tasks(self.tasks, fe, fe.t0)
+            try:
+                self._take_tasks(self.tasks, fe, fe.t0)
+            except Exception as exc:  # a bad row (a node's batch) stops the task table, not the journal
+                self.task_error = f"{self.tasks.writer.path}: stopped: {type(exc).__name__}: {exc}"
+                self.tasks.close()
+                self.tasks = None
         if fe is None or fe.released + len(fe.finish_order) <= self.noted:
             return
         order = fe.finish_order

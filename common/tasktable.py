@@ -38,7 +38,6 @@ Journal`); ``aviary replay --no-task-table`` turns it off (its cost: ``docs/meas
 from __future__ import annotations
 
 import bisect
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,41 +72,52 @@ the recording process's clock."""
 
 class TaskRecorder:
     """Watches node cores: called as an observer ``(now, core, input, effects)`` after each input a node
-    core handled (``("message", sender, msg)``, ``("timer", key)``, ``("exit", task_id, ok)``), it keeps
-    each running task's placement, start and suspensions and makes a :data:`Row` when it ends, in
-    :attr:`rows` (taken by whoever writes them)."""
-
-    __slots__ = ("placed", "rows", "running")
+    core handled (``("message", sender, msg)``, ``("timer", key)``, ``("exit", task_id, ok)``), or told
+    by the simulator's loop directly (:meth:`placed`, :meth:`started`, :meth:`suspended`,
+    :meth:`ended`), it keeps each running task's placement, start and suspensions and makes a
+    :data:`Row` when it ends, in :attr:`rows` (taken by whoever writes them)."""
 
     def __init__(self) -> None:
-        self.placed: dict[tuple[str, int, int], float] = {}
+        self.placed_at: dict[tuple[str, int, int], float] = {}
         """(node, job, task) -> when a message handed it to the node, until it starts."""
         self.running: dict[tuple[str, Any], list[Any]] = {}
         """(node, task id) -> [placed, start, preemptions]."""
         self.rows: list[Row] = []
 
     def __call__(self, now: float, core: Any, input: tuple[Any, ...], effects: list[Any]) -> None:
-        name: str = core.name
+        """The observer: what a node core's input and effects say (the real runtime's node process)."""
         kind = input[0]
-        if kind == "message":
-            msg = input[2]
-            if type(msg) in BINDS:
-                self.placed[(name, msg.job_id, msg.task_index)] = now
-        elif kind == "exit":
-            task_id = input[1]
-            run = self.running.pop((name, task_id), None)
-            if run is not None:
-                self.rows.append((task_id[0], task_id[1], name, run[0], run[1], now, run[2], input[2]))
+        name: str = core.name
+        if kind == "exit":
+            self.ended(name, input[1], now, input[2])
+        elif kind == "message" and type(input[2]) in BINDS:
+            self.placed(name, input[2].job_id, input[2].task_index, now)
         for e in effects:
             t = type(e)
             if t is Launch:
-                job, index = e.task_id
-                placed = self.placed.pop((name, job, index), now)
-                self.running[(name, e.task_id)] = [placed, now, 0]
+                self.started(name, e.task_id, now)
             elif t is Suspend:
-                run = self.running.get((name, e.task_id))
-                if run is not None:
-                    run[2] += 1
+                self.suspended(name, e.task_id)
+
+    # The simulator calls these directly, from its event loop (no observer in the way).
+    def placed(self, node: str, job: int, index: int, now: float) -> None:
+        """A message handed ``node`` the task."""
+        self.placed_at[(node, job, index)] = now
+
+    def started(self, node: str, task_id: Any, now: float) -> None:
+        job, index = task_id
+        placed = self.placed_at.pop((node, job, index), now)
+        self.running[(node, task_id)] = [placed, now, 0]
+
+    def suspended(self, node: str, task_id: Any) -> None:
+        run = self.running.get((node, task_id))
+        if run is not None:
+            run[2] += 1
+
+    def ended(self, node: str, task_id: Any, now: float, ok: bool) -> None:
+        run = self.running.pop((node, task_id), None)
+        if run is not None:
+            self.rows.append((task_id[0], task_id[1], node, run[0], run[1], now, run[2], ok))
 
     def take(self) -> list[Row]:
         """The rows made since the last call."""
@@ -124,10 +134,6 @@ class TaskRecorder:
         return rows
 
 
-def _fmt(x: float | None) -> str:
-    return "" if x is None else f"{x:.6f}"
-
-
 class TaskTable:
     """The task table of the replay of ``jobs``, written through ``writer`` (the journal's
     :class:`~aviary.common.journal.RecordWriter` of ``tasks.csv``)."""
@@ -135,15 +141,15 @@ class TaskTable:
     def __init__(self, writer: Any, jobs: Sequence[JobSpec]) -> None:
         self.writer = writer
         self.jobs = {j.job_id: j for j in jobs}
-        self.attempts: Counter[tuple[int, int]] = Counter()
+        self.attempts: dict[tuple[int, int], int] = {}
         self.offsets: dict[str, float] = {}
         """node -> the largest lower bound seen of its clock minus the frontend's (real runtime)."""
         self._stage_starts: dict[int, list[int]] = {}
+        self._heads: dict[int, tuple[str, str]] = {}
+        """job id -> the text before its task index and around its submit time (the same in every row)."""
         writer.write(",".join(HEADER) + "\n")
 
-    def _stage(self, job: JobSpec | None, index: int) -> int:
-        if job is None or len(job.stages) < 2:
-            return 0
+    def _stage(self, job: JobSpec, index: int) -> int:
         starts = self._stage_starts.get(job.job_id)
         if starts is None:
             starts, at = [], 0
@@ -156,21 +162,30 @@ class TaskTable:
     def add(self, rows: Sequence[Row], origin: float, submits: dict[int, Any], stride: int) -> None:
         """Write ``rows`` whose clock reads ``origin`` at the replay's start; ``submits``: job id -> its
         times (``FrontendCore.times``), ``stride``: the frontend's resubmission stride of wire ids."""
-        write = self.writer.write
+        jobs, attempts, heads = self.jobs, self.attempts, self._heads
+        lines: list[str] = []
         for wire, index, node, placed, start, finish, preempted, ok in rows:
             job_id = wire % stride
-            job = self.jobs.get(job_id)
-            times = submits.get(job_id)
-            submit = None if times is None else times.submit
-            self.attempts[(job_id, index)] += 1
-            outcome = "unfinished" if finish is None else "finished" if ok else "killed"
-            end = None if finish is None else finish - origin
-            fields = (job_id, index, self._stage(job, index), node, self.attempts[(job_id, index)], outcome)
-            times_ = (_fmt(submit), _fmt(placed - origin), _fmt(start - origin), _fmt(end))
-            write(f"{','.join(map(str, fields))},{','.join(times_)},{preempted}\n")
+            head = heads.get(job_id)
+            if head is None:  # the job's id and submit time, formatted once for all its tasks
+                times = submits.get(job_id)
+                submit = "" if times is None or times.submit is None else f"{times.submit:.6f}"
+                head = heads[job_id] = (f"{job_id},", f",{submit},")
+            job = jobs.get(job_id)
+            stage = 0 if job is None or len(job.stages) < 2 else self._stage(job, index)
+            key = (job_id, index)
+            attempt = attempts[key] = attempts.get(key, 0) + 1
+            if finish is None:
+                tail = f"unfinished{head[1]}{placed - origin:.6f},{start - origin:.6f},,{preempted}\n"
+            else:
+                outcome = "finished" if ok else "killed"
+                times_ = f"{placed - origin:.6f},{start - origin:.6f},{finish - origin:.6f}"
+                tail = f"{outcome}{head[1]}{times_},{preempted}\n"
+            lines.append(f"{head[0]}{index},{stage},{node},{attempt},{tail}")
+        self.writer.extend(lines)
 
     def add_batch(
-        self, node: str, sent: float, received: float, boot: str, rows: Sequence[Row], t0: float, **kw: Any
+        self, node: str, sent: float, received: float, boot: str, rows: Sequence[Any], t0: float, **kw: Any
     ) -> None:
         """A node's batch (real runtime): sent at ``sent`` on its clock, received at ``received`` on the
         frontend's, whose replay began at ``t0``, from a kernel of boot id ``boot``; see the module for
@@ -180,7 +195,7 @@ class TaskTable:
         else:
             bound = sent - received
             offset = self.offsets[node] = max(self.offsets.get(node, bound), bound)
-        self.add(rows, t0 + offset, **kw)
+        self.add([tuple(row) for row in rows], t0 + offset, **kw)  # msgpack gives lists
 
     def poll(self) -> None:
         self.writer.poll()

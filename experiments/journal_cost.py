@@ -7,11 +7,12 @@ with and without, alternated, in one run.
 
 Simulated: ``aviary replay --runtime sim --jobs 10000`` (the bundled Google sample on 10 nodes), run in
 this process with the journal on and off (``ReplaySetup.journal``), the two alternated ``--rounds`` times;
-reported: the simulation's wall seconds (``summary.json``'s ``wall_seconds``) and the whole
-``run_replay`` (the results files and the journal's end included), each run's and the median ratio
-on / off. Alternated runs on a shared machine differ by more than the journal costs, so each run with the
-journal also times the journal's own calls (``journal_share``: their seconds over the simulation's);
-``1 / (1 - share)`` is the slowdown they make.
+reported: the simulation's wall seconds (``summary.json``'s ``wall_seconds``), the whole
+``run_replay`` (the results files and the journal's end included) and its CPU seconds (``cpu_s``, the
+least sensitive to other work on the machine), each run's and the median ratio on / off. Alternated runs
+on a shared machine differ by more than the journal costs, so each run with the journal also times the
+journal's own calls (``journal_share``: their seconds over the simulation's); ``1 / (1 - share)`` is the
+slowdown they make.
 
 Real: the bench's round trip (300 one-task no-op jobs 5 ms apart) and no-op throughput (50 jobs of 100
 no-op tasks) on a local testbed of 4 timer nodes (Sparrow, ZeroMQ), the frontend session with and
@@ -78,14 +79,14 @@ def simulated(on: bool, jobs: int, root: Path, what: str = "journal") -> dict[st
     setup.task_table = on
     TimedJournal.spent = 0.0
     run.Journal = TimedJournal  # type: ignore[misc]  # the replay's journal, timed
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         summary = run_replay(setup, quiet=True)
     finally:
         run.Journal = Journal  # type: ignore[misc]
-    total = time.perf_counter() - started
+    total, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert summary["finished"] == jobs and (out / "tasks.csv").exists() == on
-    figures = {"sim_s": summary["wall_seconds"], "replay_s": round(total, 3)}
+    figures = {"sim_s": summary["wall_seconds"], "replay_s": round(total, 3), "cpu_s": round(cpu, 3)}
     if setup.journal:
         figures["journal_share"] = round(TimedJournal.spent / summary["wall_seconds"], 5)
     return figures

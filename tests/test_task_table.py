@@ -33,6 +33,9 @@ class Lines:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
+    def extend(self, lines: list[str]) -> None:
+        self.lines.extend(lines)
+
     def write(self, line: str) -> None:
         self.lines.append(line)
 
@@ -54,7 +57,7 @@ def test_the_recorder_keeps_placement_start_suspensions_and_end_of_each_run():
     assert rec.take() == [(8, 2, "node-1", 5.5, 5.5, 6.5, 0, True), (7, 0, "node-1", 1.0, 2.0, 9.0, 2, False)]
     assert rec.take() == []
     assert rec.unfinished() == [(9, 0, "node-1", 6.0, 6.0, None, 0, False)]
-    assert rec.running == {} and rec.placed == {}
+    assert rec.running == {} and rec.placed_at == {}
 
 
 def test_the_table_adds_submit_stage_attempt_and_outcome_on_the_replays_clock():
@@ -238,3 +241,32 @@ def test_the_data_page_runs_as_written(tmp_path, monkeypatch, capsys):
     assert re.search(r"node\s+category", dtypes) and re.search(r"start_replay_s\s+float64", dtypes)
     tasks = pd.read_parquet(tmp_path / "results/data-eagle/export/tasks.parquet")
     assert len(tasks) == int(json.loads((tmp_path / "results/data-eagle/summary.json").read_text())["tasks"])
+
+
+def test_a_bad_batch_stops_the_task_table_not_the_journal(tmp_path):
+    """A node's batch the table cannot take (a bad frame's rows) ends the task table with one line; the
+    journal goes on writing every finished job."""
+    from aviary.common.frontend import FrontendCore, round_robin
+    from aviary.common.journal import Journal, read_journal
+
+    jobs = [JobSpec(i, 0.0, [1.0], 1.0, False) for i in range(2)]
+    fe = FrontendCore("frontend", jobs, round_robin(["sched-0"]), task_records=True)
+    fe.t0 = 0.0
+    journal = Journal(tmp_path, {"jobs": 2}, tasks=jobs, every=0.0, sync=False)
+    for job_id in (0, 1):
+        fe.times[job_id] = JobTimes(0.0, 0.1, 1.5)
+        fe.finish_order.append(job_id)
+        fe.task_batches.append(
+            (
+                "node-1",
+                5.0,
+                5.0,
+                "",
+                [["not", "a", "row"]] if job_id else [[0, 0, "node-1", 0.1, 0.1, 1.4, 0, True]],
+            )
+        )
+        journal.note(fe)
+    journal.close()
+    assert [j.job_id for j in read_journal(tmp_path).jobs] == [0, 1]
+    assert journal.error is not None and "tasks.csv: stopped: " in journal.error
+    assert (tmp_path / "tasks.csv").read_text().count("\n") == 2  # the header and the good row

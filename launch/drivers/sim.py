@@ -73,7 +73,7 @@ from ...common.journal import Journal
 from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.runtime import CONTROL_KINDS
-from ...common.tasktable import TaskRecorder
+from ...common.tasktable import BINDS, TaskRecorder
 from ...common.workload import JobStream
 from ..policies.registry import build_core, cluster_policy
 
@@ -211,6 +211,7 @@ class _Proc:
         "on_message",
         "on_task_exit",
         "on_timer",
+        "record",
         "share",
         "tasks",
         "timers",
@@ -240,6 +241,8 @@ class _Proc:
         self.tasks: dict[TaskId, list[Any]] = {}
         # The share of a core a suspended task keeps (a Kairos node's ``suspended_share``; 0: none)
         self.share: float = float(getattr(core, "suspended_share", 0.0))
+        # Its tasks go to the simulator's task recorder (a node, with the task table on)
+        self.record = False
 
 
 class _Paused:
@@ -299,6 +302,8 @@ class Simulator:
             raise ValueError(f"net_delay must be >= 0, got {net_delay}")
         self.net_delay = float(net_delay)
         self.observer = observer
+        self.recorder: TaskRecorder | None = None
+        """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
         self.procs: dict[str, _Proc] = {}
         for core in cores:
             if core.name in self.procs:
@@ -394,6 +399,8 @@ class Simulator:
         events = self.events
         now = self.now
         TIMER, EXIT = _TIMER, _EXIT
+        recorder = self.recorder
+        binds = BINDS
         # Typed locals: native attribute access where this module is compiled (speedups.py).
         proc: _Proc
         target: _Proc | None
@@ -423,6 +430,8 @@ class Simulator:
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
                     events += 1
+                    if recorder is not None and proc.record and type(gmsg) in binds:
+                        recorder.placed(proc.name, gmsg.job_id, gmsg.task_index, now)
                     try:
                         if proc.wrapped:
                             effects = proc.on_message(now, gsender, gmsg)
@@ -460,6 +469,8 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
+                    if recorder is not None and proc.record and type(ev[4]) in binds:
+                        recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
                     try:
                         if proc.wrapped:
                             effects = proc.on_message(now, ev[3], ev[4])
@@ -507,6 +518,8 @@ class Simulator:
                         task_id = ev[4]
                         del proc.tasks[task_id]
                         now = ev[0]
+                        if recorder is not None and proc.record:
+                            recorder.ended(proc.name, task_id, now, True)
                         if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
@@ -523,6 +536,8 @@ class Simulator:
                             ) from exc
                     else:  # KILLED
                         now = ev[0]
+                        if recorder is not None and proc.record:
+                            recorder.ended(proc.name, ev[4], now, False)
                         if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
@@ -614,6 +629,8 @@ class Simulator:
                         entry = [seq, d, now]
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
+                        if recorder is not None and proc.record:
+                            recorder.started(name, task_id, now)
                     elif isinstance(e, SetTimer):
                         last = None
                         seq += 1
@@ -941,12 +958,16 @@ class Simulator:
             entry = [self.seq, d, now]
             tasks[e.task_id] = entry
             heapq.heappush(self.heap, (now + d, self.seq, _EXIT, proc, e.task_id, entry))
+            if self.recorder is not None and proc.record:
+                self.recorder.started(proc.name, e.task_id, now)
         elif k is Suspend:
             if entry is None:
                 self.errors["executor.unknown_suspend"] += 1
             elif entry[0] == 0 or len(entry) > 3:
                 self.errors["executor.redundant_suspend"] += 1
             else:
+                if self.recorder is not None and proc.record:
+                    self.recorder.suspended(proc.name, e.task_id)
                 entry[1] = max(0.0, entry[1] - (now - entry[2]))
                 share = proc.share
                 if share > 0.0:  # it goes on at ``share`` of a core: a new, later exit event
@@ -1036,8 +1057,9 @@ def simulate(
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
     it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
-    wrapped), and written on its clock there and at every progress check; with its task table, a
-    :class:`~aviary.common.tasktable.TaskRecorder` observes every node.
+    wrapped), and written on its clock there and at every progress check; with its task table, the loop
+    tells a :class:`~aviary.common.tasktable.TaskRecorder` of every node's tasks (placed, started,
+    suspended, ended).
 
     ``jobs`` as a :class:`~aviary.common.workload.JobStream` (issue 49): the frontend takes each job from
     it as the job is due, and, with a ``journal``, forgets the jobs it has written (its ``results``, the
@@ -1060,10 +1082,10 @@ def simulate(
 
     if journal is not None:
         _journal_messages(sim.procs[frontend.name], frontend, journal)
-        if journal.tasks is not None:  # the task table: a recorder watches every node (an observer)
-            journal.recorder = TaskRecorder()
+        if journal.tasks is not None:  # the task table: the loop tells a recorder of every node's tasks
+            journal.recorder = sim.recorder = TaskRecorder()
             for spec in cluster.nodes:
-                _observe(sim.procs[spec.name], journal.recorder)
+                sim.procs[spec.name].record = True
 
     def hook(fe: FrontendCore, now: float) -> None:
         if journal is not None:
