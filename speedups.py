@@ -50,10 +50,12 @@ MODULES = (
     "central.state",
     "central.lwl",
     "common.tasktable",
+    "common.usage",
 )
 """The compiled modules, relative to the package (what ``aviary replay --runtime sim`` spends its time
 in for Sparrow, Hawk and Eagle: the simulator, the nodes, the distributed schedulers and the central
-LWL of Hawk and Eagle), and the task table's recorder that watches every node."""
+LWL of Hawk and Eagle), the task table's recorder that watches every node, and the multi-resource
+usage metrics the summary of a DAG replay computes over every task."""
 
 MANIFEST = ROOT / "_speedups.json"
 """Written by the build: the interpreter it was built for and the hash of every compiled source."""

@@ -195,6 +195,17 @@ class _Edges:
         return lo
 
 
+def _dominant_share(demand: Resources, capacity: Resources) -> float:
+    """``demand.dominant_share(capacity)``, the same float (the first of the largest shares), as a loop
+    the compiled build runs natively (a DAG replay's summary takes it at every task start and end)."""
+    best = demand[0] / capacity[0] if capacity[0] > 0 else 0.0
+    for i in range(1, len(capacity)):
+        share = demand[i] / capacity[i] if capacity[i] > 0 else 0.0
+        if share > best:
+            best = share
+    return best
+
+
 def fairness_over_windows(
     tasks: Iterable[TaskRecord],
     capacity_total: Resources,
@@ -302,7 +313,7 @@ def fairness_over_windows(
             running[job] -= 1
             # Exact zero once nothing runs, whatever the float residue of the subtractions.
             demand[job] = demand[job].minus(dem) if running[job] else ZERO
-        share[job] = demand[job].dominant_share(capacity_total)
+        share[job] = _dominant_share(demand[job], capacity_total)
 
     members: dict[int, list[int]] = {k: [] for k in specials}
     run_members: list[list[int]] = [[] for _ in runs]

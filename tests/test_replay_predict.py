@@ -216,6 +216,9 @@ def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_
         finished, jobs = 0, [None] * 100
 
     assert wall_estimate(5.0, Idle(), 0.0, 1000.0) is None  # nothing done yet: no estimate
+    # With the tasks launched (the simulator counts them): their share, whatever the jobs and the clock
+    by_tasks = wall_estimate(3.0, Fe(), 500.0, 1000.0, launched=300, tasks=1000)
+    assert by_tasks == "estimate: about 10.0 s of wall time in all (after 3.0 s, 30% done)"
 
 
 def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start():

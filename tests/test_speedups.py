@@ -142,3 +142,21 @@ def test_a_module_compiled_by_an_older_build_is_found_and_makes_the_build_stale(
         f.write_text("")
     monkeypatch.setattr(build, "ROOT", tmp_path)
     assert sorted(find()) == sorted(ours)
+
+
+def test_compiled_and_pure_dag_replays_write_the_same_summary(tmp_path: Path) -> None:
+    """The usage metrics (common/usage.py, compiled) over every task of a DAG replay: the same floats."""
+    aviary = [sys.executable, "-m", "aviary.launch.cli"]
+    args = ["replay", "--runtime", "sim", "--policy", "drf", "--workload", "tpch", "--jobs", "30", "--quiet"]
+    summaries = []
+    for build in ("compiled", "pure"):
+        env = {**os.environ, speedups.ENV_PURE: "1" if build == "pure" else "0"}
+        subprocess.run(
+            [*aviary, *args, "--nodes", "10", "--out", str(tmp_path / build)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        summary = json.loads((tmp_path / build / "summary.json").read_text())
+        summaries.append({k: v for k, v in summary.items() if k not in ("wall_seconds", "extra")})
+    assert summaries[0]["fairness"]["windows"] > 0 and summaries[0] == summaries[1]

@@ -164,6 +164,11 @@ class _Channel:
         self.idle: list[_Sub] = []  # members handed every record so far (not in their process's news)
 
 
+CHANNELS_PRUNED_AT = 4096
+"""Channels (one per job a scheduler multicasts held updates about) a simulation holds before it drops
+those that are quiet (:meth:`Simulator._prune_channels`)."""
+
+
 class CoreError(Exception):
     """A core raised while handling an input: a bug of its policy, after which no figure means anything.
     One line names the process, its role, the virtual time, the input and the exception."""
@@ -313,12 +318,15 @@ class Simulator:
                 _observe(proc, observer)
         self.now = 0.0
         self.events = 0
+        self.launched = 0
+        """Tasks launched so far (a run's progress in its units of work: :func:`simulate`'s ``watch``)."""
         self.seq = 0
         self.heap: list[tuple[Any, ...]] = []
         self.inbox: deque[tuple[Any, ...]] = deque()
         self.sent: Counter[type] = Counter()
         self.errors: Counter[str] = Counter()
         self.channels: dict[str, _Channel] = {}  # by held key (the multicasts of held kinds)
+        self.prune_at = CHANNELS_PRUNED_AT  # channels there may be before the quiet ones are dropped
         self.started = False
         self.retired: list[Core] = []  # the cores of processes that were restarted
         self.paused: dict[str, _Paused] = {}  # processes stopped for a while (a stall), by name
@@ -629,6 +637,7 @@ class Simulator:
                         entry = [seq, d, now]
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
+                        self.launched += 1
                         if recorder is not None and proc.record:
                             recorder.started(name, task_id, now)
                     elif isinstance(e, SetTimer):
@@ -664,6 +673,8 @@ class Simulator:
         key = held_key(name, msg)
         chan = self.channels.get(key)
         if chan is None:
+            if len(self.channels) >= self.prune_at:
+                self._prune_channels()
             chan = self.channels[key] = _Channel(key)
         kind = type(msg)
         procs = self.procs
@@ -742,6 +753,23 @@ class Simulator:
             chan.order = to  # kept, not copied (Multicast: the core does not change it afterwards)
         self.seq = base + known
         self.sent[kind] += known
+
+    def _prune_channels(self) -> None:
+        """Drop the channels whose every member was handed every record (those of jobs done with, as a
+        rule): one in that state acts as a new one of its key would (each target of its next multicast
+        joins at that record, and is handed it before its next input), and a record still to be handed
+        to a former member stays with that member's news. Without this, the channels of every job of a
+        replay would stay (Eagle: ~7 KB a job, 5 GB for a month of the Google trace). Amortized: the
+        next sweep comes when there are twice as many channels as this one kept."""
+        keep: dict[str, _Channel] = {}
+        for key, chan in self.channels.items():
+            n = len(chan.recs)
+            for sub in chan.subs.values():
+                if sub.next < n:
+                    keep[key] = chan
+                    break
+        self.channels = keep
+        self.prune_at = max(CHANNELS_PRUNED_AT, 2 * len(keep))
 
     def _deliver_held(self, proc: _Proc, t: float, q: int) -> int:
         """Hand ``proc`` the held messages that arrive before (time t, sequence q): of several from one
@@ -958,6 +986,7 @@ class Simulator:
             entry = [self.seq, d, now]
             tasks[e.task_id] = entry
             heapq.heappush(self.heap, (now + d, self.seq, _EXIT, proc, e.task_id, entry))
+            self.launched += 1
             if self.recorder is not None and proc.record:
                 self.recorder.started(proc.name, e.task_id, now)
         elif k is Suspend:
@@ -1039,6 +1068,7 @@ def simulate(
     stall_detect: float = DETECT_SECONDS,
     observer: Observer | None = None,
     journal: Journal | None = None,
+    watch: Callable[[Simulator], None] | None = None,
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
@@ -1059,7 +1089,8 @@ def simulate(
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
     wrapped), and written on its clock there and at every progress check; with its task table, the loop
     tells a :class:`~aviary.common.tasktable.TaskRecorder` of every node's tasks (placed, started,
-    suspended, ended).
+    suspended, ended). ``watch`` is handed the :class:`Simulator` before it starts (a progress bar reads
+    its ``launched`` tasks).
 
     ``jobs`` as a :class:`~aviary.common.workload.JobStream` (issue 49): the frontend takes each job from
     it as the job is due, and, with a ``journal``, forgets the jobs it has written (its ``results``, the
@@ -1078,6 +1109,8 @@ def simulate(
         quiet = quiet_limit(jobs)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
+    if watch is not None:
+        watch(sim)
     deadline = t0 + (wall_limit or 0.0)
 
     if journal is not None:

@@ -150,13 +150,20 @@ def _run_replay(
                 # handler could land in a gc callback, where Python only prints it.
                 nonlocal estimated
                 bar.update(fe, now)
-                if not estimated and (line := wall_estimate(time.monotonic() - started, fe, now, span)):
+                elapsed = time.monotonic() - started
+                if not estimated and (line := wall_estimate(elapsed, fe, now, span, launched(), tasks)):
                     estimated = True
                     bar.console.print(line)
                 if stop.reason is not None:
                     raise KeyboardInterrupt
 
             started = time.monotonic()
+            tasks = sum(len(j.durations) for j in jobs)
+            watched: list[Any] = []
+
+            def launched() -> int:
+                return watched[0].launched if watched else 0
+
             outcome = simulate(
                 cluster,
                 jobs,
@@ -166,6 +173,7 @@ def _run_replay(
                 failures=setup.failures,
                 stall_detect=setup.liveness[0] * setup.liveness[1],
                 journal=journal,
+                watch=watched.append,
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
@@ -353,15 +361,21 @@ def work_bound(cluster: Cluster, jobs: list[JobSpec]) -> float:
     return max((w / c for w, c in zip(work, capacity, strict=True) if c > 0), default=0.0)
 
 
-def wall_estimate(elapsed: float, frontend: FrontendCore, now: float, span: float) -> str | None:
+def wall_estimate(
+    elapsed: float, frontend: FrontendCore, now: float, span: float, launched: int = 0, tasks: int = 0
+) -> str | None:
     """After :data:`CALIBRATION` seconds of a simulated replay, one line estimating its whole wall time
-    from the share done so far (of the jobs finished, or of the virtual ``span`` the run takes at the least:
-    the last arrival, or the work's bound for a batch, whichever is further), with a warning when it looks
-    long; None before then or with nothing done yet."""
+    from the share done so far, with a warning when it looks long; None before then or with nothing done
+    yet. The share: of the ``tasks`` the ``launched`` ones (a simulated task costs about the same early
+    and late in a run, where jobs and virtual time do not: long jobs finish last, and queues that build
+    up make a virtual second dearer), else of the jobs finished, or of the virtual ``span``."""
     if elapsed < CALIBRATION:
         return None
-    by_time = now / span if span > 0 else 0.0
-    done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
+    if tasks > 0 and launched > 0:
+        done = launched / tasks
+    else:
+        by_time = now / span if span > 0 else 0.0
+        done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
     if done <= 0:
         return None
     total = elapsed / min(1.0, done)
