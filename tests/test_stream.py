@@ -226,3 +226,22 @@ def test_jobs_csv_rows_are_what_the_csv_module_writes(policy: str) -> None:
             )
         )
     assert _jobs_csv_text(records, "p") == buf.getvalue()
+
+
+@pytest.mark.parametrize("policy", ["eagle", "hawk"])
+def test_dropping_quiet_channels_changes_nothing(
+    small_trace: Path, tmp_path: Path, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulator drops the channels of held updates whose members have all been handed everything
+    (launch/drivers/sim.py Simulator._prune_channels): a replay that sweeps at every new channel is the
+    one that never sweeps (pure Python; the compiled build reads its own constant, compared with the
+    pure one by tests/test_speedups.py)."""
+    from aviary.launch.drivers import sim
+
+    settings = {"jobs": 150, "start": 0, "load": 0.9, "nodes": 60}
+    jobs = build_workload(read_trace(small_trace), **settings)
+    monkeypatch.setattr(sim, "CHANNELS_PRUNED_AT", 10**9)
+    kept = replayed(policy, jobs, tmp_path / "kept", 60, False)
+    monkeypatch.setattr(sim, "CHANNELS_PRUNED_AT", 1)
+    pruned = replayed(policy, jobs, tmp_path / "pruned", 60, False)
+    assert kept[:2] == pruned[:2]
