@@ -140,27 +140,57 @@ def _left(engine: Any, bed: Path) -> list[Any]:
 REPLAY = ["--jobs", "20", "--start", "6000", "--time-scale", "10000", "--load", "0.5", "--quiet"]
 
 
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_recipe(bed: Path, out: Path, nodes: int) -> list[list[str]]:
+    """README's compose recipe, its commands in order, for ``nodes`` nodes in ``bed`` (as written: 100)."""
+    lines = [
+        line.split("#")[0] for line in README.read_text().splitlines() if line.startswith("aviary compose")
+    ]
+    lines.insert(
+        1,
+        next(line.split("#")[0] for line in README.read_text().splitlines() if "--connect /tmp/c100" in line),
+    )
+    commands = [part.split() for line in lines for part in line.split("&&")]
+    assert [c[:3] for c in commands] == [
+        ["aviary", "compose", "write"], ["aviary", "compose", "up"], ["aviary", "replay", "--connect"],
+        ["aviary", "compose", "down"],
+    ], commands  # fmt: skip
+    text = {
+        "/tmp/c100/cluster.toml": str(bed / "cluster.toml"),
+        "/tmp/c100": str(bed),
+        "results/c100": str(out),
+    }
+    return [[text.get(w, str(nodes) if w == "100" else w) for w in c[1:]] for c in commands]
+
+
 @pytest.mark.system
-def test_replay_against_containers_of_docker_compose(compose, engine, tmp_path: Path, capsys, monkeypatch):
+def test_the_readme_compose_recipe_works_as_written_at_10_nodes(
+    compose, engine, tmp_path: Path, capsys, monkeypatch
+):
+    """write (its time scale fitted to a one-minute replay), up, replay --connect with the replay's
+    defaults (300 jobs: not refused, about a minute), down: nothing left."""
     # docker-compose 1.x deadlocks when it creates as many services at once as its parallel limit;
     # 'aviary compose up' raises a limit too low (here it would hang for sure)
-    monkeypatch.setenv("COMPOSE_PARALLEL_LIMIT", "2")
-    bed = tmp_path / "bed"
-    assert main(["compose", "write", str(bed), "--nodes", "4", "--slots", "2", "--schedulers", "2"]) == 0
+    monkeypatch.setenv("COMPOSE_PARALLEL_LIMIT", "4")
+    bed, out = tmp_path / "bed", tmp_path / "run"
+    write_, up_, replay_, down_ = readme_recipe(bed, out, nodes=10)
+    assert main(write_) == 0
     try:
-        assert main(["compose", "up", str(bed)]) == 0
+        assert main(up_) == 0
         said = capsys.readouterr().out
-        assert "started 6 containers with docker-compose" in said or "docker compose" in said, said
+        assert "started 12 containers with docker-compose" in said or "docker compose" in said, said
         names = {c.name for c in _left(engine, bed)}  # docker-compose's names: PROJECT_SERVICE_1 (v2: -)
-        assert len(names) == 6 and all(n.startswith(project_name(bed)) for n in names), names
-        out = tmp_path / "run"
-        assert main(["replay", "--connect", str(bed / "cluster.toml"), *REPLAY, "--out", str(out)]) == 0
+        assert len(names) == 12 and all(n.startswith(project_name(bed)) for n in names), names
+        assert main([*replay_, "--quiet"]) == 0
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["jobs"] == summary["finished"] == 20
+        assert summary["jobs"] == summary["finished"] == 300
         assert summary["counters"]["tasks_finished"] == summary["tasks"]
+        assert 30 < summary["wall_seconds"] < 120  # the minute compose write fitted
     finally:
-        assert main(["compose", "down", str(bed)]) == 0
-    assert "removed 6 containers" in capsys.readouterr().out
+        assert main(down_) == 0
+    assert "removed 12 containers" in capsys.readouterr().out
     assert _left(engine, bed) == []
     ps = subprocess.run([*compose, "ps", "-q"], cwd=bed, capture_output=True, text=True, check=False)
     assert ps.returncode == 0 and ps.stdout.strip() == ""  # docker-compose sees none of its own either

@@ -91,3 +91,22 @@ def test_not_listening_names_the_addresses_that_refuse_and_passes_one_that_liste
         with socket.socket() as dead:
             dead.bind(("127.0.0.1", 0))  # bound, not listening: refuses
             assert not_listening([live.getsockname(), dead.getsockname()]) == ["connection refused"]
+
+
+def test_compose_write_fits_a_default_replay_to_its_duration_and_a_down_one_names_compose_up(
+    tmp_path, capsys
+):
+    """A compose testbed's time scale is the one a default replay --connect needs to last --duration;
+    one not started is said so with the command that starts it."""
+    from aviary.launch.flags.spec import ReplaySpec
+    from aviary.launch.replay.resolve import setup_replay
+
+    bed = tmp_path / "bed"
+    assert main(["compose", "write", str(bed), "--nodes", "10", "--duration", "30s"]) == 0
+    setup = setup_replay(
+        ReplaySpec(runtime="real", connect=bed / "cluster.toml", out=tmp_path / "o", force=True), quiet=True
+    )
+    assert setup.prediction is not None and 25 <= setup.prediction.wall <= 35
+    assert f"(--time-scale {setup.extra['time_scale']:g})" in capsys.readouterr().out
+    assert main(["replay", "--connect", str(bed / "cluster.toml"), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"start it first (aviary compose up {bed})")

@@ -8,6 +8,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -15,7 +16,7 @@ from rich.console import Console
 from ...common.results import ResultsError
 from ..flags.spec import ReplaySpec, UsageError
 from ..replay.connect import connect_problem
-from ..replay.resolve import setup_replay, testbed_cluster
+from ..replay.resolve import fitted_time_scale, setup_replay, testbed_cluster
 from ..replay.run import print_summary, run_replay
 
 
@@ -200,11 +201,14 @@ def cmd_compose(args: argparse.Namespace) -> int:
 
     action = args.compose_command
     if action == "write":
-        cluster = testbed_cluster(ReplaySpec.from_args(args), bind_ports=True)
+        spec = ReplaySpec.from_args(args)
+        spec = replace(spec, time_scale=fitted_time_scale(spec), duration=None)  # a replay of --duration
+        cluster = testbed_cluster(spec, bind_ports=True)
         path = write(args.dir, cluster, cpus=args.cpus, memory=args.memory, keys=args.keys)
         print(
-            f"written: {path} ({len(cluster.units()) - 1} services), {args.dir / 'cluster.toml'}; then: "
-            f"aviary compose up {args.dir} && aviary replay --connect {args.dir / 'cluster.toml'} ..."
+            f"written: {path} ({len(cluster.units()) - 1} services), {args.dir / 'cluster.toml'} "
+            f"(--time-scale {spec.time_scale:g}); then: aviary compose up {args.dir} && aviary replay "
+            f"--connect {args.dir / 'cluster.toml'}"
         )
         return 0
     if action == "up":

@@ -848,6 +848,14 @@ def build_parser() -> Parser:
     _testbed_flags(cw, nodes=10, schedulers=2)
     _workload_nodes_flag(cw)
     cw.add_argument(
+        "--duration",
+        type=_wall_time,
+        default=None,
+        help="the wall-clock length of a default 'aviary replay --connect' against this testbed, e.g. 90s, "
+        "2m: picks the testbed's --time-scale on the simulator's prediction, as a replay does "
+        "(default without --time-scale: 1m)",
+    )
+    cw.add_argument(
         "--cpus",
         type=_positive_float,
         default=None,

@@ -80,9 +80,11 @@ def testbed_down(path: Path, cluster: Cluster) -> str | None:
     if not processes or len(down) < len(processes):
         return None
     first = processes[0]
+    compose = (Path(path).parent / "docker-compose.yml").is_file()  # written by aviary compose write
+    start = f"aviary compose up {Path(path).parent}" if compose else "aviary up, aviary host"
     return (
         f"{path}: no process of the testbed answers ({first.name} at {first.host}:{first.port}: {down[0]}, "
-        f"and the {len(processes) - 1} others): start it first (aviary up, aviary host)"
+        f"and the {len(processes) - 1} others): start it first ({start})"
     )
 
 

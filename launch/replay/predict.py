@@ -252,6 +252,22 @@ def refusal(
     )
 
 
+STARTUP_SECONDS = (1.5, 0.02)
+"""A local testbed's start, from the first process started to every one registered: this much, plus
+this much a process (``extra.startup_seconds``: about 2 s for 11 processes, 16-26 s for 1,000 nodes)."""
+
+
+def whole_wall(setup: ReplaySetup) -> float | None:
+    """The whole real run's wall time to expect: the predicted replay, the testbed's start (none with
+    ``--connect``) and the results (a second)."""
+    pred = setup.prediction
+    if pred is None:
+        return None
+    base, each = STARTUP_SECONDS
+    start = 0.0 if setup.connect else base + each * (len(setup.cluster.units()) - 1)
+    return pred.wall + start + 1.0
+
+
 def print_prediction(setup: ReplaySetup, console: Console) -> None:
     """The prediction of a real replay, and its notes, before it starts."""
     pred = setup.prediction
@@ -268,5 +284,8 @@ def print_prediction(setup: ReplaySetup, console: Console) -> None:
         f"predicted on the simulator in {human(pred.seconds)}: {bound}{human(pred.wall)} of replay for "
         f"{len(setup.jobs)} jobs at --time-scale {setup.extra['time_scale']:g}{starting}{util}{asked}"
     )
+    total = whole_wall(setup)
+    if total is not None:
+        console.print(f"estimate: about {human(total)} of wall time in all (start, replay, results)")
     for note in pred.notes:
         console.print(f"[yellow]note: {note}[/yellow]")

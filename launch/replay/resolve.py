@@ -220,6 +220,16 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
     )
 
 
+def fitted_time_scale(spec: ReplaySpec) -> float:
+    """The time scale a real replay of ``spec`` takes (``--time-scale``, else the one that fits its
+    ``--duration``, 1 minute by default): what ``aviary compose write`` gives the testbed it writes, so
+    that a replay ``--connect``-ed to it runs that long."""
+    if spec.time_scale is not None:
+        return spec.time_scale
+    setup = _fit(replace(spec, runtime="real", connect=None, max_wall=None), quiet=True)
+    return float(setup.extra["time_scale"])
+
+
 def _fit(spec: ReplaySpec, quiet: bool) -> ReplaySetup:
     """A real replay's set-up: predicted, given the time scale that fits and refused when too long."""
     if spec.duration is not None and spec.time_scale is not None:
