@@ -1,0 +1,133 @@
+"""Link faults (common/netfaults.py): the grammar of ``--fail``'s link items and which messages they hit."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aviary.common.netfaults import REORDER_HOLD, FaultPlan, LinkFault, is_link_fault, parse_link_fault
+
+ROLES = {
+    **{f"node-{i}": "node" for i in range(30)},
+    "sched-0": "scheduler",
+    "sched-1": "scheduler",
+    "central": "central",
+    "frontend": "frontend",
+}
+
+
+def test_the_grammar_reads_every_kind_link_and_window():
+    f = parse_link_fault("{node}<>sched-0:drop=1%")
+    assert (f.src, f.dst, f.both, f.kind, f.share, f.start, f.end) == (
+        "{node}",
+        "sched-0",
+        True,
+        "drop",
+        0.01,
+        0,
+        math.inf,
+    )
+    f = parse_link_fault("*>*:delay=100ms..2s/10%@30s")
+    assert (f.both, f.kind, f.low, f.high, f.share, f.start, f.end) == (
+        False,
+        "delay",
+        0.1,
+        2.0,
+        0.1,
+        30.0,
+        math.inf,
+    )
+    f = parse_link_fault("node-[0-9]<>{scheduler}:cut@30s+10s")
+    assert (f.kind, f.share, f.start, f.end) == ("cut", 1.0, 30.0, 40.0)
+    assert (
+        parse_link_fault("central<>frontend:delay=2s").low
+        == parse_link_fault("central<>frontend:delay=2s").high
+        == 2.0
+    )
+    assert parse_link_fault("a>b:dup=0.5%").share == 0.005
+    assert is_link_fault("sched-0>node-1:drop=5%") and not is_link_fault("node-3@30s+2s")
+
+
+@pytest.mark.parametrize(
+    ("item", "says"),
+    [
+        ("node-1-sched-0:drop=1%", "the link is FROM>TO or A<>B"),
+        ("a>b:lose=1%", "'lose' is not a fault"),
+        ("a>b:drop=0%", "not a share such as 1%"),
+        ("a>b:drop=150%", "not a share such as 1%"),
+        ("a>b:drop", "drop needs a value"),
+        ("a>b:cut=1%", "cut takes no value"),
+        ("a>b:delay=2s..1s", "LOW..HIGH"),
+        ("a>b:delay=fast", "'fast' is not a duration"),
+        ("a>b:cut@10s+0s", "the span must be longer than 0 s"),
+        ("{nodes}>b:cut", "{nodes} is not a role"),
+        (">b:cut", "a link needs a process"),
+    ],
+)
+def test_a_bad_item_is_one_line_naming_it(item, says):
+    with pytest.raises(ValueError) as info:
+        parse_link_fault(item)
+    text = str(info.value)
+    assert text.startswith(f"{item!r}: ") and says in text and "\n" not in text
+
+
+def test_links_match_names_globs_and_roles_in_their_direction():
+    one_way = parse_link_fault("sched-0>node-[0-9]:cut")
+    assert one_way.covers("sched-0", "node-3", ROLES) and not one_way.covers("node-3", "sched-0", ROLES)
+    assert not one_way.covers("sched-0", "node-13", ROLES)  # [0-9] is one character
+    both = parse_link_fault("{node}<>{central}:cut")
+    assert both.covers("node-13", "central", ROLES) and both.covers("central", "node-13", ROLES)
+    assert not both.covers("sched-0", "central", ROLES)
+    with pytest.raises(ValueError, match="matches no process"):
+        FaultPlan([parse_link_fault("rack-2<>central:cut")], ROLES)
+
+
+def test_shares_windows_and_what_each_kind_does():
+    plan = FaultPlan(
+        [
+            parse_link_fault("sched-0>{node}:drop=5%"),
+            parse_link_fault("sched-1>{node}:dup=10%"),
+            parse_link_fault("central>{node}:delay=100ms..2s/10%"),
+            parse_link_fault("{node}>central:reorder=20%"),
+            parse_link_fault("frontend<>central:cut@30s+10s"),
+        ],
+        ROLES,
+        seed=4,
+    )
+    n = 20_000
+    lost = sum(plan.fate("sched-0", f"node-{k % 30}", 1.0) == [] for k in range(n))
+    assert abs(lost / n - 0.05) < 0.01
+    dups = [plan.fate("sched-1", "node-2", 1.0) for _ in range(n)]
+    assert (
+        all(d in ([0.0], [0.0, 0.0]) for d in dups) and abs(sum(len(d) == 2 for d in dups) / n - 0.10) < 0.01
+    )
+    delays = [plan.fate("central", "node-5", 1.0)[0] for _ in range(n)]
+    held = [d for d in delays if d > 0]
+    assert abs(len(held) / n - 0.10) < 0.01 and min(held) >= 0.1 and max(held) <= 2.0
+    assert abs(sum(held) / len(held) - 1.05) < 0.05  # uniform over [0.1, 2]
+    back = [plan.fate("node-7", "central", 1.0)[0] for _ in range(n)]
+    assert all(d == 0.0 or REORDER_HOLD / 2 <= d <= REORDER_HOLD for d in back)
+    assert plan.fate("frontend", "central", 29.9) == [0.0] and plan.fate("central", "frontend", 30.0) == []
+    assert plan.fate("frontend", "central", 39.99) == [] and plan.fate("frontend", "central", 40.0) == [0.0]
+    assert plan.fate("sched-0", "central", 1.0) == [0.0]  # no fault on that link
+    assert plan.hit["cut"] == 2
+
+
+def test_a_message_meets_the_same_fate_given_the_seed_link_and_its_number():
+    faults = [parse_link_fault("*>*:drop=30%"), parse_link_fault("*>*:delay=1ms..1s/50%")]
+    a, b = FaultPlan(faults, ROLES, seed=9), FaultPlan(faults, ROLES, seed=9)
+    seq_a = [a.fate("sched-0", "node-1", 0.0) for _ in range(500)]
+    b.fate("sched-1", "node-2", 0.0)  # another link's traffic does not shift this one's draws
+    seq_b = [b.fate("sched-0", "node-1", 0.0) for _ in range(500)]
+    assert seq_a == seq_b
+    other = FaultPlan(faults, ROLES, seed=10)
+    assert [other.fate("sched-0", "node-1", 0.0) for _ in range(500)] != seq_a
+
+
+def test_faults_on_one_link_apply_in_order_to_what_the_last_let_through():
+    plan = FaultPlan(
+        [LinkFault("a", "b", False, "dup", 1.0), LinkFault("a", "b", False, "delay", 1.0, 0.5, 0.5)],
+        {"a": "node", "b": "node"},
+    )
+    assert plan.fate("a", "b", 0.0) == [0.5, 0.5]  # both copies delayed
