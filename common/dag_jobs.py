@@ -44,6 +44,12 @@ class DagTraceJob:
     """Trace seconds (Alibaba: the job's first ``start_s``; Google: the submit time); TPC-H: ``None``."""
     line: int = 0
     """Source line: the CSV line of the job's first row, the trace line, or the TPC-H query's position."""
+    source: str | None = None
+    """The source's job id (a Google-format trace's ``job=``), which other jobs' ``after`` name."""
+    after: tuple[str, ...] = ()
+    """The source ids of the jobs this one waits for (``after=``)."""
+    gang: bool = False
+    """All tasks of a stage start together (``gang=1``)."""
 
     @property
     def tasks(self) -> int:

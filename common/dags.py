@@ -658,7 +658,8 @@ def _stage_id(where: str, field: str, value: Any) -> int:
 
 
 def google_dag_jobs(trace_jobs: Sequence[TraceJob]) -> list[DagTraceJob]:
-    """Flat trace jobs as one-stage DAG jobs, keeping per-task durations, submit, mean field and line."""
+    """Flat trace jobs as one-stage DAG jobs, keeping per-task durations, submit, mean field, line, the
+    source id, its dependencies (``after=``) and ``gang``."""
     return [
         DagTraceJob(
             name=f"line {tj.line}",
@@ -673,6 +674,9 @@ def google_dag_jobs(trace_jobs: Sequence[TraceJob]) -> list[DagTraceJob]:
             ),
             submit=tj.submit,
             line=tj.line,
+            source=tj.name,
+            after=tj.after,
+            gang=tj.gang,
         )
         for tj in trace_jobs
     ]
@@ -893,6 +897,7 @@ def build_dag_workload(
         chosen.sort(key=lambda j: j.submit or 0.0)
 
     specs: list[JobSpec] = []
+    named: dict[str, int] = {}  # a job's source id -> its id here, for the after= of later jobs
     for job_id, tj in enumerate(chosen):
         durations: list[float] = []
         stages: list[Stage] = []
@@ -917,8 +922,12 @@ def build_dag_workload(
                 long=tj.mean >= cutoff,
                 line=tj.line,
                 stages=stages,
+                gang=tj.gang,
+                after=tuple(named[n] for n in tj.after if n in named),
             )
         )
+        if tj.source is not None:
+            named[tj.source] = job_id
 
     if keep_arrivals:
         first = cast(float, chosen[0].submit)

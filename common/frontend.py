@@ -9,6 +9,10 @@ On the real runtime the frontend first says ``Hello`` to every process it must w
 or, with ``hold``, when the driver calls :meth:`FrontendCore.begin`.
 At the end (:meth:`collect`) it asks every process for its ``Stats`` with ``GetStats`` or ``Shutdown``.
 
+A job that waits for others (``JobSpec.after``: a trace's ``after=``) is submitted when it is due and
+every one of them has finished, at the finish of the last; its ``submit`` is then (the scheduler sees
+it only from then on), so its completion time is the scheduler's, not the wait for its parents.
+
 A ``JobDone`` counts only from the scheduler the job was submitted to: one for a job this frontend did
 not submit (``unknown_job_done``) or from another sender (``job_done_from_stranger``) is counted, logged
 once, and dropped.
@@ -190,6 +194,11 @@ class FrontendCore(Core):
         self.t0: float | None = None
         self.next = 0
         self.finished = 0
+        self.held: dict[int, tuple[set[int], int]] = {}
+        """Jobs due but waiting for jobs of theirs to finish (``JobSpec.after``): the ones still
+        running, and the job's place in the order of submission (its route)."""
+        self.dependents: dict[int, list[int]] = {}
+        """job -> the held jobs that wait for it."""
         self.finish_order: list[int] = []
         """The finished jobs' ids in the order they finished: what a driver's journal has not written yet is
         what came after the last one it wrote (:mod:`aviary.common.journal`)."""
@@ -281,15 +290,36 @@ class FrontendCore(Core):
         jobs = self.jobs
         while self.next < len(jobs) and jobs[self.next].submit <= clock + 1e-9:
             job = jobs[self.next]
-            self.times[job.job_id].submit = clock
-            to = self.route(job, self.next)
-            if to in self.dead and to not in self.down_since:  # goes on while one of its role lives
-                to = self._stand_in(to, self.next)
-            self.routed[job.job_id] = to
-            effects.append(Send(to, submit_message(job)))
+            waits = {p for p in job.after if p in self.times and self.times[p].finish is None}
+            if waits:  # due, but a job it waits for has not finished: submitted when the last has
+                self.held[job.job_id] = (waits, self.next)
+                for p in waits:
+                    self.dependents.setdefault(p, []).append(job.job_id)
+            else:
+                effects.append(self._submit(job, clock, self.next))
             self.next += 1
         if self.next < len(jobs):
             effects.append(SetTimer(SUBMIT, jobs[self.next].submit - clock))
+        return effects
+
+    def _submit(self, job: JobSpec, clock: float, n: int) -> Send:
+        """Submit ``job`` (the ``n``-th due) now, to the scheduler its route names (or a stand-in)."""
+        self.times[job.job_id].submit = clock
+        to = self.route(job, n)
+        if to in self.dead and to not in self.down_since:  # goes on while one of its role lives
+            to = self._stand_in(to, n)
+        self.routed[job.job_id] = to
+        return Send(to, submit_message(job))
+
+    def _release(self, job_id: int, clock: float) -> list[Effect]:
+        """The jobs that waited for ``job_id``, now finished, and for nothing else: submitted now."""
+        effects: list[Effect] = []
+        for d in self.dependents.pop(job_id, ()):
+            waits, n = self.held[d]
+            waits.discard(job_id)
+            if not waits:
+                del self.held[d]
+                effects.append(self._submit(self.by_id[d], clock, n))
         return effects
 
     def _submit_streamed(self, clock: float) -> list[Effect]:
@@ -302,14 +332,11 @@ class FrontendCore(Core):
         while job is not None and job.submit <= clock + 1e-9:
             if job.job_id in self.times:
                 raise ValueError(f"the stream of jobs yielded job {job.job_id} twice")
-            times = self.times[job.job_id] = JobTimes()
+            if job.after:
+                raise ValueError(f"job {job.job_id} waits for others: a stream of jobs has no dependencies")
+            self.times[job.job_id] = JobTimes()
             self.by_id[job.job_id] = job
-            times.submit = clock
-            to = self.route(job, self.next)
-            if to in self.dead and to not in self.down_since:
-                to = self._stand_in(to, self.next)
-            self.routed[job.job_id] = to
-            effects.append(Send(to, submit_message(job)))
+            effects.append(self._submit(job, clock, self.next))
             self.next += 1
             after = next(stream, None)
             if after is not None and (after.submit, after.job_id) < (job.submit, job.job_id):
@@ -402,7 +429,7 @@ class FrontendCore(Core):
         self.finished += 1
         self.finish_order.append(job_id)
         self.last_progress = now
-        return []
+        return self._release(job_id, times.finish) if job_id in self.dependents else []
 
     def _refuse(self, counter: str, text: str) -> list[Effect]:
         self.counters[counter] += 1

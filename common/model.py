@@ -47,8 +47,9 @@ class JobSpec:
     DAG and multi-resource fields (optional; defaults describe a flat job of one-core tasks):
     ``stages`` (empty: one stage of all tasks), ``deadline`` (seconds after submit), ``slo`` (one of
     :data:`SLO_CLASSES`), ``gang`` (all tasks of a stage start together), ``preference`` (a node
-    attribute such as ``gpu`` or ``rack``; see :func:`placement_slowdown`) and ``slowdown`` (the factor
-    by which a task runs longer when the preference is not met).
+    attribute such as ``gpu`` or ``rack``; see :func:`placement_slowdown`), ``slowdown`` (the factor
+    by which a task runs longer when the preference is not met) and ``after`` (the ids of earlier jobs
+    of the replay this one waits for: it is submitted once they finished, :mod:`aviary.common.frontend`).
     """
 
     job_id: int
@@ -63,6 +64,7 @@ class JobSpec:
     gang: bool = False
     preference: str | None = None
     slowdown: float = 1.0
+    after: tuple[int, ...] = ()
 
     @property
     def tasks(self) -> int:

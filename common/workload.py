@@ -215,6 +215,7 @@ def build_workload(
             submits.append(submits[-1] + gap)
 
     specs: list[JobSpec] = []
+    named: dict[str, int] = {}  # a job's source id (job=) -> its id here, for the after= of later jobs
     for job_id, (tj, durations, submit) in enumerate(zip(chosen, durations_per_job, submits, strict=True)):
         estimate = math.fsum(d / time_scale for d in tj.durations) / tj.tasks  # step 5
         if misestimate is not None:
@@ -228,8 +229,11 @@ def build_workload(
                 long=tj.mean >= cutoff,
                 line=tj.line,
                 gang=tj.gang,
+                after=tuple(named[n] for n in tj.after if n in named),
             )
         )
+        if tj.name is not None:
+            named[tj.name] = job_id
     check_scaled(specs)
     return specs
 

@@ -45,3 +45,27 @@ def test_unknown_and_duplicate_job_done_are_counted_not_trusted():
     fe.on_message(2.0, "s0", JobDone(0, 0.0))
     assert fe.counters["unknown_job_done"] == 1 and fe.counters["duplicate_job_done"] == 1
     assert fe.times[0].finish == 1.0
+
+
+def test_a_job_that_waits_for_others_is_submitted_when_the_last_of_them_finished():
+    """B waits for A; C for A and B (a trace's after=): due at 1 s, they go when their parents are done,
+    each with that moment as its submit time; a job whose parent finished already goes when due."""
+    jobs = [
+        JobSpec(0, 0.0, [4.0], 4.0, False),
+        JobSpec(1, 1.0, [1.0], 1.0, False, after=(0,)),
+        JobSpec(2, 1.0, [1.0], 1.0, False, after=(0, 1)),
+        JobSpec(3, 9.0, [1.0], 1.0, False, after=(0,)),
+    ]
+    fe = FrontendCore("fe", jobs, round_robin(["s0"]))
+    fe.start(0.0)
+    assert [e.msg.job_id for e in fe.on_timer(0.0, "submit") if isinstance(e, Send)] == [0]
+    assert [e for e in fe.on_timer(1.0, "submit") if isinstance(e, Send)] == []  # due, held
+    assert fe.held.keys() == {1, 2} and fe.submitted == 3
+    out = fe.on_message(5.0, "s0", JobDone(0, 0.0))
+    assert [e.msg.job_id for e in out] == [1] and fe.times[1].submit == 5.0  # C still waits for B
+    out = fe.on_message(6.5, "s0", JobDone(1, 0.0))
+    assert [e.msg.job_id for e in out] == [2] and fe.times[2].submit == 6.5 and fe.held == {}
+    assert [e.msg.job_id for e in fe.on_timer(9.0, "submit") if isinstance(e, Send)] == [3]  # A is done
+    fe.on_message(10.0, "s0", JobDone(2, 0.0))
+    fe.on_message(10.5, "s0", JobDone(3, 0.0))
+    assert fe.done and fe.times[2].finish - fe.times[2].submit == 3.5
