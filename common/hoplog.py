@@ -7,7 +7,7 @@ transport (before it is encoded), with the message's kind, job and sender or add
 them to ``DIR/NAME.hops`` when its run ends. Between one process's ``out`` and the next one's ``in``
 is the wire and the wake-up (encode, the send, the kernel, the receiver's loop, the read, decode);
 between a process's ``in`` and its ``out`` is its handling (the checks, the core, the effects; at a
-node the task too). :mod:`aviary.experiments.bench_hops` turns the logs into each step's time.
+node the task too). :mod:`aviary.benchmarks.runtime_overhead.hops` turns the logs into each step's time.
 Without the variable the plain :class:`Runtime` runs: nothing of this costs anything.
 """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from aviary.experiments.agreement import class_percentiles, run
+from aviary.benchmarks.agreement import class_percentiles, run
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""experiments/bench_speed.py: a run of this tree, a baseline and another command per cell; a baseline
+"""``python -m aviary.benchmarks.simulator_speed compare`` (benchmarks/simulator_speed/compare.py): a run
+of this tree, a baseline and another command per cell; a baseline
 whose results differ fails; bad arguments are one line and status 2. (Not a timing test: it checks
 what the table holds and when the script refuses.)"""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import aviary
-from aviary.experiments import bench_speed
+from aviary.benchmarks.simulator_speed import compare
 
 ROOT = Path(aviary.__file__).resolve().parent
 
@@ -19,7 +20,7 @@ def test_each_cell_gets_a_run_of_every_variant_and_a_ratio_to_each(tmp_path):
     out = tmp_path / "speed.md"
     flags = ["--cells", "sparrow:50", "eagle:60", "--rounds", "1", "--jobs", "20", "--pure"]
     flags += ["--baseline", str(base), "--other", "true {policy} {nodes}", "--out", str(out)]
-    assert bench_speed.main(flags) == 0
+    assert compare.main(flags) == 0
     table = out.read_text().splitlines()
     assert table[0].split(" | ")[2:5] == ["this CPU", "baseline CPU", "other CPU"]
     assert table[0].endswith("this / baseline (median of rounds) | this / other (median of rounds) |")
@@ -53,14 +54,17 @@ def test_a_baseline_with_other_results_fails(tmp_path, capsys):
         "--baseline",
         str(tmp_path / "base"),
     ]
-    assert bench_speed.main(flags) == 1
+    assert compare.main(flags) == 1
     assert "jobs.csv differs" in capsys.readouterr().out
 
 
 def test_bad_arguments_are_one_line_and_status_2(tmp_path, capsys):
-    assert bench_speed.main(["--cells", "sparrow"]) == 2
-    assert capsys.readouterr().err.strip() == "bench_speed: --cells: 'sparrow' is not POLICY:NODES"
-    assert bench_speed.main(["--baseline", str(tmp_path)]) == 2
+    assert compare.main(["--cells", "sparrow"]) == 2
     assert (
-        capsys.readouterr().err.strip() == f"bench_speed: --baseline {tmp_path}: no aviary/__init__.py in it"
+        capsys.readouterr().err.strip() == "simulator_speed compare: --cells: 'sparrow' is not POLICY:NODES"
+    )
+    assert compare.main(["--baseline", str(tmp_path)]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"simulator_speed compare: --baseline {tmp_path}: no aviary/__init__.py in it"
     )

@@ -1,6 +1,7 @@
 """The experiments that start real processes (a local testbed, docker containers, a dashboard) or
 measure the wire run at a tiny size in the build a user gets, each writing to a folder of the test's
-own: together with ``test_experiments_tiny.py`` (the simulated ones) every experiments module runs in
+own, and so do the benchmarks of the same kind (``aviary.benchmarks``): together with
+``test_experiments_tiny.py`` (the simulated ones) every experiments module and every benchmark runs in
 the suite, so one that only breaks when it is run cannot land."""
 
 from __future__ import annotations
@@ -15,8 +16,17 @@ from helpers import docker_engine
 
 
 def experiment(name: str, *args: str, timeout: float = 240) -> str:
+    """``python -m aviary.experiments.NAME ARGS``'s output; ``name`` ``benchmarks.QUESTION [WHAT]``:
+    ``python -m aviary.benchmarks.QUESTION [WHAT] ARGS`` (a benchmark's command as its page names it)."""
     env = {k: v for k, v in os.environ.items() if k != "AVIARY_PURE_PYTHON"}
-    cmd = [sys.executable, "-m", f"aviary.experiments.{name}", *args]
+    module, *what = name.split()
+    cmd = [
+        sys.executable,
+        "-m",
+        f"aviary.{module if '.' in module else 'experiments.' + module}",
+        *what,
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
@@ -59,7 +69,17 @@ def test_packing_real_runs_each_policy_on_a_testbed_and_in_its_simulated_band(tm
 
 
 def test_soak_survives_its_failures_and_samples_every_process(tmp_path):
-    experiment("soak", "--minutes", "0.1", "--nodes", "6", "--every", "2", "--out", str(tmp_path))
+    experiment(
+        "benchmarks.scale_and_memory soak",
+        "--minutes",
+        "0.1",
+        "--nodes",
+        "6",
+        "--every",
+        "2",
+        "--out",
+        str(tmp_path),
+    )
     s = summary(tmp_path / "run")
     assert s["finished"] == s["jobs"] > 0
     assert (tmp_path / "rss.csv").read_text().count("\n") > 2 and (tmp_path / "soak.md").exists()
@@ -67,8 +87,9 @@ def test_soak_survives_its_failures_and_samples_every_process(tmp_path):
 
 def test_bench_nodes_packs_node_monitors_into_processes(tmp_path):
     out = experiment(
-        "bench_nodes", "--nodes", "20", "--nodes-per-process", "10", "--jobs", "20", "--policies", "sparrow",
-        "--time-scale", "10000", "--results", str(tmp_path), "--transports", "zmq", "tcp",
+        "benchmarks.scale_and_memory nodes", "--nodes", "20", "--nodes-per-process", "10", "--jobs", "20",
+        "--policies", "sparrow", "--time-scale", "10000", "--results", str(tmp_path), "--transports", "zmq",
+        "tcp",
     )  # fmt: skip
     lines = (tmp_path / "bench_nodes.md").read_text().splitlines()
     rows = [line for line in lines if line.startswith("| sparrow")]
@@ -80,27 +101,37 @@ def test_bench_nodes_packs_node_monitors_into_processes(tmp_path):
 
 def test_bench_messages_counts_every_policy_s_messages(tmp_path):
     experiment(
-        "bench_messages", "--nodes", "20", "--jobs", "20", "--codec-rounds", "500", "--out", str(tmp_path)
+        "benchmarks.wire messages",
+        "--nodes",
+        "20",
+        "--jobs",
+        "20",
+        "--codec-rounds",
+        "500",
+        "--out",
+        str(tmp_path),
     )
     table = (tmp_path / "messages.md").read_text()
     assert table.count("\n| ") >= 5 and (tmp_path / "codec.md").exists()
 
 
 def test_bench_transport_times_every_transport():
-    out = experiment("bench_transport", "--rounds", "200")
+    out = experiment("benchmarks.runtime_overhead transport", "--rounds", "200")
     assert "| ZeroMQ ROUTER-ROUTER on uvloop |" in out and "| asyncio TCP on uvloop |" in out
     assert "| Aviary's tcp transport, keyed |" in out and "Aviary's zmq / tcp transport:" in out
 
 
 def test_bench_floor_times_the_bare_path_and_the_timers():
-    out = experiment("bench_floor", "--rounds", "20", "--gap-ms", "1")
+    out = experiment("benchmarks.floors", "--rounds", "20", "--gap-ms", "1")
     assert out.count(" ms: ") == 4 and "block  gap 1 ms" in out and "uvloop gap 0 ms" in out
     assert "time.sleep" in out and "call_later" in out
     assert "one msgpack decode, p50 (us): back to back " in out and "after 1 ms idle" in out
 
 
 def test_bench_hops_follows_each_job_s_path_step_by_step():
-    out = experiment("bench_hops", "--jobs", "20", "--gap-ms", "2", "--policies", "fifo,sparrow")
+    out = experiment(
+        "benchmarks.runtime_overhead hops", "--jobs", "20", "--gap-ms", "2", "--policies", "fifo,sparrow"
+    )
     fifo, sparrow = out.split("sparrow: ")
     steps = [line.split("  ")[1:3] for line in fifo.splitlines()[1:-1]]
     assert [[s.strip() for s in step] for step in steps] == [
@@ -114,14 +145,16 @@ def test_bench_hops_follows_each_job_s_path_step_by_step():
 
 def test_dashboard_cost_replays_with_and_without_the_dashboard(tmp_path):
     out = experiment(
-        "dashboard_cost", "--nodes", "6", "--jobs", "20", "--duration", "2s", "--rounds", "1",
-        "--modes", "off,idle", "--shots", str(tmp_path),
+        "benchmarks.runtime_overhead dashboard", "--nodes", "6", "--jobs", "20", "--duration", "2s",
+        "--rounds", "1", "--modes", "off,idle", "--shots", str(tmp_path),
     )  # fmt: skip
     assert "idle / off: cpu_s" in out
 
 
 def test_bench_docker_starts_tasks_in_containers(tmp_path):
     docker_engine()  # skips without an engine (fails in CI: AVIARY_REQUIRE_DOCKER=1)
-    experiment("bench_docker", "--repeat", "1", "--out", str(tmp_path / "docker.json"))
+    experiment(
+        "benchmarks.runtime_overhead docker_executor", "--repeat", "1", "--out", str(tmp_path / "docker.json")
+    )
     results = json.loads((tmp_path / "docker.json").read_text())
     assert {"overhead", "startup", "suspension_error", "cpu_per_task_second", "burst_seconds"} <= set(results)

@@ -1,9 +1,10 @@
-"""The experiment scripts run, at a tiny size, in the build a user gets (the compiled cores where
-scripts/setup.sh built them, as in CI), and the ones that drive the cores hardest once in pure Python
-too: a failure only one build shows (``bench_tetrisched``'s once) cannot land. Each writes to a folder
-of the test's own, never over the committed results. (``bench_tetrisched``, ``bench_codec``,
-``bench_speed``, ``agreement``, ``eagle_tail``, ``kairos_analysis`` and the sweeps have tests of their
-own; the experiments on real processes, docker or the wire: ``test_experiments_real_tiny.py``.)"""
+"""The experiment scripts (and the simulated benchmarks) run, at a tiny size, in the build a user gets
+(the compiled cores where scripts/setup.sh built them, as in CI), and the ones that drive the cores
+hardest once in pure Python too: a failure only one build shows (TetriSched's benchmark's once) cannot
+land. Each writes to a folder of the test's own, never over the committed results. (The benchmarks
+``central_policies tetrisched``, ``wire codec``, ``simulator_speed compare`` and ``agreement``, the
+experiments ``eagle_tail``, ``kairos_analysis`` and the sweeps have tests of their own; the experiments
+and benchmarks on real processes, docker or the wire: ``test_experiments_real_tiny.py``.)"""
 
 from __future__ import annotations
 
@@ -32,10 +33,19 @@ TINY = [
 
 
 def experiment(name: str, *args: str, pure: bool = False) -> str:
+    """``python -m aviary.experiments.NAME ARGS``'s output; ``name`` ``benchmarks.QUESTION [WHAT]``:
+    ``python -m aviary.benchmarks.QUESTION [WHAT] ARGS`` (a benchmark's command as its page names it)."""
     env = {k: v for k, v in os.environ.items() if k != "AVIARY_PURE_PYTHON"}
     if pure:
         env["AVIARY_PURE_PYTHON"] = "1"
-    cmd = [sys.executable, "-m", f"aviary.experiments.{name}", *args]
+    module, *what = name.split()
+    cmd = [
+        sys.executable,
+        "-m",
+        f"aviary.{module if '.' in module else 'experiments.' + module}",
+        *what,
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
@@ -77,8 +87,8 @@ def test_a_dag_comparison_runs_its_cells_and_reports_each_policy(tmp_path, name,
 @pytest.mark.parametrize("pure", [False, True], ids=["default-build", "pure-python"])
 def test_bench_packing_times_each_policy_per_placed_task(pure):
     out = experiment(
-        "bench_packing", "--policies", "tetris", "carbyne", "--workloads", "tpch", "--nodes", "100",
-        "--jobs", "4", pure=pure,
+        "benchmarks.central_policies packing", "--policies", "tetris", "carbyne", "--workloads", "tpch",
+        "--nodes", "100", "--jobs", "4", pure=pure,
     )  # fmt: skip
     got = {r[4]: r for r in rows(out, "tpch")}
     assert sorted(got) == ["carbyne", "tetris"]
@@ -88,14 +98,17 @@ def test_bench_packing_times_each_policy_per_placed_task(pure):
 
 
 def test_bench_packing_refuses_a_selection_that_matches_no_cell():
-    cmd = [sys.executable, "-m", "aviary.experiments.bench_packing", "--workloads", "tpch", "--nodes", "7"]
+    cmd = [sys.executable, "-m", "aviary.benchmarks.central_policies", "packing", "--workloads", "tpch"]
+    cmd += ["--nodes", "7"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no cell matches" in done.stderr.splitlines()[-1]
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["default-build", "pure-python"])
 def test_bench_sim_replays_the_first_jobs_of_the_sample(pure):
-    out = experiment("bench_sim", "--jobs", "30", "--nodes", "50", "--quiet", pure=pure)
+    out = experiment(
+        "benchmarks.simulator_speed sample", "--jobs", "30", "--nodes", "50", "--quiet", pure=pure
+    )
     assert "jobs finished    30/30" in out
 
 

@@ -3,9 +3,9 @@ caused each other, not read off the clock's order (two probes of a job interleav
 
 from __future__ import annotations
 
+from aviary.benchmarks.runtime_overhead.hops import path, steps
 from aviary.common.hoplog import ENV, HopLogRuntime, make_runtime, read_hops
 from aviary.common.runtime import Runtime
-from aviary.experiments.bench_hops import path, steps
 
 
 def _sparrow_logs() -> dict:

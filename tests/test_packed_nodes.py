@@ -160,8 +160,9 @@ def test_a_packed_node_fails_or_stalls_alone_or_with_its_pack_and_every_job_fini
 def test_three_hundred_real_node_monitors_in_six_processes_finish_a_google_sample(
     tmp_path, no_leftover_children
 ):
-    """The system test of the 1,000-node benchmark (``experiments/bench_nodes.py``) at 300 nodes: every
-    node registers at its own address (the replay starts only then) and every job finishes."""
+    """The system test of the 1,000-node benchmark (``python -m aviary.benchmarks.scale_and_memory
+    nodes``) at 300 nodes: every node registers at its own address (the replay starts only then) and every
+    job finishes."""
     out = tmp_path / "run"
     flags = ["--policy", "sparrow", "--nodes", "300", "--nodes-per-process", "50", "--jobs", "100", "--quiet"]
     assert main(["replay", *flags, "--out", str(out)]) == 0

@@ -5,7 +5,7 @@ truncated time and sleeps in whole milliseconds, so a 10 ms ``call_later`` wakes
 average here, and fires early at times (a timer executor must then wait again for what is left). An
 :class:`Alarm` is a Linux ``timerfd`` on ``CLOCK_MONOTONIC`` (``time.monotonic``'s clock) armed at an
 absolute instant and watched by the loop as a reader: it never fires early and wakes ~0.08 ms late
-(``python -m aviary.experiments.bench_floor``). ``timerfd_create`` is called through ``ctypes`` (the
+(``python -m aviary.benchmarks.floors``). ``timerfd_create`` is called through ``ctypes`` (the
 ``os`` module has it from Python 3.13); without it (not Linux) the alarm falls back to ``call_later``.
 """
 

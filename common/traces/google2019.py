@@ -108,7 +108,7 @@ TABLES = ("collection_events", "instance_events")
 
 READ_SHARE = 0.8
 """The progress bar's share of reading (the rest: the sorted events through the state machine); about
-what the benchmark measures (``experiments/bench_trace_convert.py``)."""
+what the benchmark measures (``benchmarks/simulator_speed/trace_convert.py``)."""
 
 MAX_ID = 2**63 - 1
 AFTER = g.AFTER

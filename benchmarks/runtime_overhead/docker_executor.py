@@ -12,7 +12,7 @@ can be compared on this (shared, noisy) machine:
 - ``cpu_per_task_second``: CPU the container uses per second of a running 3 s task (the ticks);
 - ``burst``: K zero-length tasks launched at once: when the last one reports (engine throughput).
 
-    python -m aviary.experiments.bench_docker [--repeat N] [--out FILE.json]
+    python -m aviary.benchmarks.runtime_overhead docker_executor [--repeat N] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ async def measure(repeat: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aviary.experiments.bench_docker")
+    parser = argparse.ArgumentParser(prog="python -m aviary.benchmarks.runtime_overhead docker_executor")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -18,7 +18,7 @@ On the simulator: the bundled Google sample's first ``--jobs`` jobs on ``--nodes
 their own arrival times (events per second). On real processes (``--real``): ``aviary bench``'s timer
 figures (round trip, no-op throughput, 10 ms tasks) for the central FIFO and its plug-in copy.
 
-    python -m aviary.experiments.bench_plugin [--rounds 5] [--jobs 2000] [--nodes 1000] [--real]
+    python -m aviary.benchmarks.simulator_speed plugin [--rounds 5] [--jobs 2000] [--nodes 1000] [--real]
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from aviary.experiments.bench_sim import TRACE, load_jobs
+from aviary.benchmarks.simulator_speed.sample import TRACE, load_jobs
 from aviary.launch.cli.bench import timer_figures
 from aviary.launch.drivers.sim import simulate
 from aviary.launch.policies.registry import get_policy, policy_cluster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def absolute(source: str, package: str) -> str:

@@ -1,12 +1,12 @@
 """Encode + decode time per message kind, today's codec against an earlier revision's, in one run.
 
-    python -m aviary.experiments.bench_codec [--before REV]
+    python -m aviary.benchmarks.wire codec [--before REV]
 
 ``--before`` (default :data:`BEFORE`, the last revision with the hand-written msgpack codec) names a git
 revision whose ``common/messages.py`` is loaded from git beside today's, so both are timed in the same
 process on the same machine at the same moment: each kind is built with the same field values in both,
-and one round trip is ``decode(encode(msg))``, best of 5 repeats of a loop. ``bench_messages`` prints
-this table too.
+and one round trip is ``decode(encode(msg))``, best of 5 repeats of a loop.
+``python -m aviary.benchmarks.wire messages`` prints this table too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from aviary.common import messages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BEFORE = "e00518c"
 """The last revision whose wire codec is the hand-written one (protocol 1)."""
 
@@ -46,6 +46,7 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "GetStats": (),
     "PeerDown": ("node-3",),
     "PeerUp": ("node-3",),
+    "TaskRecords": ([[7, 3, "node-2", 1.0, 1.25, 2.5, 0, True]], 3.5, "boot-id"),
     "GetCounters": (),
     "Counters": ({"tasks_launched": 1000, "probes": 2000}, {"Probe": 2000, "GetTask": 1000}),
     "LongTask": (7, 3, 120.0, 120.0, BITS, 12.5),
@@ -70,7 +71,7 @@ def load_revision(rev: str) -> ModuleType:
             ["git", "show", f"{rev}:common/messages.py"], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"bench_codec: cannot read common/messages.py at {rev!r} from git: {exc}") from None
+        raise SystemExit(f"wire codec: cannot read common/messages.py at {rev!r} from git: {exc}") from None
     folder = Path(tempfile.mkdtemp(prefix="aviary-codec-"))
     path = folder / "messages_before.py"
     path.write_text(text)
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = set(SAMPLES) ^ {cls.__name__ for cls in messages.MESSAGE_TYPES}
     if missing:
-        raise SystemExit(f"bench_codec: SAMPLES and the message kinds differ: {sorted(missing)}")
+        raise SystemExit(f"wire codec: SAMPLES and the message kinds differ: {sorted(missing)}")
     print(table(args.before))
     return 0
 

@@ -1,12 +1,12 @@
 """Central decision cost per placed task of the multi-resource policies, and simulator speed on DAG
 workloads (a benchmark, not a test: ratios in one run on a shared machine):
 
-    python -m aviary.experiments.bench_packing            # TPC-H at 100 and 1,000 nodes, Alibaba at 100
-    python -m aviary.experiments.bench_packing --graphene-offline   # Graphene offline schedule time per DAG
-    python -m aviary.experiments.bench_packing --nodes 100 --policies drf cs sjf tetris
-    python -m aviary.experiments.bench_packing --workloads tpch tpcds --nodes 100 --jobs 30 \
+    python -m aviary.benchmarks.central_policies packing  # TPC-H at 100 and 1,000 nodes, Alibaba at 100
+    python -m aviary.benchmarks.central_policies packing --graphene-offline  # Graphene's offline time per DAG
+    python -m aviary.benchmarks.central_policies packing --nodes 100 --policies drf cs sjf tetris
+    python -m aviary.benchmarks.central_policies packing --workloads tpch tpcds --nodes 100 --jobs 30 \
         --policies tetris carbyne --rounds 2          # Carbyne's cost per placed task / Tetris'
-    python -m aviary.experiments.bench_packing --workloads tpch --nodes 100 \
+    python -m aviary.benchmarks.central_policies packing --workloads tpch --nodes 100 \
         --policies cs drf sjf cp tetris --rounds 2    # the YARN-like baselines' whole simulation / Tetris'
 
 Each cell is one simulated replay at offered load 0.9 (seed 0); the central scheduler's

@@ -1,8 +1,7 @@
 """What one hop costs: a ping-pong between two processes on loopback, ZeroMQ as the runtime uses it
-against plain asyncio TCP, and Aviary's two transports themselves with and without keys, in one run
-(issue 27's "which part of the path costs what").
+against plain asyncio TCP, and Aviary's two transports themselves with and without keys, in one run.
 
-    python -m aviary.experiments.bench_transport [--rounds 5000]
+    python -m aviary.benchmarks.runtime_overhead transport [--rounds 5000]
 
 Each side is a uvloop loop in its own process. ``zmq``: ROUTER to ROUTER with routing ids, the socket's
 descriptor watched by the loop and drained on each wake-up, as :class:`~aviary.common.transport.Transport`
@@ -29,10 +28,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from aviary.benchmarks.wire.codec import round_trip_ns
 from aviary.common import messages
 from aviary.common.cluster import Peers, free_ports
 from aviary.common.wire import open_transport
-from aviary.experiments.bench_codec import round_trip_ns
 
 FRAME = b"x" * 40
 

@@ -4,7 +4,8 @@ Sparrow with probe ratio 2, the trace's own arrival times, durations in trace se
 and no task-count scaling: 312,558 tasks. Prints wall seconds, events, events/s and peak RSS; the
 target is at most 120 s of wall time and under 4 GB on a 2-core machine.
 
-    python -m aviary.experiments.bench_sim [--jobs N] [--nodes N] [--schedulers N] [--profile FILE]
+    python -m aviary.benchmarks.simulator_speed sample [--jobs N] [--nodes N] [--schedulers N]
+        [--profile FILE]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from aviary.common.workload import build_workload
 from aviary.launch.drivers.sim import simulate
 from aviary.launch.policies.registry import policy_cluster
 
-TRACE = Path(__file__).resolve().parent / "traces" / "google_10k.tr"
+TRACE = Path(__file__).resolve().parents[2] / "experiments" / "traces" / "google_10k.tr"
 
 
 def load_jobs(path: Path, limit: int | None) -> list[JobSpec]:

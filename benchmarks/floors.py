@@ -1,7 +1,7 @@
 """What this machine allows before any runtime does any work: the floor under ``aviary bench``'s round trip
-and its 10 ms tasks (issue 27's "which part of the path costs what").
+and its 10 ms tasks: which part of the path costs what.
 
-    python -m aviary.experiments.bench_floor [--rounds 300] [--gap-ms 5]
+    python -m aviary.benchmarks.floors [--rounds 300] [--gap-ms 5]
 
 - **Round trip.** ``aviary bench``'s central FIFO round trip crosses four hops over three processes
   (frontend -> scheduler -> node -> scheduler -> frontend), each process idle in between. Here three

@@ -1,8 +1,8 @@
-"""A thousand real node monitors on one machine (issue 27), measured against the simulator.
+"""A thousand real node monitors on one machine, measured against the simulator.
 
-    python -m aviary.experiments.bench_nodes                         # 1,000 nodes, Eagle and Sparrow
-    python -m aviary.experiments.bench_nodes --nodes 300 --policies sparrow --jobs 200
-    python -m aviary.experiments.bench_nodes --transports zmq tcp    # each real replay over both wires
+    python -m aviary.benchmarks.scale_and_memory nodes  # 1,000 nodes, Eagle and Sparrow
+    python -m aviary.benchmarks.scale_and_memory nodes --nodes 300 --policies sparrow --jobs 200
+    python -m aviary.benchmarks.scale_and_memory nodes --transports zmq tcp  # each real replay over both
 
 For each policy, the same replay of the bundled Google sample (``--jobs`` consecutive jobs, Poisson
 arrivals at ``--load``, durations divided by ``--time-scale``) runs once on the simulator and once on
@@ -31,7 +31,7 @@ from typing import Any
 
 import psutil
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "experiments" / "results"
 MiB = 1024 * 1024
 
 
@@ -101,7 +101,8 @@ def replay(
         sampler.join()
     if code != 0:
         raise SystemExit(
-            f"bench_nodes: the {runtime} replay of {policy} failed (exit {code}): {' '.join(command)}"
+            f"scale_and_memory nodes: the {runtime} replay of {policy} failed (exit {code}): "
+            + " ".join(command)
         )
     return json.loads((out / "summary.json").read_text()), memory
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             print(rows[-1], flush=True)
     text = (
         "# A thousand real node monitors on one machine\n\n"
-        f"`python -m aviary.experiments.bench_nodes --nodes {args.nodes} --nodes-per-process "
+        f"`python -m aviary.benchmarks.scale_and_memory nodes --nodes {args.nodes} --nodes-per-process "
         f"{args.nodes_per_process} --jobs {args.jobs} --load {args.load:g} "
         f"--time-scale {args.time_scale:g} --transports {' '.join(args.transports)} "
         f"--keys {' '.join(args.keys)}` — "

@@ -1,6 +1,6 @@
-"""Real runtime vs simulator on the same scaled Google sample (issue: Simulator; thesis Fig. 2.13).
+"""Real runtime vs simulator on the same scaled Google sample (thesis Fig. 2.13).
 
-    python experiments/agreement.py [--loads 0.5 0.8] [--out experiments/results/agreement]
+    python -m aviary.benchmarks.agreement [--loads 0.5 0.8] [--out experiments/results/agreement]
 
 Runs Sparrow on 20 single-slot nodes with 2 schedulers, on 300 consecutive jobs of the bundled
 sample from the 8,000th, durations divided by 3,000 and task counts multiplied by 0.02 (task-seconds
@@ -63,11 +63,11 @@ def table(results: dict[float, dict[str, dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.8])
     ap.add_argument("--out", type=Path, default=Path("experiments/results/agreement"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     results = {load: run(args.out, load) for load in args.loads}
     text = table(results)
     (args.out / "agreement.md").write_text(text)

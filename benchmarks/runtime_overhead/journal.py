@@ -1,9 +1,9 @@
 """What the journal and the task table cost (common/journal.py, common/tasktable.py): the same replays
 with and without, alternated, in one run.
 
-    python -m aviary.experiments.journal_cost                    # 10,000-job simulated replay x 3, bench x 3
-    python -m aviary.experiments.journal_cost --rounds 5 --skip-bench
-    python -m aviary.experiments.journal_cost --what tasks      # the task table: journal on, table on / off
+    python -m aviary.benchmarks.runtime_overhead journal  # 10,000-job simulated replay x 3, bench x 3
+    python -m aviary.benchmarks.runtime_overhead journal --rounds 5 --skip-bench
+    python -m aviary.benchmarks.runtime_overhead journal --what tasks  # the task table on / off, journal on
 
 Simulated: ``aviary replay --runtime sim --jobs 10000`` (the bundled Google sample on 10 nodes), run in
 this process with the journal on and off (``ReplaySetup.journal``), the two alternated ``--rounds`` times;
@@ -35,14 +35,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.frontend import round_robin
-from ..common.journal import Journal
-from ..common.model import JobSpec
-from ..launch.drivers.local import LocalTestbed
-from ..launch.drivers.real import FrontendSession
-from ..launch.flags.spec import ReplaySpec
-from ..launch.replay.resolve import setup_replay, testbed_cluster
-from ..launch.replay.run import run_replay
+from aviary.common.frontend import round_robin
+from aviary.common.journal import Journal
+from aviary.common.model import JobSpec
+from aviary.launch.drivers.local import LocalTestbed
+from aviary.launch.drivers.real import FrontendSession
+from aviary.launch.flags.spec import ReplaySpec
+from aviary.launch.replay.resolve import setup_replay, testbed_cluster
+from aviary.launch.replay.run import run_replay
 
 
 class TimedJournal(Journal):
@@ -71,7 +71,7 @@ class TimedJournal(Journal):
 
 
 def simulated(on: bool, jobs: int, root: Path, what: str = "journal") -> dict[str, float]:
-    from ..launch.replay import run
+    from aviary.launch.replay import run
 
     out = Path(tempfile.mkdtemp(dir=root))
     setup = setup_replay(ReplaySpec(runtime="sim", jobs=jobs, out=out, force=True), quiet=True)

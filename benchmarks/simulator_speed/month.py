@@ -1,4 +1,4 @@
-"""The simulator at the scale of the whole Google month (issue 49): a trace streamed, not loaded.
+"""The simulator at the scale of the whole Google month: a trace streamed, not loaded.
 
 A trace of the month's size (about 670,000 jobs and 21-25 million tasks: ``aviary trace generate --like
 experiments/traces/google_10k.tr --jobs 670000 --out /tmp/month.tr``, since the real 2011 trace cannot be
@@ -9,7 +9,7 @@ journal and to the rows of ``jobs.csv`` and then forgotten (:class:`~aviary.comm
 and no task table. Prints CPU seconds, peak RSS and the cost per task and per event; writes the results
 folder (``jobs.csv``, ``summary.json``, ``journal.jsonl``) to ``--out``.
 
-    python -m aviary.experiments.bench_month TRACE --policy eagle [--nodes 12500] [--load 0.8]
+    python -m aviary.benchmarks.simulator_speed month TRACE --policy eagle [--nodes 12500] [--load 0.8]
         [--jobs N] [--out DIR] [--check]
 
 ``--check`` also replays the same jobs as a list (``aviary replay``'s way: every job held) and says whether

@@ -1,5 +1,5 @@
 """Simulator speed, interleaved: whole-sample replays of this tree against a baseline build and/or another
-simulator, in one run, a pair at a time (issue 12's "simulator speed"; docs/measurements.md).
+simulator, in one run, a pair at a time (docs/measurements.md, "The simulator's speed").
 
 Each cell (policy:nodes) replays the whole bundled Google sample at its own arrival times, seed 0, as
 `aviary replay --runtime sim --keep-arrivals --nodes N --policy P`; every run is its own process and its
@@ -8,7 +8,7 @@ back, so that a pair sees the same machine: on a shared machine a single run var
 the ratio within a pair much less. The table gives the median CPU of each variant and the median of the
 per-round ratios.
 
-    python -m aviary.experiments.bench_speed --rounds 4 \\
+    python -m aviary.benchmarks.simulator_speed compare --rounds 4 \\
         [--baseline /tmp/base]                     # a folder holding another aviary/ (git archive + build)
         [--other 'bash run.sh {policy} {nodes}']   # another simulator, run in a fresh folder per run
 
@@ -71,16 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     for c in args.cells:
         policy, _, nodes = c.partition(":")
         if not nodes.isdigit():
-            print(f"bench_speed: --cells: {c!r} is not POLICY:NODES", file=sys.stderr)
+            print(f"simulator_speed compare: --cells: {c!r} is not POLICY:NODES", file=sys.stderr)
             return 2
         cells.append((policy, int(nodes)))
     if args.baseline is not None and not (args.baseline / "aviary" / "__init__.py").is_file():
-        print(f"bench_speed: --baseline {args.baseline}: no aviary/__init__.py in it", file=sys.stderr)
+        print(
+            f"simulator_speed compare: --baseline {args.baseline}: no aviary/__init__.py in it",
+            file=sys.stderr,
+        )
         return 2
     variants = ["this"] + (["baseline"] if args.baseline else []) + (["other"] if args.other else [])
     runs = {(v, c): Runs() for v in variants for c in cells}
     total, done, t0 = args.rounds * len(cells) * len(variants), 0, time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bench_speed_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="simulator_speed_compare_") as tmp:
         for r in range(args.rounds):
             for policy, nodes in cells:
                 for v in variants:
@@ -100,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
                     cpu, rss, status = run(cmd, folder, env, log)
                     text = log.read_text(errors="replace")
                     if status != 0:
-                        print(f"bench_speed: {v} {policy}:{nodes} exited with {status}; see:\n{text[-2000:]}")
+                        print(
+                            f"simulator_speed compare: {v} {policy}:{nodes} exited with {status}; "
+                            f"see:\n{text[-2000:]}"
+                        )
                         return 1
                     if v == "this" and not args.pure and "aviary build: compiled" not in text:
                         print(
-                            "bench_speed: this tree runs pure Python (scripts/setup.sh builds it; or --pure)"
+                            "simulator_speed compare: this tree runs pure Python "
+                            "(scripts/setup.sh builds it; or --pure)"
                         )
                         return 1
                     cell = runs[v, (policy, nodes)]
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(
         len(runs["this", c].digests) != 1 or runs[base, c].digests != runs["this", c].digests for c in cells
     ):
-        print("bench_speed: jobs.csv differs between runs or from the baseline's")
+        print("simulator_speed compare: jobs.csv differs between runs or from the baseline's")
         return 1
     return 0
 

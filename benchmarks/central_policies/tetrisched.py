@@ -1,8 +1,8 @@
 """TetriSched's solver time per cycle by pending jobs and cluster size: cold, greedy start, and the
 default (LP rounding) (a benchmark, not a test; the machine is shared: compare the columns of one run):
 
-    python -m aviary.experiments.bench_tetrisched
-    python -m aviary.experiments.bench_tetrisched --pending 50 --nodes 100 --seeds 0 1 2 3 4
+    python -m aviary.benchmarks.central_policies tetrisched
+    python -m aviary.benchmarks.central_policies tetrisched --pending 50 --nodes 100 --seeds 0 1 2 3 4
 
 A cell: ``pending`` GS_HET-like jobs (``gshet_jobs(seed, pending, load=None)``: every job waiting at
 time 0) on ``nodes`` one-slot nodes in racks of 10, a quarter GPU-labelled (the 256-node cell is the

@@ -1,6 +1,6 @@
 """Messages per task of every registered policy, on the simulator (a product figure: DESIGN §2, §7).
 
-    python -m aviary.experiments.bench_messages [--nodes 1000] [--jobs 2000] [--load 0.8]
+    python -m aviary.benchmarks.wire messages [--nodes 1000] [--jobs 2000] [--load 0.8]
                                                 [--out experiments/results/messages]
 
 Every policy replays the same workload on the same cluster with the same seed: ``--jobs``
@@ -10,20 +10,27 @@ schedulers where the policy uses them. The simulator counts every message a core
 the real runtime does; the table gives them per task, with the simulator's events per second.
 Writes ``messages.md`` and each run's ``summary.json`` under ``--out``; then ``codec.md``: encode +
 decode nanoseconds per message kind with today's codec and with an earlier revision's, measured in the
-same run (:mod:`aviary.experiments.bench_codec`; ``--codec-only`` for that table alone).
+same run (:mod:`aviary.benchmarks.wire.codec`; ``--codec-only`` for that table alone).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
-from aviary.experiments.bench_codec import BEFORE
-from aviary.experiments.bench_codec import table as codec_table
-from aviary.experiments.tables import num
+from aviary.benchmarks.wire.codec import BEFORE
+from aviary.benchmarks.wire.codec import table as codec_table
 from aviary.launch.cli.main import main as aviary
 from aviary.launch.policies.registry import POLICIES
+
+
+def num(x: float | None, digits: int = 0) -> str:
+    """``x`` with thousands separators and ``digits`` decimals; ``n/a`` when missing or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:,.{digits}f}"
 
 
 def run(policy: str, out: Path, args: argparse.Namespace) -> dict:
@@ -43,7 +50,7 @@ def report(summaries: dict[str, dict], args: argparse.Namespace) -> str:
     lines = [
         f"# Messages per task: {args.jobs} jobs of the bundled sample, {args.nodes} nodes, load {args.load}",
         "",
-        "Regenerate: `python -m aviary.experiments.bench_messages` (see its docstring for the set-up).",
+        "Regenerate: `python -m aviary.benchmarks.wire messages` (see its docstring for the set-up).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -74,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     codec = (
         "# Encode + decode per message kind, before and after the msgspec codec (one run)\n\n"
-        "Regenerate: `python -m aviary.experiments.bench_messages --codec-only` "
-        f"(`experiments/bench_codec.py`).\n\n{codec_table(args.before, args.codec_rounds)}"
+        "Regenerate: `python -m aviary.benchmarks.wire messages --codec-only` "
+        f"(`benchmarks/wire/codec.py`).\n\n{codec_table(args.before, args.codec_rounds)}"
     )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "codec.md").write_text(codec)

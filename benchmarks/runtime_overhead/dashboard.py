@@ -1,7 +1,7 @@
-"""What the live dashboard costs a real replay (issue 29), and a look at it at scale.
+"""What the live dashboard costs a real replay, and a look at it at scale.
 
-    python -m aviary.experiments.dashboard_cost                      # 300 nodes, 3 modes x 2 rounds
-    python -m aviary.experiments.dashboard_cost --nodes 1000 --rounds 1 --modes browser
+    python -m aviary.benchmarks.runtime_overhead dashboard  # 300 nodes, 3 modes x 2 rounds
+    python -m aviary.benchmarks.runtime_overhead dashboard --nodes 1000 --rounds 1 --modes browser
 
 The same real replay (the bundled Google sample, ``--jobs`` jobs over ``--duration``, ``--nodes`` node
 monitors, 50 per OS process) runs without a dashboard (``off``), with one nobody looks at (``idle``) and
@@ -81,7 +81,7 @@ def run(mode: str, args: argparse.Namespace, out: Path, shots: Path) -> dict[str
         page.save_screenshot(str(shots / f"dashboard-{args.nodes}.png"))
         page.quit()
     if proc.wait() != 0:
-        raise SystemExit(f"dashboard_cost: the {mode} replay failed:\n{rest[-2000:]}")
+        raise SystemExit(f"runtime_overhead dashboard: the {mode} replay failed:\n{rest[-2000:]}")
     watcher.join()
     s = json.loads((out / "summary.json").read_text())
     short = s["jct"]["short"]
@@ -95,7 +95,9 @@ def run(mode: str, args: argparse.Namespace, out: Path, shots: Path) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aviary.experiments.dashboard_cost", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m aviary.benchmarks.runtime_overhead dashboard", description=__doc__
+    )
     p.add_argument("--nodes", type=int, default=300)
     p.add_argument("--jobs", type=int, default=300)
     p.add_argument("--duration", default="20s")

@@ -1,8 +1,8 @@
-"""Soak benchmark (issue 14): a long real replay on 100 node monitors with failures injected, every
-process's memory sampled; writes ``results/soak/`` (``rss.csv``, ``soak.md``).
+"""Soak benchmark: a long real replay on 100 node monitors with failures injected, every
+process's memory sampled; writes ``experiments/results/soak/`` (``rss.csv``, ``soak.md``).
 
-    python -m aviary.experiments.soak                      # 30 minutes of replay, 100 nodes, Sparrow
-    python -m aviary.experiments.soak --minutes 5          # a shorter one
+    python -m aviary.benchmarks.scale_and_memory soak  # 30 minutes of replay, 100 nodes, Sparrow
+    python -m aviary.benchmarks.scale_and_memory soak --minutes 5          # a shorter one
 
 It runs ``aviary replay`` (its own local testbed) with ``--fail`` killing nodes and one of the
 schedulers at fixed replay times, samples the resident memory (RSS) of every process of the testbed
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-OUT = Path(__file__).parent / "results" / "soak"
+OUT = Path(__file__).resolve().parents[2] / "experiments" / "results" / "soak"
 
 
 def failures(minutes: float, nodes: int) -> str:
@@ -116,7 +116,8 @@ def report(
     lines = [
         "# Soak: a long real replay with failures injected",
         "",
-        f"Command: `python -m aviary.experiments.soak --minutes {args.minutes:g} --nodes {args.nodes}` "
+        "Command: `python -m aviary.benchmarks.scale_and_memory soak "
+        f"--minutes {args.minutes:g} --nodes {args.nodes}` "
         f"({time.strftime('%Y-%m-%d')}); exit status {code}, {wall / 60:.1f} min of wall time.",
         "",
         f"- replay: {summary['finished']}/{summary['jobs']} jobs finished, {summary['tasks']} tasks, "

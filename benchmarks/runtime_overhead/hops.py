@@ -1,6 +1,7 @@
-"""Where ``aviary bench``'s round trip goes, step by step (issue 27's "which part of the path costs what").
+"""Where ``aviary bench``'s round trip goes, step by step: which part of the path costs what.
 
-    python -m aviary.experiments.bench_hops [--jobs 300] [--gap-ms 5] [--policies fifo-queue,fifo,sparrow]
+    python -m aviary.benchmarks.runtime_overhead hops [--jobs 300] [--gap-ms 5]
+        [--policies fifo-queue,fifo,sparrow]
 
 Runs ``aviary bench``'s round trip (one-task no-op jobs, one at a time, ``--gap-ms`` apart, on 4
 single-slot timer nodes over the plain-TCP transport without keys, the figures Dask is compared with)
@@ -9,7 +10,7 @@ of a job's path: ``A > B  Kind`` is the wire and the wake-up from process ``A``'
 ``B``'s handling of it (encode, the send, the kernel, ``B``'s loop, the read, decode), ``B  Kind > Next``
 is ``B``'s own work between the two (the sender's checks, the core, the effects; at a node, the
 zero-length task's launch and exit). The steps are those of the most common path (its share given);
-their medians need not add up to the median round trip. ``python -m aviary.experiments.bench_floor``
+their medians need not add up to the median round trip. ``python -m aviary.benchmarks.floors``
 gives the machine's own floor under the wire steps.
 """
 
@@ -24,11 +25,11 @@ from typing import Any
 
 import uvloop
 
-from ..common.hoplog import ENV, IN, OUT, Hop, read_hops
-from ..common.model import JobSpec
-from ..launch.cli.bench import measure_replay
-from ..launch.drivers.local import LocalTestbed
-from ..launch.policies.registry import policy_cluster
+from aviary.common.hoplog import ENV, IN, OUT, Hop, read_hops
+from aviary.common.model import JobSpec
+from aviary.launch.cli.bench import measure_replay
+from aviary.launch.drivers.local import LocalTestbed
+from aviary.launch.policies.registry import policy_cluster
 
 POLICIES = {
     "fifo-queue": ("fifo", {"fifo_queue": 1}),

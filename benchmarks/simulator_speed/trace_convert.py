@@ -2,8 +2,8 @@
 ``task_events``, and of ``google-2019`` on generated ``collection_events``/``instance_events``
 (``docs/measurements.md``, "Trace conversion speed"). A benchmark, not a test.
 
-    .venv/bin/python -m aviary.experiments.bench_trace_convert [--gb 1.0] [--dir /tmp/g2011]
-    .venv/bin/python -m aviary.experiments.bench_trace_convert --format google-2019 --gb 0.5
+    .venv/bin/python -m aviary.benchmarks.simulator_speed trace_convert [--gb 1.0] [--dir /tmp/g2011]
+    .venv/bin/python -m aviary.benchmarks.simulator_speed trace_convert --format google-2019 --gb 0.5
 
 Writes schema-true input until its uncompressed size reaches ``--gb``: 2011 parts
 (:mod:`aviary.common.traces.fake2011`, gzip level 1), or 2019 JSON lines as BigQuery exports them
@@ -46,12 +46,12 @@ def generate_2019(folder: Path, target: float) -> float:
     return written
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--format", choices=("google-2011", "google-2019"), default="google-2011")
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--dir", type=Path, default=None, help="default /tmp/aviary-g2011-bench (or -g2019-)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     folder: Path = args.dir or Path(f"/tmp/aviary-g{args.format[-4:]}-bench")
     task_bytes = 0
     target = args.gb * 1e9
