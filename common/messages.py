@@ -206,7 +206,7 @@ class Hello(Message, tag=20):
 
 class Register(Message, tag=21):
     """Any process -> frontend: this process is up. ``recovering``: a central scheduler restarted after
-    a death, waiting for :class:`Recover` (issue 26)."""
+    a death, waiting for :class:`Recover`."""
 
     role: str
     slots: int = 0
