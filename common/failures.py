@@ -52,11 +52,18 @@ def _seconds(item: str, when: str) -> float:
     return value
 
 
+def split_items(text: str) -> tuple[list[str], list[str]]:
+    """A ``--fail`` list's items: the process failures' and the link faults' (``LINK:FAULT...``,
+    :mod:`aviary.common.netfaults`; a link's own commas, ``after=a,b``-style, do not occur there)."""
+    items = [part.strip() for part in text.split(",")]
+    return [i for i in items if ":" not in i], [i for i in items if ":" in i]
+
+
 def parse_failures(text: str) -> list[Failure]:
     """``"node-3@30s,sched-0@45,node-5@10s+20s"`` -> failures in time order (the last a 20 s stall);
-    ValueError names the bad item."""
+    ValueError names the bad item. Link faults in the list (:func:`split_items`) are not read here."""
     out = []
-    for item in (part.strip() for part in text.split(",")):
+    for item in split_items(text)[0]:
         name, sep, when = item.partition("@")
         if not sep or not name or not when:
             raise ValueError(f"{item!r}: expected PROCESS@TIME or PROCESS@TIME+PAUSE, such as node-3@30s")

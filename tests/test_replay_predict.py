@@ -196,29 +196,23 @@ def test_a_batch_s_span_is_the_busiest_resource_s_work_over_its_capacity():
 
 
 def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_flags_a_long_one():
-    from aviary.launch.replay.run import wall_estimate
+    from aviary.launch.replay.run import CALIBRATION, share_done, wall_estimate
 
     class Fe:
         finished, jobs = 10, [None] * 100
 
-    assert wall_estimate(2.9, Fe(), 500.0, 1000.0) is None  # still calibrating
-    # 3 s in: half the arrivals' span simulated (further than 10 % of the jobs): about 6 s in all
-    assert (
-        wall_estimate(3.0, Fe(), 500.0, 1000.0)
-        == "estimate: about 6.0 s of wall time in all (after 3.0 s, 50% done)"
-    )
-    batch = wall_estimate(4.0, Fe(), 0.0, 0.0)  # every job at 0: by the jobs finished, 40 s
-    assert batch is not None and batch.startswith("estimate: about 40.0 s ") and "long" not in batch
-    long = wall_estimate(30.0, Fe(), 10.0, 1000.0)  # 10 % done after 30 s: 5 min
-    assert long is not None and "about 5.0 min" in long and "a long simulation" in long
-
-    class Idle:
-        finished, jobs = 0, [None] * 100
-
-    assert wall_estimate(5.0, Idle(), 0.0, 1000.0) is None  # nothing done yet: no estimate
-    # With the tasks launched (the simulator counts them): their share, whatever the jobs and the clock
-    by_tasks = wall_estimate(3.0, Fe(), 500.0, 1000.0, launched=300, tasks=1000)
-    assert by_tasks == "estimate: about 10.0 s of wall time in all (after 3.0 s, 30% done)"
+    # The share done: the tasks launched where known, else the jobs finished or the virtual time
+    assert share_done(Fe(), 500.0, 1000.0, launched=300, tasks=1000) == 0.3
+    assert share_done(Fe(), 500.0, 1000.0) == 0.5 and share_done(Fe(), 0.0, 0.0) == 0.1
+    steady = [(t, t / 40) for t in (2.0, 5.0, 8.0, 10.0)]  # 2.5 % a second: 40 s in all
+    assert wall_estimate(steady[:3]) is None  # still calibrating
+    assert wall_estimate(steady) == "estimate: about 40.0 s of wall time in all (after 10.0 s, 25% done)"
+    # Dearer tasks once queues build up: the rate of the second half, not the average since the start
+    slowing = [(2.0, 0.10), (5.0, 0.20), (8.0, 0.23), (10.0, 0.25)]  # 1 %/s since 5 s: 75 s more
+    assert wall_estimate(slowing) == "estimate: about 85.0 s of wall time in all (after 10.0 s, 25% done)"
+    long = wall_estimate([(15.0, 0.025), (30.0, 0.05)])  # 5 % done after 30 s: 10 min
+    assert long is not None and "about 10.0 min" in long and "a long simulation" in long
+    assert wall_estimate([(CALIBRATION + 1, 0.0)]) is None  # nothing done yet: no estimate
 
 
 def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start():

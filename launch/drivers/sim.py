@@ -72,6 +72,7 @@ from ...common.frontend import FrontendCore
 from ...common.journal import Journal
 from ...common.messages import Register
 from ...common.model import JobSpec
+from ...common.netfaults import FaultPlan, LinkFault
 from ...common.runtime import CONTROL_KINDS
 from ...common.tasktable import BINDS, TaskRecorder
 from ...common.workload import JobStream
@@ -85,6 +86,8 @@ Progress = Callable[[FrontendCore, float], None]
 _TIMER = 0
 _EXIT = 1
 _KILLED = 2
+_LATE = 3
+"""A heap event: a message the network held back (a link fault's delay), moved to the FIFO when due."""
 
 
 @dataclass
@@ -308,6 +311,8 @@ class Simulator:
         self.net_delay = float(net_delay)
         self.observer = observer
         self.recorder: TaskRecorder | None = None
+        self.plan: FaultPlan | None = None
+        """The run's faults of the network (``--fail`` link items): each message sent meets its fate."""
         """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
         self.procs: dict[str, _Proc] = {}
         for core in cores:
@@ -409,6 +414,8 @@ class Simulator:
         TIMER, EXIT = _TIMER, _EXIT
         recorder = self.recorder
         binds = BINDS
+        plan = self.plan
+        LATE = _LATE
         # Typed locals: native attribute access where this module is compiled (speedups.py).
         proc: _Proc
         target: _Proc | None
@@ -503,6 +510,9 @@ class Simulator:
                     heappop(heap)
                     proc = ev[3]
                     kind = ev[2]
+                    if kind is LATE:  # its delay is over: delivered next, as the FIFO's first
+                        inbox.appendleft((ev[0], ev[1], proc, ev[4], ev[5]))
+                        continue
                     if kind is TIMER:
                         key = ev[4]
                         timers = proc.timers
@@ -573,7 +583,13 @@ class Simulator:
                 name = proc.name
                 last = None  # the message of the last Send of these effects, and its FIFO entry
                 for e in effects:
-                    if isinstance(e, Send):
+                    if plan is not None and isinstance(e, Send | Multicast):  # faults of the network
+                        last = None
+                        self.seq = seq
+                        for to in [e.to] if isinstance(e, Send) else e.to:
+                            self._faulty(name, to, e.msg, arrive, now)
+                        seq = self.seq
+                    elif isinstance(e, Send):
                         target = procs.get(e.to)
                         if target is None:
                             errors["error.unknown-peer"] += 1
@@ -873,13 +889,41 @@ class Simulator:
                 self.events += self._deliver_held(p, t, q)
 
     # --- slow paths ----------------------------------------------------------------------------------
+    def _faulty(self, name: str, to: str, msg: Any, arrive: float, now: float) -> None:
+        """A message sent over a link with faults (:attr:`plan`): lost, or delivered once or twice, each
+        copy after its delay (a delayed one waits in the heap, :data:`_LATE`). A message of a kind its
+        target holds (``Core.latest_wins``) is held once, its delay ignored, unless lost."""
+        target = self.procs.get(to)
+        if target is None:
+            self.errors["error.unknown-peer"] += 1
+            return
+        assert self.plan is not None
+        kind = type(msg)
+        self.sent[kind] += 1
+        copies = self.plan.fate(name, to, now)
+        if not copies:
+            return
+        if kind in target.lazy:
+            self.seq += 1
+            target.held.append(Held(arrive, self.seq, name, msg))
+            return
+        for d in copies:
+            self.seq += 1
+            if d > 0.0:
+                heapq.heappush(self.heap, (arrive + d, self.seq, _LATE, target, name, msg))
+            else:
+                self.inbox.append((arrive, self.seq, target, name, msg))
+
     def _apply(self, proc: _Proc, effects: list[Any], now: float | None = None) -> None:
         """Apply effects outside the hot loop (start, and the last event of a run)."""
         if now is None:
             now = self.now
         for e in effects:
             k = type(e)
-            if k is Send:
+            if self.plan is not None and (k is Send or k is Multicast):
+                for to in [e.to] if k is Send else e.to:
+                    self._faulty(proc.name, to, e.msg, now + self.net_delay, now)
+            elif k is Send:
                 target = self.procs.get(e.to)
                 if target is None:
                     self.errors["error.unknown-peer"] += 1
@@ -1069,6 +1113,7 @@ def simulate(
     observer: Observer | None = None,
     journal: Journal | None = None,
     watch: Callable[[Simulator], None] | None = None,
+    link_faults: Sequence[LinkFault] = (),
 ) -> SimOutcome:
     """Replay ``jobs`` on ``cluster`` on virtual time: the real runtime's cores, a fixed network delay
     and a virtual executor. Stops when every job is done, or when nothing is left to happen (then
@@ -1089,7 +1134,9 @@ def simulate(
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
     wrapped), and written on its clock there and at every progress check; with its task table, the loop
     tells a :class:`~aviary.common.tasktable.TaskRecorder` of every node's tasks (placed, started,
-    suspended, ended). ``watch`` is handed the :class:`Simulator` before it starts (a progress bar reads
+    suspended, ended). ``link_faults``: faults of the network (:mod:`aviary.common.netfaults`), drawn
+    with the cluster's seed: each message meets its fate as it is sent. ``watch`` is handed the
+    :class:`Simulator` before it starts (a progress bar reads
     its ``launched`` tasks).
 
     ``jobs`` as a :class:`~aviary.common.workload.JobStream` (issue 49): the frontend takes each job from
@@ -1109,6 +1156,8 @@ def simulate(
         quiet = quiet_limit(jobs)
     others = [build_core(spec, cluster) for spec in cluster.processes if spec.role != "frontend"]
     sim = Simulator([*others, frontend], net_delay=net_delay, observer=observer)
+    if link_faults:
+        sim.plan = FaultPlan(link_faults, {p.name: p.role for p in cluster.processes}, seed=cluster.seed)
     if watch is not None:
         watch(sim)
     deadline = t0 + (wall_limit or 0.0)

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import time
 from dataclasses import replace
 from typing import Any
 
 from ...common.cluster import Cluster, load_cluster, slot_node
 from ...common.dags import GOOGLE_TRACE, DagTraceError
-from ...common.failures import Failure, parse_failures
+from ...common.failures import Failure, parse_failures, split_items
 from ...common.gshet import gshet_attributes
 from ...common.model import JobSpec
+from ...common.netfaults import FaultPlan, LinkFault, parse_link_faults
 from ...common.params import resolve as resolve_params
 from ...common.trace import TraceError
 from ...common.workload import WorkloadError
@@ -55,6 +57,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
     prediction fits ``--duration`` (default :data:`DEFAULT_BUDGET`, then at least the workload's
     :data:`REAL_TIME_SCALE`), and one predicted to run longer than ``max_wall`` is refused (a one-line
     :class:`UsageError` naming what would fit) unless ``yes``."""
+    begun = time.monotonic()
     if isinstance(spec, argparse.Namespace):
         spec = ReplaySpec.from_args(spec)
     latest = spec.out is None
@@ -66,6 +69,7 @@ def setup_replay(spec: ReplaySpec | argparse.Namespace, *, quiet: bool = False) 
     else:
         setup = _fit(spec, quiet)
     setup.latest = latest
+    setup.begun = begun
     return setup
 
 
@@ -196,6 +200,9 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
     if cluster.transport != "zmq" and spec.runtime == "real":
         extra["transport"] = cluster.transport
     failures = injected_failures(spec, cluster)
+    links = injected_link_faults(spec, cluster)
+    if links:
+        extra["link_faults"] = [f.text for f in links]
     if failures:
         extra["failures"] = [[f.name, f.at, *([f.stall] if f.stall else [])] for f in failures]
     liveness = (spec.liveness_period, spec.liveness_misses)
@@ -212,6 +219,7 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
         spec.connect,
         extra,
         failures=failures,
+        link_faults=links,
         liveness=liveness,
         keys=spec.keys,
         dashboard=spec.dashboard if spec.runtime == "real" else None,
@@ -272,6 +280,26 @@ def longest_quiet(jobs: list[JobSpec], finishes: list[float | None]) -> float:
     last = max(j.submit for j in jobs)
     ends = sorted(f for f in finishes if f is not None and f > last)
     return max((b - a for a, b in zip([last, *ends], ends, strict=False)), default=0.0)
+
+
+def injected_link_faults(spec: ReplaySpec, cluster: Cluster) -> list[LinkFault]:
+    """``--fail``'s link faults (:mod:`aviary.common.netfaults`), each side checked against the cluster's
+    processes (one-line errors). The simulator injects them; the real runtime not yet (refused)."""
+    if spec.fail is None:
+        return []
+    items = split_items(spec.fail)[1]
+    if not items:
+        return []
+    if spec.runtime != "sim":
+        raise UsageError(
+            f"--fail: link faults ({items[0]}...) run on the simulator only so far (--runtime sim)"
+        )
+    try:
+        faults = parse_link_faults(items)
+        FaultPlan(faults, {p.name: p.role for p in cluster.processes})  # every side matches a process
+    except ValueError as exc:
+        raise UsageError(f"--fail: {exc}") from None
+    return faults
 
 
 def injected_failures(spec: ReplaySpec, cluster: Cluster) -> list[Failure]:

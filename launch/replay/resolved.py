@@ -12,6 +12,7 @@ from typing import Any
 from ...common.cluster import Cluster
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.model import JobSpec
+from ...common.netfaults import LinkFault
 from ..policies.registry import Policy
 
 
@@ -56,6 +57,8 @@ class ReplaySetup:
     prediction: Prediction | None = None
     """A real replay's prediction on the simulator (:func:`predict`)."""
     failures: list[Failure] = field(default_factory=list)
+    link_faults: list[LinkFault] = field(default_factory=list)
+    """``--fail``'s faults of the network (:mod:`aviary.common.netfaults`): the simulator injects them."""
     """Processes killed on purpose at replay times (``--fail``)."""
     keys: bool = True
     """A testbed this replay starts gets CurveZMQ keys of its own (:class:`LocalTestbed`)."""
@@ -69,6 +72,8 @@ class ReplaySetup:
     journal: bool = True
     """Journal each finished job as it finishes (:mod:`aviary.common.journal`); off only to measure its
     cost."""
+    begun: float = 0.0
+    """When its set-up began (``time.monotonic``; 0: unknown): a simulated replay's estimate counts it."""
     task_table: bool = True
     """Write the task table, ``tasks.csv``, as tasks end (:mod:`aviary.common.tasktable`; with the
     journal)."""

@@ -150,15 +150,20 @@ def _run_replay(
                 # handler could land in a gc callback, where Python only prints it.
                 nonlocal estimated
                 bar.update(fe, now)
-                elapsed = time.monotonic() - started
-                if not estimated and (line := wall_estimate(elapsed, fe, now, span, launched(), tasks)):
-                    estimated = True
-                    bar.console.print(line)
+                if not estimated:
+                    elapsed = time.monotonic() - started
+                    shares.append((elapsed, share_done(fe, now, span, launched(), tasks)))
+                    if line := wall_estimate(shares, before, after):
+                        estimated = True
+                        bar.console.print(line)
                 if stop.reason is not None:
                     raise KeyboardInterrupt
 
             started = time.monotonic()
+            shares: list[tuple[float, float]] = []  # (wall seconds, share done) at each progress check
             tasks = sum(len(j.durations) for j in jobs)
+            before = started - setup.begun if setup.begun else 0.0  # its set-up: resolved, predicted
+            after = RESULTS_SECONDS_PER_TASK * tasks if policy.dag else 0.0  # the usage metrics
             watched: list[Any] = []
 
             def launched() -> int:
@@ -174,11 +179,16 @@ def _run_replay(
                 stall_detect=setup.liveness[0] * setup.liveness[1],
                 journal=journal,
                 watch=watched.append,
+                link_faults=setup.link_faults,
             )
             wall = time.monotonic() - started
             frontend, messages, counters = outcome.frontend, outcome.messages, outcome.counters
             log = [entry for core in outcome.cores.values() for entry in core.task_log()]
             cycles = [entry for core in outcome.cores.values() for entry in core.cycle_log()]
+            if setup.link_faults and watched and watched[0].plan is not None:
+                plan = watched[0].plan
+                setup.extra["link_faults_hit"] = {k: v for k, v in plan.hit.items() if v}
+                setup.extra["link_messages"] = sum(plan.sent.values())  # every message the plan saw
             setup.extra["events"] = outcome.events
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
@@ -338,8 +348,13 @@ def _run_real(
             bed.stop()
 
 
-CALIBRATION = 3.0
-"""Seconds of a simulated replay after which it estimates its own wall time."""
+CALIBRATION = 10.0
+"""Seconds of a simulated replay after which it estimates its own wall time: by then the multi-resource
+baselines' queues have built up (their cost per task doubles within the first seconds of a 300-job TPC-H
+replay), and a replay done sooner needs no estimate (``benchmarks/estimates.py``)."""
+RESULTS_SECONDS_PER_TASK = 2e-5
+"""What a DAG replay's summary costs a task (its usage metrics, common/usage.py: 2.8 s for the 170,000
+tasks of 100 TPC-H jobs, compiled); a flat replay's summary, by jobs, takes a fraction of a second."""
 LONG_SIMULATION = 180.0
 """A simulated replay estimated to take longer than this (s) is flagged."""
 
@@ -361,26 +376,36 @@ def work_bound(cluster: Cluster, jobs: list[JobSpec]) -> float:
     return max((w / c for w, c in zip(work, capacity, strict=True) if c > 0), default=0.0)
 
 
-def wall_estimate(
-    elapsed: float, frontend: FrontendCore, now: float, span: float, launched: int = 0, tasks: int = 0
-) -> str | None:
-    """After :data:`CALIBRATION` seconds of a simulated replay, one line estimating its whole wall time
-    from the share done so far, with a warning when it looks long; None before then or with nothing done
-    yet. The share: of the ``tasks`` the ``launched`` ones (a simulated task costs about the same early
-    and late in a run, where jobs and virtual time do not: long jobs finish last, and queues that build
-    up make a virtual second dearer), else of the jobs finished, or of the virtual ``span``."""
-    if elapsed < CALIBRATION:
-        return None
+def share_done(frontend: FrontendCore, now: float, span: float, launched: int = 0, tasks: int = 0) -> float:
+    """How much of a simulated replay is done: of the ``tasks`` the ``launched`` ones (a simulated task
+    costs about the same early and late in a run, where jobs and virtual time do not: long jobs finish
+    last, and queues that build up make a virtual second dearer), else the larger of the jobs finished and
+    the virtual time over ``span``."""
     if tasks > 0 and launched > 0:
-        done = launched / tasks
-    else:
-        by_time = now / span if span > 0 else 0.0
-        done = max(frontend.finished / max(1, len(frontend.jobs)), by_time)
-    if done <= 0:
+        return min(1.0, launched / tasks)
+    by_time = now / span if span > 0 else 0.0
+    return min(1.0, max(frontend.finished / max(1, len(frontend.jobs)), by_time))
+
+
+def wall_estimate(shares: list[tuple[float, float]], before: float = 0.0, after: float = 0.0) -> str | None:
+    """Once a simulated replay ran :data:`CALIBRATION` seconds, one line estimating its whole wall time
+    from its ``shares`` done so far (``(wall seconds, share)`` at each progress check, in order), with a
+    warning when it looks long; None before then or with nothing done yet. The whole: ``before`` (the
+    seconds its set-up took), the simulation, and ``after`` (what writing its results will take).
+
+    The rate is the one of the second half of the time so far (from the last check at or before half
+    the elapsed time): a run whose tasks grow dearer once its queues build up (the multi-resource
+    baselines over-allocate their nodes, and the fluid model's cost grows with the tasks a node holds)
+    shows it there, where the average since the start would still hold the cheap first seconds."""
+    if not shares:
         return None
-    total = elapsed / min(1.0, done)
-    share = min(1.0, done)
-    line = f"estimate: about {human(total)} of wall time in all (after {human(elapsed)}, {share:.0%} done)"
+    elapsed, done = shares[-1]
+    if elapsed < CALIBRATION or done <= 0:
+        return None
+    since = max((s for s in shares if s[0] <= elapsed / 2), default=(0.0, 0.0))
+    rate = (done - since[1]) / (elapsed - since[0]) if elapsed > since[0] else 0.0
+    total = before + (elapsed + (1.0 - done) / rate if rate > 0 else elapsed / done) + after
+    line = f"estimate: about {human(total)} of wall time in all (after {human(elapsed)}, {done:.0%} done)"
     if total > LONG_SIMULATION:
         line += (
             " [yellow]— a long simulation: fewer --jobs or --nodes, or 'aviary sweep' to use every core"
