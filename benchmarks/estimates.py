@@ -42,6 +42,9 @@ RUNS: list[tuple[str, list[str]]] = [
     ("drf, TPC-H 300 jobs, 100 nodes", [*SIM, *TPCH, "--policy", "drf", "--jobs", "300"]),
     ("carbyne, Alibaba 300 jobs, 100 nodes", [*SIM, *ALIBABA, "--policy", "carbyne", "--jobs", "300"]),
     ("graphene, TPC-H 100 jobs, 100 nodes", [*SIM, *TPCH, "--policy", "graphene", "--jobs", "100"]),
+    ("sparrow, whole sample, 12,500 nodes", [*SIM, "--policy", "sparrow", "--nodes", "12500"]),
+    ("kairos, whole sample, 1,000 nodes", [*SIM, "--policy", "kairos", "--nodes", "1000"]),
+    ("carbyne, Alibaba 1,000 jobs, 100 nodes", [*SIM, *ALIBABA, "--policy", "carbyne", "--jobs", "1000"]),
     ("real sparrow, 300 jobs, 10 nodes (README)", [*REAL, "--policy", "sparrow"]),
     ("real eagle, 300 jobs, 10 nodes", [*REAL, "--policy", "eagle"]),
     ("real tetris, TPC-H 40 jobs, 10 nodes", [*REAL, *TPCH, "--policy", "tetris", "--jobs", "40"]),
@@ -99,11 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=("sim", "real"), default=None, help="one runtime's runs (default both)")
     ap.add_argument("--list", action="store_true", help="print the runs, make none")
+    ap.add_argument("--match", default=None, help="only the runs whose name holds this text (default all)")
     ap.add_argument(
         "--out", type=Path, default=RESULTS, help="where the table and JSON go (default %(default)s)"
     )
     args = ap.parse_args(argv)
     runs = [(n, f) for n, f in RUNS if args.only is None or (args.only == "real") == ("real" in f)]
+    runs = [(n, f) for n, f in runs if args.match is None or args.match in n]
     if args.list:
         for name, flags in runs:
             print(f"{name}: aviary replay {' '.join(flags)}")

@@ -17,16 +17,16 @@
 ``placed - submit`` is the scheduling delay, ``start - placed`` the wait in the node's queue,
 ``finish - start`` the run with its suspensions (the ``_replay_s`` left out).
 
-Where the rows come from: a :class:`TaskRecorder` watches node cores' inputs and effects (an observer,
-as the simulator's, DESIGN §9: nothing in a core changes). The simulator runs one for every node; on the
-real runtime each node process runs its own and sends its rows to the frontend in ``TaskRecords``
-batches every quarter second while tasks end (and before its ``Stats``). On one machine (one kernel:
+Where the rows come from: a :class:`TaskRecorder` is told what the drivers see of the node cores
+(nothing in a core changes): the simulator's loop tells one recorder of every node's placements,
+launches, suspensions and exits; on the real runtime each node process's runtime watches its own core
+(an observer of its inputs and effects) and sends its rows to the frontend in ``TaskRecords`` batches
+every quarter second while tasks end (and before its ``Stats``). On one machine (one kernel:
 the batch's boot id is the frontend's, network namespaces and containers included) every process reads
 the same monotonic clock, and the times need no mapping. A node on another machine is mapped by its
 batches: one sent at node time ``s`` and received at frontend time ``r`` bounds the clocks' offset from
 below by ``s - r``; the largest such bound is used, so its times are late by at most the one-way delay
-of its fastest batch (a LAN's latency; the summary's order of events within that delay is not to be
-trusted across hosts).
+of its fastest batch (a LAN's latency: events of two hosts that close apart may show in either order).
 
 Where the lines go: a :class:`TaskTable` takes the rows, adds what the frontend knows (submit time,
 stage, attempt) and writes them through the journal's :class:`~aviary.common.journal.RecordWriter`, in
