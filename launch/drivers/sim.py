@@ -311,9 +311,9 @@ class Simulator:
         self.net_delay = float(net_delay)
         self.observer = observer
         self.recorder: TaskRecorder | None = None
+        """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
         self.plan: FaultPlan | None = None
         """The run's faults of the network (``--fail`` link items): each message sent meets its fate."""
-        """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
         self.procs: dict[str, _Proc] = {}
         for core in cores:
             if core.name in self.procs:
@@ -1136,8 +1136,7 @@ def simulate(
     tells a :class:`~aviary.common.tasktable.TaskRecorder` of every node's tasks (placed, started,
     suspended, ended). ``link_faults``: faults of the network (:mod:`aviary.common.netfaults`), drawn
     with the cluster's seed: each message meets its fate as it is sent. ``watch`` is handed the
-    :class:`Simulator` before it starts (a progress bar reads
-    its ``launched`` tasks).
+    :class:`Simulator` before it starts (a progress bar reads its ``launched`` tasks).
 
     ``jobs`` as a :class:`~aviary.common.workload.JobStream` (issue 49): the frontend takes each job from
     it as the job is due, and, with a ``journal``, forgets the jobs it has written (its ``results``, the
