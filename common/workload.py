@@ -136,6 +136,42 @@ def _sample(
     return list(trace_jobs[start : start + jobs])
 
 
+def _check_parameters(
+    time_scale: float,
+    nodes: int,
+    slots: int,
+    reference_nodes: int,
+    task_scale: float | None,
+    keep_arrivals: bool,
+    load: float | None,
+    misestimate: tuple[float, float] | None,
+    cutoff: float,
+) -> None:
+    """:func:`build_workload`'s and :func:`stream_workload`'s checks of their parameters (one-line
+    :class:`WorkloadError`)."""
+    if not (time_scale > 0 and math.isfinite(time_scale)):
+        raise WorkloadError(f"time_scale must be a positive number, got {time_scale}")
+    if nodes < 1 or slots < 1:
+        raise WorkloadError(f"nodes and slots must be at least 1, got nodes={nodes} slots={slots}")
+    if reference_nodes < 1:
+        raise WorkloadError(f"reference_nodes must be at least 1, got {reference_nodes}")
+    if task_scale is not None and not (task_scale > 0 and math.isfinite(task_scale)):
+        raise WorkloadError(f"task_scale must be a positive number, got {task_scale}")
+    if keep_arrivals and load is not None:
+        raise WorkloadError("choose either load (Poisson arrivals) or keep_arrivals, not both")
+    if not keep_arrivals:
+        if load is None:
+            raise WorkloadError("choose an arrival process: load=RHO (Poisson) or keep_arrivals=True")
+        if not (load > 0 and math.isfinite(load)):
+            raise WorkloadError(f"load must be a positive number, got {load}")
+    if misestimate is not None:
+        lo, hi = misestimate
+        if not (0 < lo <= hi and math.isfinite(hi)):
+            raise WorkloadError(f"misestimate range must satisfy 0 < lo <= hi, got [{lo}, {hi}]")
+    if not (cutoff >= 0 and math.isfinite(cutoff)):
+        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+
+
 def build_workload(
     trace_jobs: Sequence[TraceJob],
     *,
@@ -162,27 +198,9 @@ def build_workload(
     ``load`` (Poisson arrivals at that offered load) and ``keep_arrivals`` must be chosen.
     Raises :class:`WorkloadError` on impossible parameters.
     """
-    if not (time_scale > 0 and math.isfinite(time_scale)):
-        raise WorkloadError(f"time_scale must be a positive number, got {time_scale}")
-    if nodes < 1 or slots < 1:
-        raise WorkloadError(f"nodes and slots must be at least 1, got nodes={nodes} slots={slots}")
-    if reference_nodes < 1:
-        raise WorkloadError(f"reference_nodes must be at least 1, got {reference_nodes}")
-    if task_scale is not None and not (task_scale > 0 and math.isfinite(task_scale)):
-        raise WorkloadError(f"task_scale must be a positive number, got {task_scale}")
-    if keep_arrivals and load is not None:
-        raise WorkloadError("choose either load (Poisson arrivals) or keep_arrivals, not both")
-    if not keep_arrivals:
-        if load is None:
-            raise WorkloadError("choose an arrival process: load=RHO (Poisson) or keep_arrivals=True")
-        if not (load > 0 and math.isfinite(load)):
-            raise WorkloadError(f"load must be a positive number, got {load}")
-    if misestimate is not None:
-        lo, hi = misestimate
-        if not (0 < lo <= hi and math.isfinite(hi)):
-            raise WorkloadError(f"misestimate range must satisfy 0 < lo <= hi, got [{lo}, {hi}]")
-    if not (cutoff >= 0 and math.isfinite(cutoff)):
-        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+    _check_parameters(
+        time_scale, nodes, slots, reference_nodes, task_scale, keep_arrivals, load, misestimate, cutoff
+    )
 
     root = random.Random(seed)
     sample_rng, arrival_rng, estimate_rng = (random.Random(root.getrandbits(64)) for _ in range(3))
@@ -320,27 +338,9 @@ def stream_workload(
     :class:`WorkloadError` names the first line out of order). Raises what :func:`build_workload` and
     :func:`~aviary.common.trace.read_trace` raise, but :data:`~aviary.common.trace.MAX_TASKS` applies to
     the replay's tasks, not to the file's."""
-    if not (time_scale > 0 and math.isfinite(time_scale)):
-        raise WorkloadError(f"time_scale must be a positive number, got {time_scale}")
-    if nodes < 1 or slots < 1:
-        raise WorkloadError(f"nodes and slots must be at least 1, got nodes={nodes} slots={slots}")
-    if reference_nodes < 1:
-        raise WorkloadError(f"reference_nodes must be at least 1, got {reference_nodes}")
-    if task_scale is not None and not (task_scale > 0 and math.isfinite(task_scale)):
-        raise WorkloadError(f"task_scale must be a positive number, got {task_scale}")
-    if keep_arrivals and load is not None:
-        raise WorkloadError("choose either load (Poisson arrivals) or keep_arrivals, not both")
-    if not keep_arrivals:
-        if load is None:
-            raise WorkloadError("choose an arrival process: load=RHO (Poisson) or keep_arrivals=True")
-        if not (load > 0 and math.isfinite(load)):
-            raise WorkloadError(f"load must be a positive number, got {load}")
-    if misestimate is not None:
-        lo, hi = misestimate
-        if not (0 < lo <= hi and math.isfinite(hi)):
-            raise WorkloadError(f"misestimate range must satisfy 0 < lo <= hi, got [{lo}, {hi}]")
-    if not (cutoff >= 0 and math.isfinite(cutoff)):
-        raise WorkloadError(f"cutoff must be a non-negative number, got {cutoff}")
+    _check_parameters(
+        time_scale, nodes, slots, reference_nodes, task_scale, keep_arrivals, load, misestimate, cutoff
+    )
     if task_scale is not None:
         factor = task_scale
     elif scale_tasks:
