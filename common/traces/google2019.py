@@ -172,33 +172,23 @@ def find_tables(inputs: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def _int(where: str, name: str, value: Any, low: int, high: int, required: bool = False) -> int | None:
+    """A JSON integer (or its text: BigQuery writes INT64 as a string), read as the 2011 reader reads one."""
     if value is None or value == "":
         if required:
             raise TraceError(f"{where}: field '{name}': missing")
         return None
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise TraceError(f"{where}: field '{name}': not an integer: {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        raise TraceError(f"{where}: field '{name}': not an integer: {value!r}") from None
-    if not low <= number <= high:
-        raise TraceError(f"{where}: field '{name}': must be in {low}..{high}, got {value}")
-    return number
+    return g._int(where, name, str(value), low, high)
 
 
 def _share(where: str, name: str, value: Any) -> float | None:
-    if value is None or value == "":
+    """A JSON number (or its text), read as the 2011 reader reads a share."""
+    if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TraceError(f"{where}: field '{name}': not a number: {value!r}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise TraceError(f"{where}: field '{name}': not a number: {value!r}") from None
-    if not 0 <= number <= 1e3:  # NaN too
-        raise TraceError(f"{where}: field '{name}': must be a share in 0..1000, got {value}")
-    return number
+    return g._share(where, name, str(value))
 
 
 _SEPARATORS = re.compile(r"[\s,;|]+")
