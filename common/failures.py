@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .netfaults import is_link_fault
+
 LIVENESS_PERIOD = 0.5
 """Seconds between the frontend's liveness ``Hello``s on the real runtime."""
 LIVENESS_MISSES = 6
@@ -56,7 +58,7 @@ def split_items(text: str) -> tuple[list[str], list[str]]:
     """A ``--fail`` list's items: the process failures' and the link faults' (``LINK:FAULT...``,
     :mod:`aviary.common.netfaults`; a link's own commas, ``after=a,b``-style, do not occur there)."""
     items = [part.strip() for part in text.split(",")]
-    return [i for i in items if ":" not in i], [i for i in items if ":" in i]
+    return [i for i in items if not is_link_fault(i)], [i for i in items if is_link_fault(i)]
 
 
 def parse_failures(text: str) -> list[Failure]:
