@@ -14,7 +14,7 @@ them::
   the same folder) whose name has the same part where the ``*`` stands;
 - the fields are dotted paths into the summary, one figure each: the median over the runs [min, max],
   two decimals (``experiments/tables.py``'s ``spread``, as the reports write them); ``FIELD%`` is a
-  fraction shown as a whole percentage.
+  fraction shown as a whole percentage, ``FIELD~N`` a figure with ``N`` decimals.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pytest
 from aviary.experiments.tables import spread
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["README.md", "docs/headlines.md"]
+PAGES = ["README.md", "docs/headlines.md", "docs/measurements.md"]
 MARKER = re.compile(r"<!-- figures: (?P<source>.+?): (?P<fields>[^:]+?) -->")
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 FIGURE = re.compile(rf"(?<![\w.]){NUMBER}(?: \[{NUMBER}, {NUMBER}\])?")
@@ -52,7 +52,7 @@ def runs(pattern: str) -> dict[str, Path]:
 
 def expected(source: str, field: str) -> str:
     percent = field.endswith("%")
-    field = field.rstrip("%")
+    field, _, decimals = field.rstrip("%").partition("~")
     top, _, base = source.partition(" / ")
     values = [value(run, field) for run in runs(top).values()]
     if base:
@@ -60,7 +60,7 @@ def expected(source: str, field: str) -> str:
         values = [value(run, field) / value(bases[key], field) for key, run in runs(top).items()]
     if percent:
         return spread([100 * v for v in values], "{:,.0f}")
-    return spread(values)
+    return spread(values, f"{{:,.{decimals or 2}f}}")
 
 
 def marked() -> list[tuple[str, str, str, str]]:

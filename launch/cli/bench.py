@@ -233,7 +233,7 @@ def summary(results: dict[str, Any]) -> Any:
     best_rtt = min(aviary, key=lambda r: r[1]["roundtrip_p50_ms"])
     best_eff = min(aviary, key=lambda r: r[1]["sleep10ms_efficiency"])
     lines = [
-        "targets (issue 27), the best configuration's figure:",
+        "targets, the best configuration's figure:",
         f"  round trip p50 <= 0.5 ms: {best_rtt[1]['roundtrip_p50_ms']:.3f} ms ({best_rtt[0]})",
         f"  10 ms efficiency <= 1.03: {best_eff[1]['sleep10ms_efficiency']:.3f} ({best_eff[0]})",
     ]
