@@ -61,6 +61,21 @@ VARIANTS: dict[str, tuple[str, list[str], str]] = {
         "Kairos, heartbeat every 100 s (default W / 10 = 1,000 s)",
     ),
     "kairos-random": ("kairos-random", KAIROS, "Kairos, random tie-break instead of the variance (Fig. 4.6)"),
+    # the baselines of §2.4.5 and §3.6.2, and the controls of Hawk vs LWL (one mechanism at a time)
+    "lwl": ("lwl", [], "centralized LWL for every job on every node, no partition, no stealing (§2.4.5)"),
+    "hawk-nosteal": ("hawk-nosteal", [], "Hawk without stealing (§2.4.4)"),
+    "hawk-nopartition": (
+        "hawk-nopartition",
+        ["--stealers", "all"],
+        "Hawk without the short partition (§2.4.4)",
+    ),
+    "hawk-nopartition-nosteal": (
+        "hawk-nopartition",
+        ["--steal-attempts", "0"],
+        "Hawk without partition or stealing: lwl but for the short jobs, placed by Sparrow's probes",
+    ),
+    "dlwl": ("dlwl", [], "DLWL+SRPT (§3.6.2): 3 s heartbeats, the short partition, Eagle's threshold"),
+    "eagle-nosss": ("eagle-nosss", [], "Eagle without succinct state sharing (§3.6.3)"),
 }
 SEEDS = (0, 1, 2)
 """The seeds every cell has (``--seeds``; the sweep specs' ``seed`` axis). Seed 0's cells keep their
@@ -97,6 +112,21 @@ GROUPS: dict[str, list[Cell]] = {
     "trace-more": [(v, n, "trace") for n in (16_000, 20_000) for v in MAIN],
     "table32": [(v, 12_500, a) for a in ("trace", "load0.95") for v in ("hawk-general-keep", "eagle-keep")],
 }
+DLWL_NODES, DLWL_JOBS = 2_500, 2_000
+"""The scale of the DLWL+SRPT comparison: every node heartbeats every 3 s until the last job ends (the
+sample's makespan is ~330,000-394,000 s), ~1.4 G timer events on 12,500 nodes with the whole sample, hours
+of simulation a cell; a fifth of the nodes and of the jobs (a seeded random sample, in the trace's
+order) keeps the ratio of jobs to nodes and, with Poisson arrivals, the offered load."""
+BASELINES: dict[str, list[Cell]] = {
+    "baselines": [
+        (v, 12_500, "trace") for v in ("lwl", "hawk-nopartition-nosteal", "hawk-nosteal", "hawk-nopartition")
+    ],
+    "dlwl": [
+        (v, DLWL_NODES, f"load0.95-j{DLWL_JOBS}") for v in ("eagle", "hawk-general", "dlwl", "eagle-nosss")
+    ],
+}
+"""The cells of the baselines (Hawk vs centralized LWL and its controls, Eagle vs DLWL+SRPT), run like
+:data:`GROUPS`' but not (yet) cells of the sweep specs."""
 # Kairos cells run once more instrumented (``anatomy``) for kairos_regime.md
 ANATOMY: tuple[Cell, ...] = (
     ("kairos", 12_500, "trace"),
@@ -109,7 +139,12 @@ SHUFFLED = OUT / "google_10k_shuffled.tr"  # written by shuffled_trace(), not co
 
 def arr_load(arr: str) -> float | None:
     """The Poisson load of arrivals ``arr`` (None: the trace's own arrival times)."""
-    return None if arr == "trace" else float(arr.removeprefix("load").removeprefix("shuffled"))
+    return None if arr == "trace" else float(arr.removeprefix("load").removeprefix("shuffled").split("-j")[0])
+
+
+def arr_jobs(arr: str) -> int | None:
+    """The jobs of a cell's seeded random sample (``load0.95-j2000``: 2,000), None: the whole sample."""
+    return int(arr.split("-j")[1]) if "-j" in arr else None
 
 
 def shuffled_trace() -> Path:
@@ -137,6 +172,8 @@ def cell_flags(label: str, nodes: int, arr: str, seed: int = 0) -> list[str]:
     arrivals = ["--keep-arrivals"] if load is None else ["--load", f"{load:g}"]
     if arr.startswith("shuffled"):
         arrivals.insert(0, str(SHUFFLED.relative_to(HERE.parent)))
+    if (jobs := arr_jobs(arr)) is not None:
+        arrivals += ["--jobs", str(jobs), "--sample", "random"]
     return ["--runtime", "sim", "--policy", policy, "--nodes", str(nodes), "--schedulers", "10",
             *arrivals, "--time-scale", "1", "--task-scale", "1", "--seed", str(seed), *extra]  # fmt: skip
 
@@ -243,7 +280,8 @@ def derive(jobs_csv: Path, nodes: int, arr: str) -> dict[str, Any]:
     until the job's first task started (Kairos: the time its first task spent in the central queue,
     a task starts as soon as it reaches a node) and, for short jobs at or above their p90, the median
     share of their completion time spent before their first task started; and the peak offered load
-    of the arrivals in any window of ``WINDOW`` seconds (task-seconds submitted over nodes x window)."""
+    of the arrivals in any window of ``WINDOW`` seconds (task-seconds submitted over nodes x window; None
+    for a random sample of the jobs)."""
     from aviary.common.results import jobs_rows
 
     rows = list(jobs_rows(jobs_csv))
@@ -259,13 +297,15 @@ def derive(jobs_csv: Path, nodes: int, arr: str) -> dict[str, Any]:
             "tail_wait_share": pct(wait[tail] / np.maximum(jct[tail], 1e-9), 50),
             "tail_submit_p50": pct(sub[tail], 50),
         }
-    work = job_work(arr.startswith("shuffled"))
     submits = np.array([float(r["submit"]) for r in rows])
-    ids = [int(r["job_id"]) for r in rows]
-    bins: dict[int, float] = {}
-    for j, t in zip(ids, submits, strict=True):
-        bins[int(t // WINDOW)] = bins.get(int(t // WINDOW), 0.0) + work[j]
-    out["peak_window_load"] = max(bins.values()) / (nodes * WINDOW)
+    out["peak_window_load"] = None  # a random sample's job ids are not the trace's
+    if arr_jobs(arr) is None:
+        work = job_work(arr.startswith("shuffled"))
+        ids = [int(r["job_id"]) for r in rows]
+        bins: dict[int, float] = {}
+        for j, t in zip(ids, submits, strict=True):
+            bins[int(t // WINDOW)] = bins.get(int(t // WINDOW), 0.0) + work[j]
+        out["peak_window_load"] = max(bins.values()) / (nodes * WINDOW)
     out["span"] = float(submits.max() - submits.min())
     return out
 

@@ -13,6 +13,7 @@ from aviary.experiments.tables import num
 from aviary.experiments.thesis_regime import cells
 from aviary.experiments.thesis_regime.cells import (
     ANATOMY,
+    BASELINES,
     GROUPS,
     OUT,
     PCT,
@@ -30,7 +31,8 @@ from aviary.experiments.thesis_regime.report import kairos_report, thesis_report
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(thesis_regime.__doc__ or "").splitlines()[0])
-    ap.add_argument("--groups", nargs="+", choices=list(GROUPS), default=list(GROUPS))
+    every = {**GROUPS, **BASELINES}
+    ap.add_argument("--groups", nargs="+", choices=list(every), default=list(every))
     ap.add_argument("--report-only", action="store_true", help="only rebuild the reports")
     ap.add_argument("--force", action="store_true", help="re-run cells whose results exist")
     ap.add_argument(
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         OUT.mkdir(parents=True, exist_ok=True)
     seeds = sorted(set(args.seeds))
     if not args.report_only:
-        todo = [(*cell, seed) for group in args.groups for cell in GROUPS[group] for seed in seeds]
+        todo = [(*cell, seed) for group in args.groups for cell in every[group] for seed in seeds]
         for label, nodes, arr, seed in todo:
             name = cell_name(label, nodes, arr, seed)
             if load_cell(label, nodes, arr, seed) is not None and not args.force:
