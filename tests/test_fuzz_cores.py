@@ -230,6 +230,27 @@ def test_a_replay_with_random_failures_loses_and_doubles_nothing(policy: str, da
         assert len(log) == len(set(log)), f"{core.name}: a task finished twice"
 
 
+FAMILIES = [
+    *("sparrow", "hawk", "eagle", "kairos", "fifo", "dlwl"),
+    *("tetris", "drf", "carbyne", "graphene", "tetrisched"),
+]
+"""A policy of every family (the probe-based ones, the Kairos and FIFO central queues, DLWL, and the
+multi-resource central policies)."""
+
+
+@pytest.mark.parametrize("policy", FAMILIES)
+def test_faults_of_the_network_lose_and_double_nothing(policy: str) -> None:
+    """Random link faults (loss, duplication, reordering, delay, partitions; the conformance kit's
+    ``network-fault`` strategy, so ``aviary policy check`` runs the same search): every job finishes, no
+    task finishes twice, no slot is double-booked (:func:`run_case`'s watch). A failure shrinks to the
+    smallest case, its faults written as ``--fail`` items."""
+    from aviary.launch.check.runs import cases, run_case, search
+
+    spec = POLICIES[policy]
+    failing, problems = search(lambda c: run_case(spec, c)[0], cases(spec, "network"), 6)
+    assert failing is None, f"{failing.text() if failing else ''}: {problems}"
+
+
 # --- what the fuzzer found (plain regression tests) -----------------------------------------------------
 
 

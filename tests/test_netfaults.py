@@ -160,10 +160,22 @@ def test_the_simulator_delays_messages_as_told_and_a_run_is_the_same_each_time(t
     assert summary["jct"]["all"]["mean"] > plain["jct"]["all"]["mean"]
 
 
-def test_a_cut_loses_exactly_the_messages_of_its_window_and_link(tmp_path):
-    _, summary, _ = replay(tmp_path, "cut", "frontend>{scheduler}:cut@0s+1000000s")
-    # every SubmitJob is lost: no job reaches a scheduler, so none finishes (the run gives up)
-    assert summary["finished"] == 0 and summary["extra"]["link_faults_hit"]["cut"] == 60
+def test_a_cut_holds_up_exactly_the_messages_of_its_window_and_link(tmp_path):
+    """Every SubmitJob sent while the frontend is cut off from the schedulers is lost on the wire and
+    sent again until it gets through: those jobs finish only after the cut, those done before it are
+    untouched, and every job finishes (common/links.py)."""
+    import csv
+
+    flags = ["--time-scale", "1000"]
+    code, summary, out = replay(tmp_path, "cut", "frontend>{scheduler}:cut@2s+3s", *flags)
+    assert code == 0 and summary["finished"] == 60 and summary["extra"]["link_faults_hit"]["cut"] > 0
+    _, _, plain = replay(tmp_path, "plain", "node-0@100000s", *flags)
+    rows = {r["job_id"]: r for r in csv.DictReader((out / "jobs.csv").open())}
+    base = {r["job_id"]: r for r in csv.DictReader((plain / "jobs.csv").open())}
+    held = [j for j, r in rows.items() if 2 <= float(r["submit_replay_s"]) < 5]
+    assert held and all(float(rows[j]["finish_replay_s"]) >= 5 for j in held)
+    before = [j for j, r in rows.items() if float(r["finish_replay_s"]) < 2]
+    assert before and all(rows[j]["finish_replay_s"] == base[j]["finish_replay_s"] for j in before)
 
 
 def test_link_faults_are_refused_where_they_cannot_run_and_named_when_wrong(tmp_path, capsys):

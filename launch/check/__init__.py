@@ -15,6 +15,9 @@ The checks, each passed, failed or not applicable (:func:`check_policy`):
 - ``determinism``: the same case twice gives the same results;
 - ``node-fault``: a node dying mid-run loses no job;
 - ``central-fault``: the central scheduler's death and restart loses no job (central policies);
+- ``network-fault``: faults of the network (loss, duplication, reordering, delay and partitions of
+  random links in random windows, :func:`.runs.link_faults`) lose no job and make no task finish twice,
+  no slot double-booked (the links of :mod:`aviary.common.links` under the policy's cores);
 - ``real``: a tiny real run finishes every job and its mean completion time lies within the band the
   simulator gives over one-way delays of 0.5 to 5 ms, widened by 10 % (``packing_real``'s rule).
 
@@ -37,9 +40,18 @@ from ..policies.registry import build_core, get_policy
 from . import purity
 from .runs import Case, cases, determinism, run_case, search, searching
 
-CHECKS = ("purity", "messages", "invariants", "determinism", "node-fault", "central-fault", "real")
-BUDGETS = {"quick": (10, 8, 3, 5, 5), "default": (60, 60, 10, 25, 15)}
-"""Cases per search: messages, invariants, determinism, node-fault, central-fault."""
+CHECKS = (
+    "purity",
+    "messages",
+    "invariants",
+    "determinism",
+    "node-fault",
+    "central-fault",
+    "network-fault",
+    "real",
+)
+BUDGETS = {"quick": (10, 8, 3, 5, 5, 5), "default": (60, 60, 10, 25, 15, 25)}
+"""Cases per search: messages, invariants, determinism, node-fault, central-fault, network-fault."""
 
 
 @dataclass
@@ -194,7 +206,7 @@ def check_policy(
     policy = get_policy(ref)
     if only is not None and only not in CHECKS:
         raise UsageError(f"--only {only}: not a check (one of {', '.join(CHECKS)})")
-    n_msg, n_inv, n_det, n_node, n_central = BUDGETS["quick" if quick else "default"]
+    n_msg, n_inv, n_det, n_node, n_central, n_net = BUDGETS["quick" if quick else "default"]
     central = policy.central is not None
     out: list[Result] = []
 
@@ -205,6 +217,7 @@ def check_policy(
         ("invariants", lambda c: run_case(policy, c)[0], cases(policy), n_inv),
         ("determinism", lambda c: determinism(policy, c), cases(policy), n_det),
         ("node-fault", lambda c: run_case(policy, c)[0], cases(policy, "node"), n_node),
+        ("network-fault", lambda c: run_case(policy, c)[0], cases(policy, "network"), n_net),
     ]
     recovers = central and all(hasattr(c, "restore_job") for c in cores_of(policy) if c.role == "central")
     if recovers:

@@ -2,8 +2,9 @@
 
 A *case* is a small cluster and workload drawn by hypothesis (:func:`cases`): nodes, slots, schedulers,
 a seed, a network delay, jobs (arrival, task durations) and, for the fault checks, a process that dies
-at a time. :func:`run_case` replays it on the simulator with a :class:`Watch` observing every core's
-inputs and effects, and returns what went wrong, one line each:
+at a time, or faults of the network (``--fail``'s link items: which links, which kind, when).
+:func:`run_case` replays it on the simulator with a :class:`Watch` observing every core's inputs and
+effects, and returns what went wrong, one line each:
 
 - a core raised (the input it was handling named);
 - a node launched a task it already runs, or ran more tasks than its slots at once (a double-booked
@@ -30,6 +31,7 @@ from ...common.effects import Effect, Launch, Resume, Send, Suspend
 from ...common.failures import Failure
 from ...common.messages import JobDone, PlaceTask
 from ...common.model import JobSpec
+from ...common.netfaults import parse_link_faults
 from ...common.resources import EPS, Resources
 from ..drivers.sim import CORE_RAISED, simulate
 from ..policies.registry import policy_cluster
@@ -38,7 +40,8 @@ from ..policies.registry import policy_cluster
 @dataclass(frozen=True)
 class Case:
     """One simulated run: the cluster's shape, the seed, the one-way delay and the jobs, each
-    ``[arrival, [task durations]]``; ``fail``: ``[process, time]`` of a process that dies."""
+    ``[arrival, [task durations]]``; ``fail``: ``[process, time]`` of a process that dies; ``links``: faults
+    of the network, as ``--fail``'s link items (:mod:`aviary.common.netfaults`)."""
 
     nodes: int
     slots: int
@@ -47,6 +50,7 @@ class Case:
     delay: float
     jobs: list[list[Any]]
     fail: list[Any] | None = None
+    links: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         """The case as one line of JSON (``aviary policy check --case``)."""
@@ -152,7 +156,16 @@ def run_case(policy: Policy, case: Case, *, must_finish: bool = True) -> tuple[l
     watch = Watch(cluster, policy.dag)
     jobs = case.job_specs()
     failures = [Failure(str(case.fail[0]), float(case.fail[1]))] if case.fail else []
-    out = simulate(cluster, jobs, net_delay=case.delay, observer=watch, failures=failures, wall_limit=20.0)
+    links = parse_link_faults(case.links)
+    out = simulate(
+        cluster,
+        jobs,
+        net_delay=case.delay,
+        observer=watch,
+        failures=failures,
+        wall_limit=20.0,
+        link_faults=links,
+    )
     problems = list(watch.problems)
     if out.stopped == CORE_RAISED:
         problems.insert(0, str(out.error))
@@ -189,9 +202,31 @@ Property = Callable[[Case], list[str]]
 MS = 1000.0
 
 
+def link_faults(policy: Policy) -> Any:
+    """A hypothesis strategy of one to three link faults over ``policy``'s processes: a link (every one,
+    a role's, one node's, both ways or one), a kind (loss, duplication, reordering and delay of up to
+    half the messages, or a partition), and a window of the run (a partition always ends). Shrinks
+    toward one fault on every link from the start."""
+    from hypothesis import strategies as st
+
+    roles = sorted({p.role for p in Case(2, 1, 1, 0, 0.0, []).cluster(policy).processes} - {"node"})
+    sides = st.sampled_from(["*", "{node}", "node-0", *(f"{{{r}}}" for r in roles)])
+    link = st.tuples(sides, st.sampled_from(["<>", ">"]), sides).map("".join)
+    share = st.integers(1, 50).map(lambda p: f"={p}%")
+    kind = st.one_of(
+        st.tuples(st.sampled_from(["drop", "dup", "reorder"]), share).map("".join),
+        st.tuples(st.integers(1, 500), st.integers(1, 100)).map(lambda d: f"delay=0ms..{d[0]}ms/{d[1]}%"),
+        st.just("cut"),
+    )
+    window = st.tuples(st.integers(0, 3000), st.integers(1, 2000)).map(lambda w: f"@{w[0]}ms+{w[1]}ms")
+    item = st.tuples(link, st.just(":"), kind, window).map("".join)
+    return st.lists(item, min_size=1, max_size=3)
+
+
 def cases(policy: Policy, fault: str | None = None) -> Any:
     """A hypothesis strategy of :class:`Case`s for ``policy``; ``fault``: ``node`` (one of at least two
-    nodes dies) or ``central`` (the central scheduler dies and is restarted)."""
+    nodes dies), ``central`` (the central scheduler dies and is restarted) or ``network`` (faults of the
+    network, :func:`link_faults`)."""
     from hypothesis import strategies as st
 
     times = st.integers(0, 3000).map(lambda x: x / MS)
@@ -213,6 +248,7 @@ def cases(policy: Policy, fault: str | None = None) -> Any:
             delay=st.sampled_from([0.0005, 0.002, 0.005]),
             jobs=jobs,
             fail=fail,
+            links=link_faults(policy) if fault == "network" else st.just([]),
         )
 
     return st.integers(2 if fault == "node" else 1, 4).flatmap(shaped)

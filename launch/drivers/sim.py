@@ -70,6 +70,7 @@ from ...common.effects import (
 from ...common.failures import DETECT_SECONDS, EXIT_DETECT_SECONDS, RESTART_SECONDS, Failure
 from ...common.frontend import FrontendCore
 from ...common.journal import Journal
+from ...common.links import LinkEnd, Segment
 from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.netfaults import FaultPlan, LinkFault
@@ -88,6 +89,8 @@ _EXIT = 1
 _KILLED = 2
 _LATE = 3
 """A heap event: a message the network held back (a link fault's delay), moved to the FIFO when due."""
+_LINK = 4
+"""A heap event: a link's retransmission timer (:mod:`aviary.common.links`, with link faults only)."""
 
 
 @dataclass
@@ -313,7 +316,17 @@ class Simulator:
         self.recorder: TaskRecorder | None = None
         """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
         self.plan: FaultPlan | None = None
-        """The run's faults of the network (``--fail`` link items): each message sent meets its fate."""
+        """The run's faults of the network (``--fail`` link items): each message sent meets its fate.
+        With a plan, every message goes over a link that loses nothing (:mod:`aviary.common.links`):
+        numbered, acknowledged, sent again, handed on once and in order, fenced by incarnation."""
+        self.links: dict[tuple[str, str], LinkEnd] = {}
+        """(process, peer) -> that process's end of their link (with a plan)."""
+        self.incarnations: dict[str, int] = {}
+        """A process's incarnation, when not its first (1): a restart (:meth:`revive`) is a new one."""
+        self.segments = 0
+        """Segments put on the wire (with a plan): first sends, retransmissions and acknowledgements."""
+        self.old_links: list[LinkEnd] = []  # the link ends of processes that died (their counters)
+        self.dead: set[str] = set()
         self.procs: dict[str, _Proc] = {}
         for core in cores:
             if core.name in self.procs:
@@ -416,6 +429,7 @@ class Simulator:
         binds = BINDS
         plan = self.plan
         LATE = _LATE
+        LINK = _LINK
         # Typed locals: native attribute access where this module is compiled (speedups.py).
         proc: _Proc
         target: _Proc | None
@@ -484,13 +498,18 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
-                    if recorder is not None and proc.record and type(ev[4]) in binds:
-                        recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
                     try:
-                        if proc.wrapped:
-                            effects = proc.on_message(now, ev[3], ev[4])
+                        if plan is not None:  # a segment of a link (faults of the network)
+                            self.seq = seq
+                            effects = self._segment(proc, now, ev[3], ev[4])
+                            seq = self.seq
                         else:
-                            effects = proc.core.on_message(now, ev[3], ev[4])
+                            if recorder is not None and proc.record and type(ev[4]) in binds:
+                                recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
+                            if proc.wrapped:
+                                effects = proc.on_message(now, ev[3], ev[4])
+                            else:
+                                effects = proc.core.on_message(now, ev[3], ev[4])
                     except Exception as exc:
                         raise CoreError(proc.name, proc.core, now, f"{ev[4]!r} from {ev[3]!r}", exc) from exc
                     if proc is fproc and fcore is not None and fcore.done:
@@ -512,6 +531,12 @@ class Simulator:
                     kind = ev[2]
                     if kind is LATE:  # its delay is over: delivered next, as the FIFO's first
                         inbox.appendleft((ev[0], ev[1], proc, ev[4], ev[5]))
+                        continue
+                    if kind is LINK:  # a link's retransmission timer
+                        now = ev[0]
+                        self.seq = seq
+                        self._retransmit(proc, ev[4], now)
+                        seq = self.seq
                         continue
                     if kind is TIMER:
                         key = ev[4]
@@ -587,7 +612,7 @@ class Simulator:
                         last = None
                         self.seq = seq
                         for to in [e.to] if isinstance(e, Send) else e.to:
-                            self._faulty(name, to, e.msg, arrive, now)
+                            self._faulty(name, to, e.msg, now)
                         seq = self.seq
                     elif isinstance(e, Send):
                         target = procs.get(e.to)
@@ -889,30 +914,89 @@ class Simulator:
                 self.events += self._deliver_held(p, t, q)
 
     # --- slow paths ----------------------------------------------------------------------------------
-    def _faulty(self, name: str, to: str, msg: Any, arrive: float, now: float) -> None:
-        """A message sent over a link with faults (:attr:`plan`): lost, or delivered once or twice, each
-        copy after its delay (a delayed one waits in the heap, :data:`_LATE`). A message of a kind its
-        target holds (``Core.latest_wins``) is held once, its delay ignored, unless lost."""
-        target = self.procs.get(to)
-        if target is None:
+    def _faulty(self, name: str, to: str, msg: Any, now: float) -> None:
+        """A message sent with faults of the network (:attr:`plan`): the next segment of the sender's
+        link with ``to``, kept until acknowledged (and the link's retransmission timer set)."""
+        if to not in self.procs:
             self.errors["error.unknown-peer"] += 1
             return
+        self.sent[type(msg)] += 1
+        end = self._end(name, to)
+        self._wire(name, to, end.send(now, msg), now)
+        if not end.armed:
+            self._arm(self.procs[name], to, end, now)
+
+    def _end(self, name: str, peer: str) -> LinkEnd:
+        """``name``'s end of its link with ``peer`` (made at their first message)."""
+        end = self.links.get((name, peer))
+        if end is None:
+            inc = self.incarnations
+            end = self.links[(name, peer)] = LinkEnd(inc.get(name, 1), inc.get(peer, 1))
+        return end
+
+    def _wire(self, name: str, to: str, seg: Segment, now: float) -> None:
+        """Put a segment on the wire: it meets its fate (lost, or each copy after its delay; a delayed
+        one waits in the heap, :data:`_LATE`)."""
         assert self.plan is not None
-        kind = type(msg)
-        self.sent[kind] += 1
-        copies = self.plan.fate(name, to, now)
-        if not copies:
-            return
-        if kind in target.lazy:
-            self.seq += 1
-            target.held.append(Held(arrive, self.seq, name, msg))
-            return
-        for d in copies:
+        self.segments += 1
+        target = self.procs[to]
+        arrive = now + self.net_delay
+        for d in self.plan.fate(name, to, now):
             self.seq += 1
             if d > 0.0:
-                heapq.heappush(self.heap, (arrive + d, self.seq, _LATE, target, name, msg))
+                heapq.heappush(self.heap, (arrive + d, self.seq, _LATE, target, name, seg))
             else:
-                self.inbox.append((arrive, self.seq, target, name, msg))
+                self.inbox.append((arrive, self.seq, target, name, seg))
+
+    def _arm(self, proc: _Proc, peer: str, end: LinkEnd, now: float) -> None:
+        due = end.next_due()
+        if due is None:
+            return
+        end.armed = True
+        self.seq += 1
+        heapq.heappush(self.heap, (max(due, now), self.seq, _LINK, proc, peer, None))
+
+    def _retransmit(self, proc: _Proc, peer: str, now: float) -> None:
+        """A link's retransmission timer: what is due goes again, and the timer is set anew while
+        something is unacknowledged. A dead process's links are gone with it."""
+        end = self.links.get((proc.name, peer))
+        if end is None or proc.name in self.dead or self.procs[proc.name] is not proc:
+            return
+        end.armed = False
+        for seg in end.due(now):
+            self._wire(proc.name, peer, seg, now)
+        self._arm(proc, peer, end, now)
+
+    def _segment(self, proc: _Proc, now: float, sender: str, seg: Segment) -> list[Any]:
+        """A segment reaches ``proc``: its link acknowledges it and hands on, once and in order, what it
+        now may; the effects of the core's handling of each, in order. A dead process takes nothing."""
+        if proc.name in self.dead:
+            self.errors["error.sent-to-dead"] += 1
+            return []
+        end = self._end(proc.name, sender)
+        msgs, replies = end.receive(now, seg)
+        for r in replies:
+            self._wire(proc.name, sender, r, now)
+        if replies and not end.armed:
+            self._arm(proc, sender, end, now)
+        effects: list[Any] = []
+        recorder = self.recorder
+        for msg in msgs:
+            if recorder is not None and proc.record and type(msg) in BINDS:
+                recorder.placed(proc.name, msg.job_id, msg.task_index, now)
+            if proc.wrapped:
+                effects += proc.on_message(now, sender, msg)
+            else:
+                effects += proc.core.on_message(now, sender, msg)
+        return effects
+
+    def link_counters(self) -> dict[str, int]:
+        """What the links did (with a plan): segments put on the wire, and the sum over every link end
+        of :class:`~aviary.common.links.LinkEnd`'s counters."""
+        total: Counter[str] = Counter({"segments": self.segments})
+        for end in [*self.links.values(), *self.old_links]:
+            total.update(end.counters)
+        return dict(total)
 
     def _apply(self, proc: _Proc, effects: list[Any], now: float | None = None) -> None:
         """Apply effects outside the hot loop (start, and the last event of a run)."""
@@ -922,7 +1006,7 @@ class Simulator:
             k = type(e)
             if self.plan is not None and (k is Send or k is Multicast):
                 for to in [e.to] if k is Send else e.to:
-                    self._faulty(proc.name, to, e.msg, now + self.net_delay, now)
+                    self._faulty(proc.name, to, e.msg, now)
             elif k is Send:
                 target = self.procs.get(e.to)
                 if target is None:
@@ -948,6 +1032,9 @@ class Simulator:
         is dropped (``error.sent-to-dead``). Others learn of it only when told (``PeerDown``)."""
         proc = self.procs[name]
         self.paused.pop(name, None)
+        self.dead.add(name)
+        for key in [k for k in self.links if k[0] == name]:  # its ends of its links die with it
+            self.old_links.append(self.links.pop(key))
 
         def dropped(*_: Any) -> list[Effect]:
             self.errors["error.sent-to-dead"] += 1
@@ -1007,6 +1094,8 @@ class Simulator:
         core's counters still count in :meth:`counters`."""
         old = self.procs[core.name]
         self.retired.append(old.core)
+        self.dead.discard(core.name)
+        self.incarnations[core.name] = self.incarnations.get(core.name, 1) + 1
         self.procs[core.name] = proc = _Proc(core)
         if self.observer is not None:
             _observe(proc, self.observer)

@@ -188,7 +188,8 @@ def _run_replay(
             if setup.link_faults and watched and watched[0].plan is not None:
                 plan = watched[0].plan
                 setup.extra["link_faults_hit"] = {k: v for k, v in plan.hit.items() if v}
-                setup.extra["link_messages"] = sum(plan.sent.values())  # every message the plan saw
+                setup.extra["link_messages"] = sum(plan.sent.values())  # every segment the plan saw
+                setup.extra["links"] = watched[0].link_counters()
             setup.extra["events"] = outcome.events
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
             setup.extra["virtual_seconds"] = outcome.virtual_seconds

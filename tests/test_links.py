@@ -1,0 +1,92 @@
+"""Links that lose nothing (``common/links.py``), walked segment by segment: loss, duplication,
+reordering, acknowledgement, retransmission with back-off, and the fencing of incarnations."""
+
+from __future__ import annotations
+
+from aviary.common.links import RTO, RTO_MAX, LinkEnd, Segment
+
+
+def pair(a_inc: int = 1, b_inc: int = 1) -> tuple[LinkEnd, LinkEnd]:
+    return LinkEnd(a_inc, b_inc), LinkEnd(b_inc, a_inc)
+
+
+def test_in_order_segments_are_handed_on_at_once_and_acknowledged():
+    a, b = pair()
+    out, back = b.receive(0.0, a.send(0.0, "m1"))
+    assert out == ["m1"] and len(back) == 1 and back[0].seq == 0 and back[0].ack == 1
+    assert a.unacked  # not forgotten before the acknowledgement comes
+    assert a.receive(0.0, back[0]) == ([], [])  # a bare acknowledgement is not answered
+    assert not a.unacked and a.next_due() is None
+
+
+def test_a_lost_segment_is_sent_again_after_the_timeout_and_the_timeout_backs_off():
+    a, b = pair()
+    a.send(0.0, "lost")
+    assert a.due(RTO / 2) == []
+    again = a.due(RTO)
+    assert [s.msg for s in again] == ["lost"] and again[0].seq == 1
+    assert a.rto == 2 * RTO and a.next_due() == RTO + 2 * RTO
+    for t in range(1, 10):  # a long partition: the timeout grows up to RTO_MAX, not beyond
+        a.due(100.0 * t)
+    assert a.rto == RTO_MAX
+    out, back = b.receive(900.0, again[0])
+    assert out == ["lost"]
+    a.receive(900.0, back[0])
+    assert a.rto == RTO and not a.unacked  # an acknowledgement brings the timeout back
+
+
+def test_a_duplicate_is_dropped_and_acknowledged_again():
+    a, b = pair()
+    seg = a.send(0.0, "once")
+    assert b.receive(0.0, seg)[0] == ["once"]
+    out, back = b.receive(0.0, seg)
+    assert out == [] and back[0].ack == 1 and b.counters["duplicates"] == 1
+
+
+def test_a_segment_that_comes_early_waits_for_those_before_it():
+    a, b = pair()
+    s1, s2, s3 = (a.send(0.0, m) for m in ("m1", "m2", "m3"))
+    assert b.receive(0.0, s3)[0] == []
+    assert b.receive(0.0, s2)[0] == []
+    out, back = b.receive(0.0, s1)
+    assert out == ["m1", "m2", "m3"] and back[-1].ack == 3 and b.counters["held"] == 2
+    assert b.receive(0.0, s2)[0] == []  # and late copies after that are duplicates
+
+
+def test_acknowledgements_ride_on_data_and_are_cumulative():
+    a, b = pair()
+    for m in ("m1", "m2", "m3"):
+        b.receive(0.0, a.send(0.0, m))
+    reply = b.send(0.0, "r1")  # b's own message carries its acknowledgement of all three
+    assert reply.ack == 3
+    assert a.receive(0.0, reply)[0] == ["r1"] and not a.unacked
+
+
+def test_a_segment_of_an_earlier_incarnation_is_fenced():
+    old_central, node = pair()
+    late = old_central.send(0.0, "PlaceTask from the old central")
+    new_central = LinkEnd(2, 1)
+    assert node.receive(1.0, new_central.send(1.0, "GetHolding"))[0] == ["GetHolding"]
+    assert node.receive(2.0, late) == ([], [])  # delivered after its successor spoke: dropped
+    assert node.counters["fenced"] == 1
+
+
+def test_a_restarted_receiver_tells_its_peers_who_is_there_and_they_send_again_from_1():
+    node, central = pair()
+    for m in ("f1", "f2"):
+        central.receive(0.0, node.send(0.0, m))  # acknowledgements lost: f1, f2 stay unacknowledged
+    node.send(0.0, "f3")  # then the central dies: f3 never reaches it
+    restarted = LinkEnd(2, 1)
+    out, back = restarted.receive(1.0, Segment(1, 1, 3, 0, "f3"))  # addressed to the old incarnation
+    assert out == [] and restarted.counters["misaddressed"] == 1
+    assert len(back) == 1 and back[0].inc == 2 and back[0].seq == 0
+    out, again = node.receive(1.0, back[0])  # the node learns of the restart
+    assert node.peer_inc == 2 and node.counters["peer_restarts"] == 1
+    assert [(s.seq, s.msg, s.to_inc) for s in again] == [(1, "f1", 2), (2, "f2", 2), (3, "f3", 2)]
+    assert restarted.receive(1.0, again[0])[0] == ["f1"]  # as a socket's queue would deliver them
+
+
+def test_a_fenced_process_gets_no_answer_to_what_is_addressed_to_its_successor():
+    old = LinkEnd(1, 1)
+    out, back = old.receive(0.0, Segment(1, 2, 1, 0, "for the new incarnation"))
+    assert out == [] and back == []
