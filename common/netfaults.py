@@ -192,6 +192,22 @@ class FaultPlan:
             found = self._links[key] = [f for f in self.faults if f.covers(src, dst, self.roles)]
         return found
 
+    def silences(self, frontend: str, detect: float) -> list[tuple[str, float, float]]:
+        """The processes a partition hides from ``frontend`` (the failure detector) for longer than
+        ``detect`` seconds, each ``(name, when it is declared dead, when it answers again)``: a ``cut``
+        with an end, over a link between the frontend and it (either way: a ``Hello`` or its answer
+        lost). A simulator declares them as the real frontend's silence rule would."""
+        out = []
+        for f in self.faults:
+            if f.kind != "cut" or f.end == math.inf or f.end - f.start <= detect:
+                continue
+            for name in self.roles:
+                if name != frontend and (
+                    f.covers(name, frontend, self.roles) or f.covers(frontend, name, self.roles)
+                ):
+                    out.append((name, f.start + detect, f.end))
+        return out
+
     def fate(self, src: str, dst: str, now: float) -> list[float]:
         """The delays (s) after which copies of the next message from ``src`` to ``dst``, sent at replay
         time ``now``, arrive: ``[0.0]`` untouched, ``[]`` lost, two for a duplicate."""

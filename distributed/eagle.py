@@ -313,7 +313,7 @@ class EagleSchedulerCore(Core):
         i = self.position.get(node)
         if i is not None and self.dead_bits >> i & 1:  # sent before its death, arrived after it was declared
             self.counters["get_task_from_dead"] += 1
-            return []
+            return [Send(node, NoTask(job_id))]  # alive behind a partition, it frees its slot
         job = self.jobs.get(job_id)
         if job is None or not job.unassigned:
             if job is not None:

@@ -20,9 +20,11 @@ Failures (issue 14): on ``PeerDown`` of a node the scheduler stops probing it, p
 handed to it back (``tasks_rerun``; ``rerun_lost_ms``: milliseconds of their run time lost) and sends
 new probes for them and for the reservations the node held (``probes_lost``); a later ``TaskFinished``
 from a node other than the one now running the task is a late result (``late_results_ignored``). A
-``GetTask`` the node sent before its death that arrives after ``PeerDown`` gets no task
-(``get_task_from_dead``): handed to a dead node, a task would never finish (it stalled a job on a
-packed testbed, 1 run in 3). ``PeerUp`` makes the node a probe target again.
+``GetTask`` the node sent before its death that arrives after ``PeerDown`` gets no task but a
+``NoTask`` (``get_task_from_dead``): handed to a dead node, a task would never finish (it stalled a job
+on a packed testbed, 1 run in 3), and a node declared dead while it lives on behind a partition (from
+the frontend only) would otherwise hold the slot it reserved for the answer for ever (16 of 200 jobs
+lost). ``PeerUp`` makes the node a probe target again.
 
 Probes for the same node are batched into one message (``Probe.count``); this happens only when
 d*t exceeds the number of nodes, where probes must repeat nodes.
@@ -244,7 +246,7 @@ class SparrowCore(Core):
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
         if node in self.down:  # sent before its death, arrived after it was declared: no task for it
             self.counters["get_task_from_dead"] += 1
-            return []
+            return [Send(node, NoTask(job_id))]  # alive behind a partition, it frees its slot
         job = self.jobs.get(job_id)
         if job is not None and job.probed[node] > 0:
             job.probed[node] -= 1

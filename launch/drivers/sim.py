@@ -1183,7 +1183,7 @@ def _journal_messages(proc: _Proc, frontend: FrontendCore, journal: Journal) -> 
     proc.wrapped = True
 
 
-KILL, DECLARE, RESTART, PAUSE, RESUME = 0, 1, 2, 3, 4
+KILL, DECLARE, RESTART, PAUSE, RESUME, REJOIN = 0, 1, 2, 3, 4, 5
 """The steps of an injected failure, in this order at one instant."""
 
 
@@ -1219,7 +1219,9 @@ def simulate(
     missed heartbeats. A failure with a ``stall`` stops the process for that long instead
     (:meth:`Simulator.pause`): one stalled longer than ``stall_detect`` (the liveness limit) is declared
     dead that long after its stop, and rejoins when it goes on, as its answer to the next ``Hello`` makes
-    it rejoin a real replay. ``observer``: see the module docstring. ``journal``: each finished job is
+    it rejoin a real replay. A ``cut`` of ``link_faults`` that hides a process from the frontend for
+    longer than ``stall_detect`` does the same (:meth:`FaultPlan.silences`), while the process runs on
+    behind it. ``observer``: see the module docstring. ``journal``: each finished job is
     journaled after the frontend's message that finished it (:meth:`Journal.note`; the frontend alone is
     wrapped), and written on its clock there and at every progress check; with its task table, the loop
     tells a :class:`~aviary.common.tasktable.TaskRecorder` of every node's tasks (placed, started,
@@ -1279,6 +1281,9 @@ def simulate(
         steps += [(f.at, PAUSE, f.name) for f in stalls]
         steps += [(f.at + stall_detect, DECLARE, f.name) for f in stalls if f.stall > stall_detect]
         steps += [(f.at + f.stall, RESUME, f.name) for f in stalls]
+        if sim.plan is not None:  # partitions that hide a process from the frontend: silence, as real
+            for silent, declared, heard in sim.plan.silences(frontend.name, stall_detect):
+                steps += [(declared, DECLARE, silent), (heard, REJOIN, silent)]
         for at, step, name in sorted(steps):
             sim.run(frontend=frontend, progress=hook, progress_every=progress_every, until=at)
             if frontend.done:
@@ -1290,9 +1295,10 @@ def simulate(
                 sim.kill(name)
             elif step == PAUSE:
                 sim.pause(name)
-            elif step == RESUME:
-                sim.resume(name)
-                if name in frontend.dead:  # its answer to the frontend's next Hello: it rejoins
+            elif step in (RESUME, REJOIN):
+                if step == RESUME:
+                    sim.resume(name)
+                if name in frontend.dead and name not in sim.dead:  # it answers the next Hello: rejoins
                     core = sim.procs[name].core
                     back = Register(roles[name], getattr(core, "slots", 0), False)
                     sim.apply(frontend.name, frontend.on_message(sim.now, name, back))
