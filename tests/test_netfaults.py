@@ -220,10 +220,9 @@ def test_nodes_declared_dead_behind_a_partition_run_on_and_their_results_count_o
     counters = summary["counters"]
     assert code == 0 and summary["finished"] == 60
     assert counters["processes_declared_dead"] == counters["processes_rejoined"] == 4
-    runs = Counter((r["job_id"], r["task"]) for r in csv.DictReader((out / "tasks.csv").open()))
-    finished = Counter(
-        (r["job_id"], r["task"]) for r in csv.DictReader((out / "tasks.csv").open()) if r["outcome"] == "finished"
-    )
+    rows = list(csv.DictReader((out / "tasks.csv").open()))
+    runs = Counter((r["job_id"], r["task"]) for r in rows)
+    finished = Counter((r["job_id"], r["task"]) for r in rows if r["outcome"] == "finished")
     twice = sum(1 for n in finished.values() if n > 1)
     assert twice > 0 and twice == counters["late_results_ignored"]
     assert max(runs.values()) == 2
