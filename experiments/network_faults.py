@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from aviary.experiments.tables import spread
+from aviary.experiments.tables import over_seeds
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "network_faults"
@@ -141,7 +141,7 @@ def report(policies: list[str], seeds: list[int]) -> str:
         "# Every policy family under faults of the network (simulated)",
         "",
         "Regenerate: `python -m aviary.experiments.network_faults` (its docstring says what each column is).",
-        f"200 jobs on 30 single-slot nodes, `--time-scale 1000`, seeds {', '.join(map(str, seeds))}; medians "
+        f"200 jobs on 30 nodes, `--time-scale 1000`, seeds {', '.join(map(str, seeds))}; medians "
         "over the seeds [min, max].",
         "",
         "| policy | fault | jobs finished | tasks finished twice | dropped by the cores "
@@ -157,11 +157,11 @@ def report(policies: list[str], seeds: list[int]) -> str:
                 text = "n/a" if items(policy, fault) is None else "not run"
                 lines.append(f"| {policy} | {fault} | {text} | | | | |")
                 continue
-            finished = spread([r["finished"] / r["jobs"] * 100 for _, r in rows], "{:.0f}") + " %"
-            twice = spread([r["finished_twice"] for _, r in rows], "{:.0f}")
-            dropped = spread([r["dropped"] for _, r in rows], "{:.0f}")
-            jct = spread([r["mean_jct"] / b["mean_jct"] for s, r in rows if (b := base[s])])
-            share = spread([r["retransmitted"] / max(1, r["segments"]) for _, r in rows], "{:.3f}")
+            finished = over_seeds([r["finished"] / r["jobs"] * 100 for _, r in rows], "{:.0f}") + " %"
+            twice = over_seeds([r["finished_twice"] for _, r in rows], "{:.0f}")
+            dropped = over_seeds([r["dropped"] for _, r in rows], "{:.0f}")
+            jct = over_seeds([r["mean_jct"] / b["mean_jct"] for s, r in rows if (b := base[s])])
+            share = over_seeds([r["retransmitted"] / max(1, r["segments"]) for _, r in rows], "{:.3f}")
             lines.append(f"| {policy} | {fault} | {finished} | {twice} | {dropped} | {jct} | {share} |")
     return "\n".join(lines) + "\n"
 

@@ -226,3 +226,11 @@ def test_nodes_declared_dead_behind_a_partition_run_on_and_their_results_count_o
     twice = sum(1 for n in finished.values() if n > 1)
     assert twice > 0 and twice == counters["late_results_ignored"]
     assert max(runs.values()) == 2
+
+
+def test_the_committed_table_of_every_family_under_faults_is_its_runs():
+    """experiments/results/network_faults.md, which docs/failures.md sums up, regenerates from the
+    committed runs byte for byte."""
+    from aviary.experiments.network_faults import POLICIES, REPORT, report
+
+    assert report(POLICIES, [0, 1, 2]) == REPORT.read_text()
