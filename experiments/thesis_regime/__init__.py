@@ -26,10 +26,11 @@ more instrumented (``anatomy``: central-queue time and suspensions of every shor
 authors' simulator). The baselines (``BASELINES``, not cells of the sweep specs): ``baselines``, the
 centralized LWL of §2.4.5 (``lwl``: every job placed centrally on every node) at trace 12,500 nodes with
 the controls of Hawk against it (Hawk without stealing, without its short partition, without both); and
-``dlwl``, Eagle, Hawk (§3.6.1), DLWL+SRPT (§3.6.2) and Eagle without SSS (the control of its short
-tail) on 2,500 nodes with 2,000 jobs of the sample drawn by the seed at Poisson load 0.95
-(``load0.95-j2000``): DLWL's nodes heartbeat every 3 s until the last job ends, ~1.4 G timer events
-with the whole sample on 12,500 nodes, hours a cell; 3-6 min a DLWL cell at this fifth of the scale.
+``dlwl``, Eagle, Hawk (§3.6.1), DLWL+SRPT (§3.6.2), Eagle without SSS (the control of its short tail)
+and DLWL with FIFO nodes (the control of its long jobs) on 2,500 nodes with 2,000 jobs of the sample
+drawn by the seed at Poisson load 0.95 (``load0.95-j2000``): DLWL's nodes heartbeat every 3 s until the
+last job ends, ~1.4 G timer events with the whole sample on 12,500 nodes, hours a cell; 3-6 min a DLWL
+cell at this fifth of the scale.
 
 Every cell is run for each seed of ``--seeds`` (default 0, 1, 2; about 45-90 min a seed of the 69
 cells, one at a time on one core of the 2-core VM); the instrumented ``anatomy`` runs are seed 0's.

@@ -76,6 +76,11 @@ VARIANTS: dict[str, tuple[str, list[str], str]] = {
     ),
     "dlwl": ("dlwl", [], "DLWL+SRPT (§3.6.2): 3 s heartbeats, the short partition, Eagle's threshold"),
     "eagle-nosss": ("eagle-nosss", [], "Eagle without succinct state sharing (§3.6.3)"),
+    "dlwl-fifo": (
+        "dlwl",
+        ["--srpt-threshold", "0"],
+        "DLWL with FIFO nodes (SRPT threshold 0: no entry may be bypassed)",
+    ),
 }
 SEEDS = (0, 1, 2)
 """The seeds every cell has (``--seeds``; the sweep specs' ``seed`` axis). Seed 0's cells keep their
@@ -122,7 +127,8 @@ BASELINES: dict[str, list[Cell]] = {
         (v, 12_500, "trace") for v in ("lwl", "hawk-nopartition-nosteal", "hawk-nosteal", "hawk-nopartition")
     ],
     "dlwl": [
-        (v, DLWL_NODES, f"load0.95-j{DLWL_JOBS}") for v in ("eagle", "hawk-general", "dlwl", "eagle-nosss")
+        (v, DLWL_NODES, f"load0.95-j{DLWL_JOBS}")
+        for v in ("eagle", "hawk-general", "dlwl", "eagle-nosss", "dlwl-fifo")
     ],
 }
 """The cells of the baselines (Hawk vs centralized LWL and its controls, Eagle vs DLWL+SRPT), run like

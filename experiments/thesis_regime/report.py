@@ -310,6 +310,7 @@ LWL_PAIRS = (
     ("hawk", "hawk-nosteal", "what stealing gives Hawk (Hawk / Hawk without stealing)"),
     ("hawk", "hawk-nopartition", "what the short partition gives Hawk (Hawk / Hawk without it)"),
 )
+DLWL_CELLS = ("eagle", "hawk-general", "dlwl", "eagle-nosss", "dlwl-fifo")
 LWL_CELLS = ("lwl", "hawk", "hawk-nopartition-nosteal", "hawk-nosteal", "hawk-nopartition")
 DLWL_PAIRS = (
     ("eagle", "dlwl", "**Eagle / DLWL+SRPT** (Fig. 3.3)"),
@@ -317,6 +318,8 @@ DLWL_PAIRS = (
     ("hawk-general", "dlwl", "Hawk (§3.6.1 stealing) / DLWL+SRPT"),
     ("eagle-nosss", "dlwl", "control: Eagle without SSS / DLWL+SRPT"),
     ("eagle", "eagle-nosss", "what SSS gives Eagle here (Eagle / Eagle without SSS)"),
+    ("eagle", "dlwl-fifo", "control: Eagle / DLWL with FIFO nodes (SRPT threshold 0)"),
+    ("dlwl", "dlwl-fifo", "what its nodes' SRPT gives DLWL (DLWL / DLWL with FIFO nodes)"),
 )
 
 
@@ -380,7 +383,7 @@ def baselines_section(seeds: Sequence[int]) -> list[str]:
         *pairs_table(DLWL_PAIRS, cells.DLWL_NODES, dlwl_arr, seeds),
         *prose("dlwl.md"),
         "",
-        *cells_table(("eagle", "hawk-general", "dlwl", "eagle-nosss"), cells.DLWL_NODES, dlwl_arr, seeds),
+        *cells_table(DLWL_CELLS, cells.DLWL_NODES, dlwl_arr, seeds),
     ]
 
 
