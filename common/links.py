@@ -29,7 +29,7 @@ TCP connection that holds; across reconnects, restarts and partitions, and under
 
 Every message kind goes through a link alike: the guarantee is *exactly once, in order, per link, while
 both ends live*; the loss of a process is the failure detector's business (``PeerDown``), not the
-link's. The protocol document (``docs/protocol.md``) names it for each kind.
+link's. The protocol document (``docs/protocol.md``, "Delivery") states it.
 """
 
 from __future__ import annotations
