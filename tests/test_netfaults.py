@@ -153,7 +153,7 @@ def test_the_simulator_delays_messages_as_told_and_a_run_is_the_same_each_time(t
     code, summary, out = replay(tmp_path, "a", "*>*:delay=100ms..2s/10%")
     assert code == 0 and summary["finished"] == 60
     extra = summary["extra"]
-    assert abs(extra["link_faults_hit"]["delay"] / extra["link_messages"] - 0.10) < 0.02
+    assert abs(extra["link_faults_hit"]["delay"] / extra["links"]["segments"] - 0.10) < 0.02
     _, _, out2 = replay(tmp_path, "b", "*>*:delay=100ms..2s/10%")
     assert (out / "jobs.csv").read_bytes() == (out2 / "jobs.csv").read_bytes()
     _, plain, _ = replay(tmp_path, "c", "node-0@100000s")  # a failure after the end: no fault at all

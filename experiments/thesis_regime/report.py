@@ -118,6 +118,11 @@ def ratio_table(top: str, den: str, seeds: Sequence[int]) -> list[str]:
     return [*lines, ""]
 
 
+def jct_cells(summary: dict[str, Any]) -> str:
+    """A run's short and long completion times, p50 / p90 / p99 each, as two table cells."""
+    return " | ".join(" / ".join(num(summary["jct"][c][q]) for q in PCT) for c in ("short", "long"))
+
+
 def raw_table(labels: tuple[str, ...], seeds: Sequence[int]) -> list[str]:
     lines = ["| arrivals | policy | seed | short p50 / p90 / p99 (s) | long p50 / p90 / p99 (s) "
              "| short: wait until first task started, p50 / p90 / p99 (s) | utilization | messages "
@@ -128,10 +133,8 @@ def raw_table(labels: tuple[str, ...], seeds: Sequence[int]) -> list[str]:
                 d = load_derived(lab, nodes, arr, seed)
                 w = " / ".join(num(d["short"]["wait"][q]) for q in PCT) if d else "n/a"
                 lines.append(
-                    f"| {arrivals_label(nodes, arr)} | {lab} | {seed} | "
-                    + " | ".join(" / ".join(num(s["jct"][c][q]) for q in PCT) for c in ("short", "long"))
-                    + f" | {w} | {s['utilization']:.1%} | {s['messages']['total']:,} "
-                    f"| {num(sim_wall(s))} |"
+                    f"| {arrivals_label(nodes, arr)} | {lab} | {seed} | {jct_cells(s)} | {w} "
+                    f"| {s['utilization']:.1%} | {s['messages']['total']:,} | {num(sim_wall(s))} |"
                 )
     return [*lines, ""]
 
@@ -346,10 +349,8 @@ def cells_table(labels: Sequence[str], nodes: int, arr: str, seeds: Sequence[int
     for lab in labels:
         for seed, s in seed_runs(lab, nodes, arr, seeds):
             lines.append(
-                f"| {lab} | {seed} | "
-                + " | ".join(" / ".join(num(s["jct"][c][q]) for q in PCT) for c in ("short", "long"))
-                + f" | {num(s['makespan'])} | {s['utilization']:.1%} | {s['messages']['total']:,} "
-                f"| {num(sim_wall(s))} |"
+                f"| {lab} | {seed} | {jct_cells(s)} | {num(s['makespan'])} | {s['utilization']:.1%} "
+                f"| {s['messages']['total']:,} | {num(sim_wall(s))} |"
             )
     return [*lines, ""]
 

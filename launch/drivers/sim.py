@@ -323,10 +323,9 @@ class Simulator:
         """(process, peer) -> that process's end of their link (with a plan)."""
         self.incarnations: dict[str, int] = {}
         """A process's incarnation, when not its first (1): a restart (:meth:`revive`) is a new one."""
-        self.segments = 0
-        """Segments put on the wire (with a plan): first sends, retransmissions and acknowledgements."""
         self.old_links: list[LinkEnd] = []  # the link ends of processes that died (their counters)
         self.dead: set[str] = set()
+        """The processes killed (:meth:`kill`) and not restarted since."""
         self.procs: dict[str, _Proc] = {}
         for core in cores:
             if core.name in self.procs:
@@ -380,6 +379,9 @@ class Simulator:
         if self.started:
             return
         self.started = True
+        if self.plan is not None:
+            for p in self.procs.values():
+                self._link(p)
         for p in list(self.procs.values()):
             try:
                 effects = p.core.start(self.now)
@@ -498,18 +500,15 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
+                    if recorder is not None and proc.record and type(ev[4]) in binds:
+                        recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
                     try:
-                        if plan is not None:  # a segment of a link (faults of the network)
+                        if proc.wrapped:  # (a link's segment handler sends: it keeps self.seq)
                             self.seq = seq
-                            effects = self._segment(proc, now, ev[3], ev[4])
+                            effects = proc.on_message(now, ev[3], ev[4])
                             seq = self.seq
                         else:
-                            if recorder is not None and proc.record and type(ev[4]) in binds:
-                                recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
-                            if proc.wrapped:
-                                effects = proc.on_message(now, ev[3], ev[4])
-                            else:
-                                effects = proc.core.on_message(now, ev[3], ev[4])
+                            effects = proc.core.on_message(now, ev[3], ev[4])
                     except Exception as exc:
                         raise CoreError(proc.name, proc.core, now, f"{ev[4]!r} from {ev[3]!r}", exc) from exc
                     if proc is fproc and fcore is not None and fcore.done:
@@ -938,7 +937,6 @@ class Simulator:
         """Put a segment on the wire: it meets its fate (lost, or each copy after its delay; a delayed
         one waits in the heap, :data:`_LATE`)."""
         assert self.plan is not None
-        self.segments += 1
         target = self.procs[to]
         arrive = now + self.net_delay
         for d in self.plan.fate(name, to, now):
@@ -958,21 +956,29 @@ class Simulator:
 
     def _retransmit(self, proc: _Proc, peer: str, now: float) -> None:
         """A link's retransmission timer: what is due goes again, and the timer is set anew while
-        something is unacknowledged. A dead process's links are gone with it."""
+        something is unacknowledged. A dead process's link ends are gone with it."""
         end = self.links.get((proc.name, peer))
-        if end is None or proc.name in self.dead or self.procs[proc.name] is not proc:
+        if end is None or self.procs[proc.name] is not proc:  # died, or restarted since
             return
         end.armed = False
         for seg in end.due(now):
             self._wire(proc.name, peer, seg, now)
         self._arm(proc, peer, end, now)
 
-    def _segment(self, proc: _Proc, now: float, sender: str, seg: Segment) -> list[Any]:
+    def _link(self, proc: _Proc) -> None:
+        """With a plan, what reaches ``proc`` is a segment of one of its links: its handler takes the
+        segment first (installed at the start and at a restart, under a stall's and a death's)."""
+        inner = proc.on_message
+
+        def on_segment(now: float, sender: str, seg: Segment) -> list[Any]:
+            return self._segment(proc, now, sender, seg, inner)
+
+        proc.on_message = on_segment
+        proc.wrapped = True
+
+    def _segment(self, proc: _Proc, now: float, sender: str, seg: Segment, inner: Any) -> list[Any]:
         """A segment reaches ``proc``: its link acknowledges it and hands on, once and in order, what it
-        now may; the effects of the core's handling of each, in order. A dead process takes nothing."""
-        if proc.name in self.dead:
-            self.errors["error.sent-to-dead"] += 1
-            return []
+        now may; the effects of ``inner``'s handling of each (the core's, or an observer's), in order."""
         end = self._end(proc.name, sender)
         msgs, replies = end.receive(now, seg)
         for r in replies:
@@ -984,16 +990,15 @@ class Simulator:
         for msg in msgs:
             if recorder is not None and proc.record and type(msg) in BINDS:
                 recorder.placed(proc.name, msg.job_id, msg.task_index, now)
-            if proc.wrapped:
-                effects += proc.on_message(now, sender, msg)
-            else:
-                effects += proc.core.on_message(now, sender, msg)
+            effects += inner(now, sender, msg)
         return effects
 
     def link_counters(self) -> dict[str, int]:
-        """What the links did (with a plan): segments put on the wire, and the sum over every link end
-        of :class:`~aviary.common.links.LinkEnd`'s counters."""
-        total: Counter[str] = Counter({"segments": self.segments})
+        """What the links did (with a plan): segments put on the wire (first sends, retransmissions and
+        acknowledgements), and the sum over every link end of :class:`~aviary.common.links.LinkEnd`'s
+        counters."""
+        assert self.plan is not None
+        total: Counter[str] = Counter({"segments": sum(self.plan.sent.values())})
         for end in [*self.links.values(), *self.old_links]:
             total.update(end.counters)
         return dict(total)
@@ -1099,6 +1104,8 @@ class Simulator:
         self.procs[core.name] = proc = _Proc(core)
         if self.observer is not None:
             _observe(proc, self.observer)
+        if self.plan is not None:
+            self._link(proc)
         self._apply(proc, core.start(self.now), self.now)
 
     def apply(self, name: str, effects: list[Effect]) -> None:

@@ -57,9 +57,9 @@ class ReplaySetup:
     prediction: Prediction | None = None
     """A real replay's prediction on the simulator (:func:`predict`)."""
     failures: list[Failure] = field(default_factory=list)
+    """Processes killed on purpose at replay times (``--fail``)."""
     link_faults: list[LinkFault] = field(default_factory=list)
     """``--fail``'s faults of the network (:mod:`aviary.common.netfaults`): the simulator injects them."""
-    """Processes killed on purpose at replay times (``--fail``)."""
     keys: bool = True
     """A testbed this replay starts gets CurveZMQ keys of its own (:class:`LocalTestbed`)."""
     latest: bool = False

@@ -186,9 +186,7 @@ def _run_replay(
             log = [entry for core in outcome.cores.values() for entry in core.task_log()]
             cycles = [entry for core in outcome.cores.values() for entry in core.cycle_log()]
             if setup.link_faults and watched and watched[0].plan is not None:
-                plan = watched[0].plan
-                setup.extra["link_faults_hit"] = {k: v for k, v in plan.hit.items() if v}
-                setup.extra["link_messages"] = sum(plan.sent.values())  # every segment the plan saw
+                setup.extra["link_faults_hit"] = {k: v for k, v in watched[0].plan.hit.items() if v}
                 setup.extra["links"] = watched[0].link_counters()
             setup.extra["events"] = outcome.events
             setup.extra["events_per_s"] = round(outcome.events / max(wall, 1e-9))
