@@ -25,7 +25,10 @@ TCP connection that holds; across reconnects, restarts and partitions, and under
   learns the new incarnation, renumbers what it had not had acknowledged from 1 and sends it again, as a
   socket's queue would have delivered it to the process restarted at the same address. What the earlier
   incarnation received and acknowledged died with it (the recovery of a restarted process covers that,
-  as after any death).
+  as after any death). An incarnation 0 means "not known yet": a process that has not heard from a peer
+  sends it ``to_inc`` 0, which any incarnation takes, and adopts the first incarnation it hears from the
+  peer without a new session (the real runtime, whose incarnations are start times; the simulator knows
+  every one from the start).
 
 Every message kind goes through a link alike: the guarantee is *exactly once, in order, per link, while
 both ends live*; the loss of a process is the failure detector's business (``PeerDown``), not the
@@ -65,7 +68,7 @@ class Segment:
 
 class LinkEnd:
     """A process's end of its link with one peer (module docstring). ``inc``: this process's incarnation;
-    ``peer_inc``: the peer's, as known (the first incarnation of every process is 1)."""
+    ``peer_inc``: the peer's, as known (0: not known yet; the simulator's first incarnations are 1)."""
 
     __slots__ = (
         "armed",
@@ -146,7 +149,9 @@ class LinkEnd:
             self._count("fenced")
             return [], []
         again: list[Segment] = []
-        if seg.inc > self.peer_inc:  # the peer was restarted: a new session both ways
+        if self.peer_inc == 0:  # the first word from the peer: its incarnation, not a restart
+            self.peer_inc = seg.inc
+        elif seg.inc > self.peer_inc:  # the peer was restarted: a new session both ways
             self._count("peer_restarts")
             self.peer_inc = seg.inc
             self.received = 0
@@ -156,7 +161,7 @@ class LinkEnd:
             self.next_seq = 1
             self.rto = RTO
             again = [self.send(now, msg) for msg in old]
-        if seg.to_inc != self.inc:
+        if seg.to_inc and seg.to_inc != self.inc:
             # Sent to an earlier incarnation of this process: say which one is here (a data segment is
             # answered, so that its sender learns; a later one, to this process fenced, is not).
             self._count("misaddressed")

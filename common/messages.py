@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 _VERSION = bytes([PROTOCOL_VERSION])
 
 
@@ -390,6 +390,35 @@ class Holding(Message, tag=62):
     queued: list[tuple[int, int]]
     running: list[tuple[int, int, float]]
     finished: list[tuple[int, int, float]]
+
+
+# --- delivery under faults of the network (issue 50; tags 70-79) ----------------------------------------
+
+
+class Link(Message, tag=70):
+    """Any process -> any process, while the replay injects faults of the network: one segment of the
+    link between the two (:mod:`aviary.common.links`; ``docs/protocol.md``, "Delivery"). ``inc``: the
+    sender's incarnation; ``to_inc``: the receiver's as the sender knows it (0: not known yet); ``seq``:
+    the number of the carried message on this link (0: an acknowledgement alone); ``ack``: the highest
+    number received in order from the receiver; ``frame``: the carried message, a whole frame (empty
+    with ``seq`` 0)."""
+
+    inc: int
+    to_inc: int
+    seq: int
+    ack: int
+    frame: bytes = b""
+
+
+class LinkFaults(Message, tag=71):
+    """Frontend -> any process, as a replay with faults of the network begins (and to a process that
+    restarted): the ``--fail`` link items to inject on what this process sends, the ``seed`` of their
+    draws, and ``clock``, the replay's clock as this was sent (s), from which the faults' times count.
+    From then on the process sends everything over :class:`Link` segments."""
+
+    faults: list[str]
+    seed: int
+    clock: float
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = tuple(Message.__subclasses__())

@@ -164,6 +164,18 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "running": "the sender's tasks running here, `[job_id, task_index, s since it started]` each",
         "finished": "the sender's tasks that finished here, `[job_id, task_index, s since it started]` each",
     },
+    "Link": {
+        "inc": "the sender's incarnation (its link layer's start, ms since the epoch): larger after a restart",
+        "to_inc": "the receiver's incarnation as the sender knows it; 0: not known yet (any takes it)",
+        "seq": "the carried message's number on this link, from 1; 0: an acknowledgement alone",
+        "ack": "the highest number received in order from the receiver (cumulative)",
+        "frame": "the carried message: a whole frame (version byte included); empty when `seq` is 0",
+    },
+    "LinkFaults": {
+        "faults": "`--fail`'s link items, `LINK:FAULT[@TIME[+SPAN]]` each (docs/failures.md)",
+        "seed": "the seed of the faults' draws (the cluster's)",
+        "clock": "s: the replay clock as the frontend sent this; the faults' times count from it",
+    },
 }
 """Each field's unit and meaning, by message and field: what the type alone does not say."""
 

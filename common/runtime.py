@@ -24,6 +24,11 @@ runtime watches its core with a :class:`~aviary.common.tasktable.TaskRecorder` (
 nothing in the core changes) and sends the frontend its rows in ``TaskRecords`` batches, at most every
 :data:`RECORDS_EVERY` seconds and before every ``Stats``; they are the testbed's bookkeeping, not
 scheduling traffic, so they are not counted with the messages it sent.
+
+Faults of the network (issue 50): when the frontend sends ``LinkFaults`` (a replay with ``--fail``'s link
+items), the process's :class:`~aviary.common.linklayer.LinkLayer` carries everything it sends from then on
+in ``Link`` segments and injects the faults on them; segments it receives are unwrapped here, and the
+frames they carry handled as any other, from the same sender (:mod:`aviary.common.linklayer`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Any
 from .addresses import FrameTooLarge, UnknownPeer
 from .core import Core
 from .effects import CancelTimer, Kill, Launch, Multicast, Resume, Send, SetTimer, Suspend
+from .linklayer import LinkLayer
 from .messages import (
     BadFrame,
     Counters,
@@ -45,6 +51,8 @@ from .messages import (
     GetStats,
     GetTask,
     Hello,
+    Link,
+    LinkFaults,
     NoTask,
     PeerDown,
     PeerUp,
@@ -80,9 +88,12 @@ WARM_UP = 10.0
 made at its start are still being set up (the frontend says ``Hello`` again until it answers)."""
 
 CONTROL_KINDS = frozenset({"Hello", "Register", "GetStats", "Shutdown", "Stats", "GetCounters", "Counters"})
-CONTROL_KINDS |= {"TaskRecords"}
+CONTROL_KINDS |= {"TaskRecords", "LinkFaults"}
 RECORDS_EVERY = 0.25
 """Seconds at most between a node's ``TaskRecords`` batches while its tasks end."""
+LINGER = 3.0
+"""Seconds at most a process that stops waits for its last segments to be acknowledged (its ``Stats``
+under message loss): a socket's linger."""
 INPUTS = {"on_message": "message", "on_timer": "timer", "on_task_exit": "exit"}
 """A core handler's name -> the input kind a :class:`~aviary.common.tasktable.TaskRecorder` sees."""
 FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
@@ -136,14 +147,19 @@ class Runtime:
         self._beat_to: str | None = None
         """The controller whose ``Hello`` this process last answered: told it lives while it is busy."""
         self._beat_at = 0.0
+        self._link_faults: LinkFaults | None = None
+        """The frontend's: the ``LinkFaults`` of this replay, told again to a restarted process."""
+        self._link_faults_at = 0.0
         self.recorder: TaskRecorder | None = None
         """A node's recorder of its tasks, while the frontend (:attr:`records_to`) asks for them."""
         self.records_to = ""
         self._records_due: asyncio.TimerHandle | None = None
+        self.links = LinkLayer(core.name, transport, {**transport.roles, core.name: core.role})
+        """This process's links with its peers, on from a ``LinkFaults`` (:mod:`aviary.common.linklayer`)."""
 
     # --- life cycle --------------------------------------------------------------------------------
     async def run(self) -> None:
-        loop = self.loop = asyncio.get_running_loop()
+        loop = self.loop = self.links.loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
         if self._stop_early:
             return
@@ -157,8 +173,11 @@ class Runtime:
             self._apply(self.core.start(self.now()))
             self._drain()
             await self._stopped
+            if not self.crashed:
+                await self.links.settle(LINGER)
         finally:
             loop.remove_reader(self.transport.fd)
+            self.links.stop()
             for handle in self._timers.values():
                 handle.cancel()
             if self.executor is not None:
@@ -176,6 +195,7 @@ class Runtime:
         if self._frozen is not None or self.loop is None or self.crashed:
             return
         self._frozen = []
+        self.links.frozen = True
         self.loop.remove_reader(self.transport.fd)
 
     def resume(self) -> None:
@@ -183,6 +203,7 @@ class Runtime:
         if self._frozen is None or self.loop is None or self.crashed:
             return
         frozen, self._frozen = self._frozen, None
+        self.links.frozen = False
         self.loop.add_reader(self.transport.fd, self._drain)
         for fn, args in frozen:
             fn(*args)
@@ -199,6 +220,7 @@ class Runtime:
         """Stop at once, as a SIGKILL stops a process: no input read, no timer fired and nothing sent
         from now on (the executor's tasks are killed as :meth:`run` ends)."""
         self.crashed = True
+        self.links.stop()
         if self.loop is not None:
             self.loop.remove_reader(self.transport.fd)
         for handle in self._timers.values():
@@ -215,6 +237,7 @@ class Runtime:
         counters: dict[str, int | float] = dict(self.core.counters)
         counters.update({f"dropped.{k}": v for k, v in self.transport.counts().items()})
         counters.update({f"error.{k}": v for k, v in self.errors.items()})
+        counters.update({f"links.{k}": v for k, v in self.links.link_counters().items()})
         if self.executor is not None:
             counters.update({f"executor.{k}": v for k, v in self.executor.counters.items()})
         if not logs:
@@ -248,9 +271,51 @@ class Runtime:
                 except BadFrame as exc:
                     self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
                     continue
-                self._deliver(sender, msg)
+                if type(msg) is Link:
+                    self._segment(sender, msg)
+                else:
+                    self._deliver(sender, msg)
         finally:
             transport.release()
+
+    def _segment(self, sender: str, seg: Link) -> None:
+        """A segment of a link: acknowledged at once, its frames (if it completes an in-order run)
+        handled as if they had come alone, from the same sender."""
+        roles = self.transport.roles
+        if roles and not may_send(roles.get(sender), seg):
+            self._drop("link-from-stranger", f"ignored a Link segment from {sender!r}, who is no process")
+            return
+        frames, restarted = self.links.receive(sender, seg, self.now())
+        for frame in frames:
+            try:
+                msg = decode(frame)
+            except BadFrame as exc:
+                self._drop(exc.kind, f"dropped a frame in a segment from {sender!r}: {exc}")
+                continue
+            if type(msg) is Link:
+                self._drop("link-in-link", f"dropped a Link segment inside a segment from {sender!r}")
+                continue
+            self._deliver(sender, msg)
+        said = self._link_faults
+        if restarted and said is not None:  # a restarted peer hears this replay's faults again
+            clock = said.clock + self.now() - self._link_faults_at
+            self._send_raw(sender, LinkFaults(said.faults, said.seed, clock))
+
+    def start_links(self, to: list[str], faults: list[str], seed: int, clock: float) -> None:
+        """The frontend, as a replay with faults of the network begins at replay time ``clock``: tell the
+        processes ``to`` (directly, before any fault) and carry everything over links from now on."""
+        said = self._link_faults = LinkFaults(faults, seed, clock)
+        self._link_faults_at = self.now()
+        for name in to:
+            self._send_raw(name, said)
+        self.links.configure(faults, seed, clock, self.now())
+
+    def _send_raw(self, to: str, msg: Any) -> None:
+        """Send past the links (``LinkFaults``: what turns them on)."""
+        try:
+            self.transport.send(to, encode(msg))
+        except Exception as exc:
+            self._error("send-failed", f"{type(msg).__name__} to {to!r} failed: {exc}")
 
     def _hold(self, fn: Any, *args: Any) -> bool:
         """While an off-loop handler runs, keep ``fn(*args)`` for after it (True); else False."""
@@ -291,6 +356,11 @@ class Runtime:
         elif isinstance(msg, GetStats):
             self._send_records()
             self._send(sender, self.stats())
+        elif isinstance(msg, LinkFaults):
+            try:
+                self.links.configure(msg.faults, msg.seed, msg.clock, self.now())
+            except ValueError as exc:
+                self._error("link-faults", f"LinkFaults from {sender!r} not taken: {exc}")
         elif isinstance(msg, GetCounters):
             stats = self.stats(logs=False)
             self._send(sender, Counters(stats.counters, stats.messages, self.core.gauges()))
@@ -321,8 +391,11 @@ class Runtime:
         self._send(to, Register(core.role, getattr(core, "slots", 0), recovering))
 
     def _new_epoch(self, epoch: int) -> None:
-        """A new replay: after an earlier one, a fresh core and none of the old one's tasks or timers."""
+        """A new replay: after an earlier one, a fresh core and none of the old one's tasks or timers
+        (nor its links: a new incarnation of them, off until the new replay's ``LinkFaults``)."""
         first, self.epoch = self.epoch == 0, epoch
+        if not first:
+            self.links.reset()
         if first or self.rebuild is None:
             return
         counters = self.core.counters
@@ -450,7 +523,10 @@ class Runtime:
             return
         kind = type(msg).__name__
         try:
-            self.transport.send(to, encode(msg) if frame is None else frame)
+            if self.links.on:
+                self.links.send(to, encode(msg) if frame is None else frame, self.now())
+            else:
+                self.transport.send(to, encode(msg) if frame is None else frame)
         except UnknownPeer:
             self._error("unknown-peer", f"no address for peer {to!r}; {kind} not sent")
             if isinstance(msg, GetTask):  # no answer will come: free the reserved slot now

@@ -22,6 +22,7 @@ from .messages import (
     Holding,
     JobDone,
     KillTask,
+    LinkFaults,
     LongTask,
     NoTask,
     PeerDown,
@@ -53,6 +54,7 @@ PROCESSES = frozenset({"frontend", "scheduler", "central", "node"})
 
 Kinds = tuple[type, ...]
 FROM_CONTROLLERS: Kinds = (SubmitJob, PeerDown, PeerUp, Hello, GetStats, GetCounters, Shutdown, Recover)
+FROM_CONTROLLERS += (LinkFaults,)
 FROM_SCHEDULERS: Kinds = (JobDone, Probe, AssignTask, NoTask, CancelProbes, PlaceTask, KillTask, LongTask)
 FROM_SCHEDULERS += (RemainingUpdate, QueueTask, GetHolding)
 FROM_NODES: Kinds = (GetTask, TaskFinished, ProbeRejected, StealRequest, StealReply, TaskStarted, QueueReport)

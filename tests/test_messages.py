@@ -67,7 +67,7 @@ def test_a_frame_of_protocol_1_is_refused_in_one_clear_line():
     with pytest.raises(BadFrame) as info:
         decode(msgspec.msgpack.encode([1, Probe.TAG, 1, 2.0, 3]))
     assert info.value.kind == "bad-version"
-    assert str(info.value) == "bad-version: a frame of protocol 1; this process speaks 3"
+    assert str(info.value) == "bad-version: a frame of protocol 1; this process speaks 4"
 
 
 def test_ints_are_read_as_floats_but_bools_are_not_numbers():

@@ -29,6 +29,7 @@ CLIENTS = Path(__file__).resolve().parent / "protocol_clients"
 FINGERPRINTS = {
     2: "44db58b8f5f432d65d9abd9be32dd77e8f6d465ef3d081a84001f1f2cf360599",
     3: "df4645f57103f3426c1ba536147925f370cb75543f172dcecd55dbf77d834c85",  # Hello.tasks, TaskRecords
+    4: "145082d676af2799f3f1c634a9061f9beaf0f0618d4203a65368cc008423c265",  # Link, LinkFaults
 }
 """The SHA-256 of ``aviary protocol schema`` (keys sorted) for each protocol version."""
 
@@ -89,7 +90,7 @@ def test_a_frame_built_from_the_document_decodes():
     """The document's example frame, and what a foreign client packs with msgpack, are Aviary's frames."""
     import msgpack
 
-    frame = bytes.fromhex("03 93 02 cd 01 2c cb 3f b9 99 99 99 99 99 9a".replace(" ", ""))
+    frame = bytes.fromhex("04 93 02 cd 01 2c cb 3f b9 99 99 99 99 99 9a".replace(" ", ""))
     msg = decode(frame)
     assert (type(msg).__name__, msg.job_id, msg.first_start_delay) == ("JobDone", 300, 0.1)
     assert encode(msg) == frame

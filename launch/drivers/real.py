@@ -84,8 +84,12 @@ class FrontendSession:
         liveness: tuple[float, int] = (LIVENESS_PERIOD, LIVENESS_MISSES),
         restart: Callable[[str], bool] | None = None,
         journal: Journal | None = None,
+        link_faults: list[str] | None = None,
     ) -> None:
         spec = frontend or cluster.frontend
+        self.link_faults = link_faults or []
+        """``--fail``'s link items: every process injects them from the replay's start
+        (:meth:`Runtime.start_links`), with the cluster's seed, as the simulator does."""
         self.cluster = cluster
         self.journal = journal
         self.members = members or [p.name for p in cluster.processes if p.role != "frontend"]
@@ -196,6 +200,8 @@ class FrontendSession:
         core, runtime = self.core, self.runtime
         start = time.monotonic()
         runtime.inject(core.begin)
+        if self.link_faults:
+            runtime.start_links(self.members, self.link_faults, self.cluster.seed, 0.0)
         pending = sorted(failures or [], key=lambda f: f.at)
         while not core.done:
             await asyncio.sleep(tick)
@@ -280,6 +286,7 @@ async def run_real(
     restart: Callable[[str], bool] | None = None,
     watch: Callable[[FrontendSession], Any] | None = None,
     journal: Journal | None = None,
+    link_faults: list[str] | None = None,
 ) -> RealOutcome:
     """One whole replay: register, replay, collect. When ``stop()`` gives a reason (a signal), the
     replay ends early: the processes are still asked for their counters (and stopped, with
@@ -287,10 +294,18 @@ async def run_real(
     are carried out with ``fail`` (a local testbed's); ``liveness``: the heartbeat period (s) and the
     periods missed before a process is declared dead; ``restart``: start a dead central scheduler again
     (a local testbed's), which then rebuilds its state; ``watch(session)``: called once the session is
-    up, returns what watches it (the dashboard), stopped at the end; ``journal``: see
+    up, returns what watches it (the dashboard), stopped at the end; ``journal``, ``link_faults``: see
     :class:`FrontendSession`."""
     async with FrontendSession(
-        cluster, jobs, route, dead=dead, fail=fail, liveness=liveness, restart=restart, journal=journal
+        cluster,
+        jobs,
+        route,
+        dead=dead,
+        fail=fail,
+        liveness=liveness,
+        restart=restart,
+        journal=journal,
+        link_faults=link_faults,
     ) as session:
         watcher = None if watch is None else watch(session)
         try:
@@ -337,6 +352,7 @@ async def _replay(
             counters["processes_counted_from_last_report"] += 1
     counters.update(session.core.counters)  # the frontend's own: deaths, resubmissions
     counters.update({f"dropped.{k}": v for k, v in session.runtime.transport.counts().items()})
+    counters.update({f"links.{k}": v for k, v in session.runtime.links.link_counters().items()})
     log = session.task_log()[len(base_log) :]
     cycles = session.cycle_log()[len(base_cycles) :]
     outcome = RealOutcome(

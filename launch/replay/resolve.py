@@ -284,16 +284,13 @@ def longest_quiet(jobs: list[JobSpec], finishes: list[float | None]) -> float:
 
 def injected_link_faults(spec: ReplaySpec, cluster: Cluster) -> list[LinkFault]:
     """``--fail``'s link faults (:mod:`aviary.common.netfaults`), each side checked against the cluster's
-    processes (one-line errors). The simulator injects them; the real runtime not yet (refused)."""
+    processes (one-line errors). The simulator injects them in its message delivery, the real runtime in
+    each process's link layer (:mod:`aviary.common.linklayer`)."""
     if spec.fail is None:
         return []
     items = split_items(spec.fail)[1]
     if not items:
         return []
-    if spec.runtime != "sim":
-        raise UsageError(
-            f"--fail: link faults ({items[0]}...) run on the simulator only so far (--runtime sim)"
-        )
     try:
         faults = parse_link_faults(items)
         FaultPlan(faults, {p.name: p.role for p in cluster.processes})  # every side matches a process

@@ -215,6 +215,8 @@ def _run_replay(
                 result.counters,
             )
             problems = result.problems
+            if setup.link_faults:  # as the simulator's: segments sent and what the links' ends counted
+                setup.extra["links"] = {k[6:]: v for k, v in counters.items() if k.startswith("links.") and v}
             log = result.task_log
             cycles = result.cycles
             interrupted, error = result.interrupted, result.error
@@ -328,6 +330,7 @@ def _run_real(
                     liveness=setup.liveness,
                     watch=None if setup.dashboard is None else _dashboard(setup, console),
                     journal=journal,
+                    link_faults=[f.text for f in setup.link_faults],
                 )
             )
             if outcome.registered_at is not None:  # from the first process started to the last registered

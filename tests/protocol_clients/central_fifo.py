@@ -26,7 +26,7 @@ import msgpack
 import zmq
 from zmq.utils import z85
 
-VERSION = 3
+VERSION = 4
 SUBMIT_JOB, JOB_DONE, TASK_FINISHED, PLACE_TASK = 1, 2, 8, 9
 HELLO, REGISTER, SHUTDOWN, STATS, GET_STATS, PEER_DOWN, PEER_UP, GET_COUNTERS, COUNTERS = range(20, 29)
 NAMES = {JOB_DONE: "JobDone", PLACE_TASK: "PlaceTask"}
