@@ -165,7 +165,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "finished": "the sender's tasks that finished here, `[job_id, task_index, s since it started]` each",
     },
     "Link": {
-        "inc": "the sender's incarnation (its link layer's start, ms since the epoch): larger after a restart",
+        "inc": "the sender's incarnation (its link layer's start, ms since 1970), larger after a restart",
         "to_inc": "the receiver's incarnation as the sender knows it; 0: not known yet (any takes it)",
         "seq": "the carried message's number on this link, from 1; 0: an acknowledgement alone",
         "ack": "the highest number received in order from the receiver (cumulative)",
