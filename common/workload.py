@@ -302,6 +302,8 @@ class JobStream:
     last_submit: float
     """The last job's submit time (replay seconds)."""
     make: Callable[[], Iterator[JobSpec]]
+    longest: float = 0.0
+    """The longest task (replay seconds, after merging)."""
 
     def __iter__(self) -> Iterator[JobSpec]:
         return self.make()
@@ -449,4 +451,4 @@ def stream_workload(
             if want is None:
                 return
 
-    return JobStream(len(chosen), tasks, work, last, make)
+    return JobStream(len(chosen), tasks, work, last, make, max((longest[i] for i in chosen), default=0.0))

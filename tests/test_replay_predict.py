@@ -196,10 +196,10 @@ def test_a_batch_s_span_is_the_busiest_resource_s_work_over_its_capacity():
 
 
 def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_flags_a_long_one():
-    from aviary.launch.replay.run import CALIBRATION, share_done, wall_estimate
+    from aviary.launch.replay.run import CALIBRATION, share_done, time_left, wall_estimate
 
     class Fe:
-        finished, jobs = 10, [None] * 100
+        finished, total = 10, 100
 
     # The share done: the tasks launched where known, else the jobs finished or the virtual time
     assert share_done(Fe(), 500.0, 1000.0, launched=300, tasks=1000) == 0.3
@@ -213,6 +213,12 @@ def test_a_simulated_replay_estimates_its_wall_time_after_its_first_seconds_and_
     long = wall_estimate([(15.0, 0.025), (30.0, 0.05)])  # 5 % done after 30 s: 10 min
     assert long is not None and "about 10.0 min" in long and "a long simulation" in long
     assert wall_estimate([(CALIBRATION + 1, 0.0)]) is None  # nothing done yet: no estimate
+    # The progress bar's ETA is the same reckoning, without the set-up and the results
+    assert (
+        time_left(steady) == 30.0
+        and time_left(slowing) == pytest.approx(75.0)
+        and time_left(steady[:3]) is None
+    )
 
 
 def test_the_prediction_of_a_docker_replay_holds_each_task_to_a_container_start():

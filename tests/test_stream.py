@@ -245,3 +245,45 @@ def test_dropping_quiet_channels_changes_nothing(
     monkeypatch.setattr(sim, "CHANNELS_PRUNED_AT", 1)
     pruned = replayed(policy, jobs, tmp_path / "pruned", 60, False)
     assert kept[:2] == pruned[:2]
+
+
+def test_aviary_replay_streams_a_big_trace_to_the_results_of_the_list(tmp_path: Path, monkeypatch) -> None:
+    """``aviary replay --stream`` (and, without the flag, a trace file above STREAM_BYTES) reads the jobs
+    as the replay advances and writes the same jobs.csv and summary as the replay of the list (but its
+    wall time, the provenance of jobs it never held and the flag itself), without a task table; where it
+    cannot stream it says so in one line."""
+    from aviary.launch.cli.main import main
+    from aviary.launch.replay import jobs as replay_jobs
+
+    flags = ["replay", "--runtime", "sim", "--policy", "eagle", "--nodes", "200", "--jobs", "400", "--quiet"]
+    assert main([*flags, "--stream", "--out", str(tmp_path / "s")]) == 0
+    assert main([*flags, "--out", str(tmp_path / "l")]) == 0
+    assert (tmp_path / "s" / "jobs.csv").read_bytes() == (tmp_path / "l" / "jobs.csv").read_bytes()
+    assert not (tmp_path / "s" / "tasks.csv").exists() and (tmp_path / "l" / "tasks.csv").exists()
+    a, b = (json.loads((tmp_path / d / SUMMARY_JSON).read_text()) for d in "sl")
+    assert a["extra"].pop("streamed") is True and a["workload"]["jobs"].pop("streamed") is True
+    for s in (a, b):
+        for key in ("wall_seconds", "workload"):
+            s.pop(key)
+        for key in ("command", "events_per_s"):
+            s["extra"].pop(key)
+    assert a == b
+    monkeypatch.setattr(replay_jobs, "STREAM_BYTES", 1000)  # the bundled sample is "big" now
+    assert main([*flags, "--out", str(tmp_path / "auto")]) == 0
+    assert json.loads((tmp_path / "auto" / SUMMARY_JSON).read_text())["extra"]["streamed"] is True
+    assert main([*flags, "--no-stream", "--out", str(tmp_path / "off")]) == 0
+    assert "streamed" not in json.loads((tmp_path / "off" / SUMMARY_JSON).read_text())["extra"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--runtime", "real"], "--stream: only for --runtime sim"),
+        (["--runtime", "sim", "--policy", "tetris"], "--stream: only for a Google-format trace"),
+    ],
+)
+def test_where_a_replay_cannot_stream_it_says_so_in_one_line(flags, says, capsys) -> None:
+    from aviary.launch.cli.main import main
+
+    assert main(["replay", "--stream", *flags, "--jobs", "10"]) == 2
+    assert says in capsys.readouterr().err

@@ -726,6 +726,14 @@ def build_parser() -> Parser:
         action="store_false",
         help="leave out tasks.csv, the row of each task's run (for the largest runs; default: written)",
     )
+    rp.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the simulator: read the trace's jobs as the replay advances, write each finished job out and "
+        "forget it, no tasks.csv (a whole month's trace in bounded memory; default: on for a trace file "
+        "above 64 MB)",
+    )
     rp.add_argument("--quiet", action="store_true", help="no progress bar (default: off)")
     rp.add_argument(
         "--progress-every",

@@ -131,6 +131,10 @@ class ReplaySpec:
     """Write into ``out`` even when it holds another run's results (:mod:`aviary.launch.replay.folder`)."""
     task_table: bool = True
     """Write the task table, ``tasks.csv`` (each run of a task on a node: :mod:`aviary.common.tasktable`)."""
+    stream: bool | None = None
+    """The simulator: read the trace's jobs as the replay advances and forget each once written, with no
+    task table (a trace of a whole month); None: when the trace file is larger than
+    :data:`~aviary.launch.replay.jobs.STREAM_BYTES`."""
     demands: Demands = "synth"
     capacity: Resources | None = None
     time_scale: float | None = None

@@ -13,7 +13,7 @@ from ...common.dags import GOOGLE_TRACE, build_dag_workload, read_alibaba
 from ...common.model import GOOGLE_CUTOFF, JobSpec
 from ...common.resources import vector_sum
 from ...common.trace import TraceJob, read_trace
-from ...common.workload import build_workload
+from ...common.workload import JobStream, build_workload, stream_workload
 from ..flags.spec import ReplaySpec, UsageError
 from ..policies.registry import POLICIES, Policy
 from .gshet import replay_gshet
@@ -30,6 +30,51 @@ TASK_SCALES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 TAIL_SHARE = 0.25
 """The longest merged task of a default task scale is at most this share of the sample's arrivals."""
+
+STREAM_BYTES = 64 * 2**20
+"""A simulated replay of a Google-format trace file larger than this streams its jobs (``--stream``):
+about 2 million tasks; the whole month is about 200 MB."""
+
+
+def streamed_jobs(
+    spec: ReplaySpec, policy: Policy, cluster: Cluster, scale: float, load: float | None
+) -> JobStream | None:
+    """The replay's jobs as a stream (:func:`~aviary.common.workload.stream_workload`: the jobs
+    :func:`flat_jobs` would build on the simulator, the same bit for bit, made as the replay pulls them),
+    with ``--stream`` or, without ``--no-stream``, for a simulated replay of a trace file above
+    :data:`STREAM_BYTES`; None: the jobs are built as a list."""
+    wanted = spec.stream
+    if wanted is None:
+        try:
+            big = Path(spec.trace).stat().st_size > STREAM_BYTES
+        except OSError:
+            big = False
+        wanted = big and spec.runtime == "sim" and not policy.dag and spec.workload == "google"
+    if not wanted:
+        return None
+    if spec.runtime != "sim":
+        raise UsageError("--stream: only for --runtime sim (a real replay holds a few hundred jobs)")
+    if policy.dag or spec.workload != "google" or spec.batch:
+        raise UsageError(
+            f"--stream: only for a Google-format trace under a slot-based policy, not --workload "
+            f"{spec.workload} under {policy.name}" + (" with --batch" if spec.batch else "")
+        )
+    return stream_workload(
+        spec.trace,
+        jobs=spec.jobs,
+        sample=spec.sample,
+        start=spec.start,
+        seed=spec.seed,
+        time_scale=scale,
+        task_scale=spec.task_scale or 1.0,
+        nodes=len(cluster.nodes),
+        slots=max(p.slots for p in cluster.nodes),
+        reference_nodes=spec.reference_nodes,
+        load=load,
+        keep_arrivals=spec.keep_arrivals,
+        cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
+        misestimate=spec.misestimate,
+    )
 
 
 def replay_jobs(

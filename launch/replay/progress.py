@@ -55,8 +55,9 @@ class ProgressBar:
     Real processes: the clock counts replay seconds from the first submission; the end is the
     simulator's prediction (``end``) and the ETA the difference (rich's estimate from the rate of
     finishing jobs without a prediction, or once past it). The simulator (``virtual``): the clock is
-    virtual time, shown against the last arrival (``last_arrival``) until it passes it, the ETA rich's
-    estimate. The bar counts jobs finished, so it never shows more than 100 %."""
+    virtual time, shown against the last arrival (``last_arrival``) until it passes it, the ETA the
+    driver's estimate (:attr:`left`: by the tasks launched, the rate of the second half of the time so
+    far), else rich's. The bar counts jobs finished, so it never shows more than 100 %."""
 
     LABEL = 16
     """The label's width on the bar (the policy's name; the plain line shows it whole)."""
@@ -96,6 +97,8 @@ class ProgressBar:
         self.virtual = virtual
         self.last_arrival = last_arrival
         self.started = time.monotonic()
+        self.left: float | None = None
+        """The simulator: the seconds left by its share done so far (:func:`~.run.time_left`), or None."""
         self.printed: float | None = None
         self.last: tuple[int, int, float | None, bool] | None = None
         """What the last update said: jobs finished, submitted, the clock, and whether all registered."""
@@ -117,8 +120,8 @@ class ProgressBar:
             if self.last_arrival is None or clock > self.last_arrival:
                 return f"virtual {clock:,.0f} s" + (
                     "" if self.last_arrival is None else ", all arrived"
-                ), None
-            return f"virtual {clock:,.0f} of {self.last_arrival:,.0f} s", None
+                ), self.left
+            return f"virtual {clock:,.0f} of {self.last_arrival:,.0f} s", self.left
         if self.end is None:
             return f"clock {clock:,.1f} s", None
         eta = self.end - clock if clock <= self.end else None

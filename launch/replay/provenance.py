@@ -185,8 +185,13 @@ def workload_record(setup: ReplaySetup) -> dict[str, Any]:
     kind = str(extra.get("workload", "google"))
     path = trace_file(kind, str(extra.get("trace", "")))
     trace: dict[str, Any] | None = None
-    chosen: dict[str, Any] = {"count": len(jobs)}
-    if path is not None:
+    chosen: dict[str, Any] = {"count": setup.count}
+    if setup.stream is not None:  # never held: the file's digest and the settings make the jobs
+        assert path is not None
+        st = os.stat(path)
+        trace = {"path": _shown(path), "bytes": st.st_size, "sha256": _sha256(path)}
+        chosen.update(tasks=setup.tasks, streamed=True)
+    elif path is not None:
         size: int | None = None
         digest, order = "", cast(tuple[tuple[int, int], ...], ())
         try:  # the file was read at set-up: a failure now (moved, rewritten) must not lose the run
@@ -205,8 +210,9 @@ def workload_record(setup: ReplaySetup) -> dict[str, Any]:
             chosen["start"] = indices[0] if run else None
             chosen["indices"] = index_ranges(indices)
             chosen["trace_tasks"] = sum(order[i][1] for i in indices)
-    chosen["tasks"] = sum(j.tasks for j in jobs)
-    chosen["digests"] = job_digests(jobs)
+    if setup.stream is None:
+        chosen["tasks"] = setup.tasks
+        chosen["digests"] = job_digests(jobs)
     if extra.get("batch"):
         arrivals = "batch"
     elif extra.get("keep_arrivals"):

@@ -35,7 +35,7 @@ from ..flags.spec import REAL_TIME_SCALE, ReplaySpec, UsageError
 from ..policies.registry import Policy, check_params, cluster_policy, get_policy, policy_cluster
 from .folder import check_folder, default_folder
 from .gshet import gshet_defaults, gshet_options
-from .jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs
+from .jobs import DEFAULT_REAL_JOBS, longest_task, replay_jobs, streamed_jobs
 from .predict import predict, prediction_notes, refusal
 from .resolved import ReplaySetup
 
@@ -174,10 +174,14 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
     default_load = GSHET_LOAD if spec.workload == "gshet" else DEFAULT_LOAD
     load = None if spec.keep_arrivals or spec.batch else (spec.load or default_load)
     try:
-        jobs, task_scale = replay_jobs(spec, policy, cluster, scale, load)
+        stream = streamed_jobs(spec, policy, cluster, scale, load)
+        if stream is None:
+            jobs, task_scale = replay_jobs(spec, policy, cluster, scale, load)
+        else:
+            jobs, task_scale = [], spec.task_scale or 1.0
     except (TraceError, WorkloadError, DagTraceError) as exc:
         raise UsageError(str(exc)) from None
-    stall = spec.stall_timeout or max(30.0, 3 * longest_task(jobs))
+    stall = spec.stall_timeout or max(30.0, 3 * (longest_task(jobs) if stream is None else stream.longest))
     out = spec.out or default_folder(spec.workload, cluster.policy, spec.runtime)
     extra: dict[str, Any] = {
         "workload": spec.workload,
@@ -193,6 +197,8 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
         "executor": cluster.executor,
         "params": cluster.params,
     }
+    if stream is not None:
+        extra["streamed"] = True
     if spec.workload == "gshet":  # the recipe's mix and sizes (keyword defaults of gshet_jobs)
         extra["gshet"] = gshet_defaults() | gshet_options(spec.gshet)
     if cluster.nodes_per_process > 1:
@@ -224,7 +230,8 @@ def resolve(spec: ReplaySpec) -> ReplaySetup:
         keys=spec.keys,
         dashboard=spec.dashboard if spec.runtime == "real" else None,
         dashboard_address=spec.dashboard_address,
-        task_table=spec.task_table,
+        task_table=spec.task_table and stream is None,
+        stream=stream,
     )
 
 

@@ -13,6 +13,7 @@ from ...common.cluster import Cluster
 from ...common.failures import LIVENESS_MISSES, LIVENESS_PERIOD, Failure
 from ...common.model import JobSpec
 from ...common.netfaults import LinkFault
+from ...common.workload import JobStream
 from ..policies.registry import Policy
 
 
@@ -59,7 +60,7 @@ class ReplaySetup:
     failures: list[Failure] = field(default_factory=list)
     """Processes killed on purpose at replay times (``--fail``)."""
     link_faults: list[LinkFault] = field(default_factory=list)
-    """``--fail``'s faults of the network (:mod:`aviary.common.netfaults`): the simulator injects them."""
+    """``--fail``'s faults of the network (:mod:`aviary.common.netfaults`), injected on either runtime."""
     keys: bool = True
     """A testbed this replay starts gets CurveZMQ keys of its own (:class:`LocalTestbed`)."""
     latest: bool = False
@@ -77,3 +78,16 @@ class ReplaySetup:
     task_table: bool = True
     """Write the task table, ``tasks.csv``, as tasks end (:mod:`aviary.common.tasktable`; with the
     journal)."""
+    stream: JobStream | None = None
+    """The jobs as a stream (``--stream``: :mod:`aviary.common.workload`), ``jobs`` then empty: read as the
+    replay advances, each written to ``jobs.csv`` as it finishes and forgotten."""
+
+    @property
+    def count(self) -> int:
+        """How many jobs the replay submits."""
+        return len(self.jobs) if self.stream is None else self.stream.count
+
+    @property
+    def tasks(self) -> int:
+        """Their tasks in all."""
+        return sum(j.tasks for j in self.jobs) if self.stream is None else self.stream.tasks

@@ -25,6 +25,7 @@ and the stop signals come from :mod:`~.progress`.
 
 from __future__ import annotations
 
+import bisect
 import math
 import signal
 import time
@@ -42,7 +43,14 @@ from ...common.frontend import FrontendCore
 from ...common.journal import Journal
 from ...common.model import JobSpec
 from ...common.resources import Resources, vector_sum
-from ...common.results import JOBS_CSV, SUMMARY_JSON, JobRecord, format_summary_table, write_results
+from ...common.results import (
+    JOBS_CSV,
+    SUMMARY_JSON,
+    JobRecord,
+    StreamedResults,
+    format_summary_table,
+    write_results,
+)
 from ...common.tasktable import TASKS_CSV
 from ...common.usage import DEFAULT_FAIRNESS_WINDOW, TaskRecord
 from ..drivers.dashboard import Dashboard, serve
@@ -70,7 +78,7 @@ def open_journal(setup: ReplaySetup, workload: dict[str, Any]) -> Journal | None
     """The replay's journal in its folder (None when ``setup.journal`` is off), its start line written:
     what runs (``workload``: its record). An earlier run's ``jobs.csv`` and ``summary.json`` there
     (``--force``) go now, so that a folder never holds this run's journal beside another run's results."""
-    if not setup.journal:
+    if not setup.journal and setup.stream is None:  # a stream's finished jobs leave through the journal
         return None
     for name in (SUMMARY_JSON, JOBS_CSV, TASKS_CSV):
         (setup.out / name).unlink(missing_ok=True)
@@ -79,12 +87,13 @@ def open_journal(setup: ReplaySetup, workload: dict[str, Any]) -> Journal | None
         "runtime": setup.runtime,
         "nodes": len(setup.cluster.nodes),
         "slots": max(p.slots for p in setup.cluster.nodes),
-        "jobs": len(setup.jobs),
-        "tasks": sum(j.tasks for j in setup.jobs),
+        "jobs": setup.count,
+        "tasks": setup.tasks,
         "workload": workload,
         "extra": setup.extra,
     }
-    return Journal(setup.out, start, tasks=setup.jobs if setup.task_table else None)
+    sink = None if setup.stream is None else StreamedResults(setup.out, setup.policy.name)
+    return Journal(setup.out, start, tasks=setup.jobs if setup.task_table else None, sink=sink)
 
 
 def run_replay(
@@ -120,7 +129,7 @@ def _run_replay(
 ) -> dict[str, Any]:
     """:func:`run_replay`'s run and results."""
     begun = time.monotonic()
-    cluster, jobs = setup.cluster, setup.jobs
+    cluster, jobs, stream = setup.cluster, setup.jobs, setup.stream
     policy = setup.policy
     label = f"{policy.name} ({setup.runtime}, {len(cluster.nodes)} nodes)"
     problems: list[str] = []
@@ -129,10 +138,14 @@ def _run_replay(
     if setup.runtime == "real":
         print_prediction(setup, console)
     end = None if setup.prediction is None else setup.prediction.wall
-    arrivals = max(j.submit for j in jobs)
-    span = max(arrivals, work_bound(cluster, jobs)) if setup.runtime == "sim" else arrivals
+    if stream is not None:
+        arrivals = stream.last_submit
+        span = max(arrivals, stream.work / sum(p.slots for p in cluster.nodes))
+    else:
+        arrivals = max(j.submit for j in jobs)
+        span = max(arrivals, work_bound(cluster, jobs)) if setup.runtime == "sim" else arrivals
     bar = ProgressBar(
-        len(jobs),
+        setup.count,
         label,
         not quiet,
         end=end,
@@ -149,19 +162,21 @@ def _run_replay(
                 # The simulator stops here, in its own frame: a KeyboardInterrupt raised by the signal
                 # handler could land in a gc callback, where Python only prints it.
                 nonlocal estimated
-                bar.update(fe, now)
-                if not estimated:
-                    elapsed = time.monotonic() - started
+                elapsed = time.monotonic() - started
+                if not shares or elapsed - shares[-1][0] >= SHARE_EVERY:
                     shares.append((elapsed, share_done(fe, now, span, launched(), tasks)))
-                    if line := wall_estimate(shares, before, after):
+                    left = time_left(shares)
+                    bar.left = None if left is None else left + after
+                    if not estimated and (line := wall_estimate(shares, before, after)):
                         estimated = True
                         bar.console.print(line)
+                bar.update(fe, now)
                 if stop.reason is not None:
                     raise KeyboardInterrupt
 
             started = time.monotonic()
-            shares: list[tuple[float, float]] = []  # (wall seconds, share done) at each progress check
-            tasks = sum(len(j.durations) for j in jobs)
+            shares: list[tuple[float, float]] = []  # (wall seconds, share done), every SHARE_EVERY s
+            tasks = setup.tasks
             before = started - setup.begun if setup.begun else 0.0  # its set-up: resolved, predicted
             after = RESULTS_SECONDS_PER_TASK * tasks if policy.dag else 0.0  # the usage metrics
             watched: list[Any] = []
@@ -171,7 +186,7 @@ def _run_replay(
 
             outcome = simulate(
                 cluster,
-                jobs,
+                jobs if stream is None else stream,
                 net_delay=setup.net_delay,
                 progress=progress,
                 interruptible=True,
@@ -193,18 +208,21 @@ def _run_replay(
             setup.extra["virtual_seconds"] = outcome.virtual_seconds
             interrupted = None if outcome.stopped is None else stop.reason or outcome.stopped
             error = outcome.error
+            left = (
+                setup.count - frontend.finished
+            )  # (a stream's unfinished jobs are taken from it once, later)
             if interrupted == STALLED:  # gave up, as a real replay does when no job finishes
                 interrupted = None
+                limit = quiet_limit(jobs) if stream is None else 10 * stream.work + 3600.0
                 problems.append(
                     f"gave up at virtual time {outcome.virtual_seconds:,.1f} s: no job finished for "
-                    f"{quiet_limit(jobs):,.0f} s (ten times all the jobs' work); "
-                    f"{len(frontend.unfinished())} of {len(jobs)} jobs did not finish"
+                    f"{limit:,.0f} s (ten times all the jobs' work); "
+                    f"{left} of {setup.count} jobs did not finish"
                 )
             if interrupted is not None and error is None:
-                left = len(frontend.unfinished())
                 problems.append(
                     f"interrupted by {interrupted} at virtual time {outcome.virtual_seconds:,.1f} s: "
-                    f"{left} of {len(jobs)} jobs did not finish"
+                    f"{left} of {setup.count} jobs did not finish"
                 )
         else:
             result = _run_real(setup, bar, console, stop, journal)
@@ -225,7 +243,6 @@ def _run_replay(
     writing = time.monotonic()  # the summary step, said and timed on its own (never a silence)
     if not quiet:
         console.print(f"{label}: writing results…", soft_wrap=True)
-    records = job_records(frontend, policy.name)
     if frontend.dead or frontend.resubmitted:  # which processes died when, and the jobs that moved
         setup.extra["declared_dead"] = {name: round(at, 3) for name, at in frontend.dead.items()}
         setup.extra["resubmitted"] = sorted(frontend.resubmitted)
@@ -236,31 +253,44 @@ def _run_replay(
             "capacity_total": vector_sum(n.resources for n in cluster.nodes),
             "fairness_window": DEFAULT_FAIRNESS_WINDOW / float(setup.extra["time_scale"]),
         }
-    ran = jobs if interrupted is None else [j for j in jobs if frontend.times[j.job_id].finish is not None]
-    task_seconds = math.fsum(math.fsum(j.durations) for j in ran)  # interrupted: the finished jobs'
     if interrupted is not None:
         setup.extra["interrupted"], setup.extra["interrupted_by"] = True, interrupted
     slo = {j.job_id: (j.slo, j.deadline) for j in jobs if j.slo is not None or j.deadline is not None}
     if journal is not None and journal.error is not None:
         problems.append(f"journal: {journal.error}; it stopped (the results below are whole)")
 
-    summary = write_results(
-        setup.out,
-        records,
-        workload=workload,
-        policy=policy.name,
-        runtime=setup.runtime,
-        nodes=len(cluster.nodes),
-        slots=max(p.slots for p in cluster.nodes),
-        wall_seconds=wall,
-        task_seconds=task_seconds,
-        messages=Counter(messages),
-        counters=Counter(counters),
-        extra={**setup.extra, "problems": problems},
-        slo=slo or None,
-        cycles=cycles,
-        **dag,
-    )
+    common: dict[str, Any] = {
+        "workload": workload,
+        "runtime": setup.runtime,
+        "nodes": len(cluster.nodes),
+        "slots": max(p.slots for p in cluster.nodes),
+        "wall_seconds": wall,
+        "messages": Counter(messages),
+        "counters": Counter(counters),
+        "extra": {**setup.extra, "problems": problems},
+    }
+    if stream is not None:  # the finished jobs' rows are written; the unfinished ones' now
+        assert journal is not None and isinstance(journal.sink, StreamedResults)
+        journal.take()
+        sink = journal.sink
+        sink.add_unfinished(frontend)
+        summary = sink.write(
+            task_seconds=stream.work if interrupted is None else sink.finished_work(), **common
+        )
+    else:
+        ran = (
+            jobs if interrupted is None else [j for j in jobs if frontend.times[j.job_id].finish is not None]
+        )
+        summary = write_results(
+            setup.out,
+            job_records(frontend, policy.name),
+            policy=policy.name,
+            task_seconds=math.fsum(math.fsum(j.durations) for j in ran),  # interrupted: the finished jobs'
+            slo=slo or None,
+            cycles=cycles,
+            **dag,
+            **common,
+        )
     # In the returned summary, not summary.json (whose own writing is part of the step timed here).
     summary["results_wall_seconds"] = round(time.monotonic() - writing, 3)
     summary["run_wall_seconds"] = round(time.monotonic() - begun, 3)
@@ -359,6 +389,8 @@ RESULTS_SECONDS_PER_TASK = 2e-5
 tasks of 100 TPC-H jobs, compiled); a flat replay's summary, by jobs, takes a fraction of a second."""
 LONG_SIMULATION = 180.0
 """A simulated replay estimated to take longer than this (s) is flagged."""
+SHARE_EVERY = 0.5
+"""Seconds of wall time between two readings of a simulated replay's share done (:func:`time_left`)."""
 
 
 def work_bound(cluster: Cluster, jobs: list[JobSpec]) -> float:
@@ -386,7 +418,23 @@ def share_done(frontend: FrontendCore, now: float, span: float, launched: int = 
     if tasks > 0 and launched > 0:
         return min(1.0, launched / tasks)
     by_time = now / span if span > 0 else 0.0
-    return min(1.0, max(frontend.finished / max(1, len(frontend.jobs)), by_time))
+    return min(1.0, max(frontend.finished / max(1, frontend.total), by_time))
+
+
+def time_left(shares: list[tuple[float, float]]) -> float | None:
+    """Seconds of simulation left, by the ``shares`` done so far (``(wall seconds, share)``, in order):
+    the rest at the rate of the second half of the time so far (from the last reading at or before half
+    the elapsed time); None before :data:`CALIBRATION` seconds or with nothing done yet. The progress
+    bar's ETA, and :func:`wall_estimate`'s."""
+    if not shares:
+        return None
+    elapsed, done = shares[-1]
+    if elapsed < CALIBRATION or done <= 0:
+        return None
+    half = bisect.bisect_right(shares, elapsed / 2, key=lambda s: s[0]) - 1
+    since = shares[half] if half >= 0 else (0.0, 0.0)
+    rate = (done - since[1]) / (elapsed - since[0]) if elapsed > since[0] else 0.0
+    return (1.0 - done) / rate if rate > 0 else elapsed / done - elapsed
 
 
 def wall_estimate(shares: list[tuple[float, float]], before: float = 0.0, after: float = 0.0) -> str | None:
@@ -399,14 +447,11 @@ def wall_estimate(shares: list[tuple[float, float]], before: float = 0.0, after:
     the elapsed time): a run whose tasks grow dearer once its queues build up (the multi-resource
     baselines over-allocate their nodes, and the fluid model's cost grows with the tasks a node holds)
     shows it there, where the average since the start would still hold the cheap first seconds."""
-    if not shares:
+    left = time_left(shares)
+    if left is None:
         return None
     elapsed, done = shares[-1]
-    if elapsed < CALIBRATION or done <= 0:
-        return None
-    since = max((s for s in shares if s[0] <= elapsed / 2), default=(0.0, 0.0))
-    rate = (done - since[1]) / (elapsed - since[0]) if elapsed > since[0] else 0.0
-    total = before + (elapsed + (1.0 - done) / rate if rate > 0 else elapsed / done) + after
+    total = before + elapsed + left + after
     line = f"estimate: about {human(total)} of wall time in all (after {human(elapsed)}, {done:.0%} done)"
     if total > LONG_SIMULATION:
         line += (
