@@ -29,6 +29,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .addresses import UnknownPeer
@@ -39,6 +40,10 @@ from .netfaults import FaultPlan, parse_link_faults
 log = logging.getLogger("aviary.links")
 
 __all__ = ["LinkLayer"]
+
+
+def _nothing() -> None:
+    pass
 
 
 def incarnation() -> int:
@@ -66,6 +71,10 @@ class LinkLayer:
         """Paused (SIGSTOP's stand-in): retransmissions wait."""
         self.closed = False
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.poke: Callable[[], None] = _nothing
+        """Called after a send from a timer of this layer (a retransmission, a delayed copy): the runtime
+        looks for frames waiting, as after any send outside its reading (ZeroMQ's descriptor is
+        edge-triggered, and a send may have taken its edge)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
 
     # --- configuration -----------------------------------------------------------------------------
@@ -131,7 +140,12 @@ class LinkLayer:
                 self._write(to, frame)
             else:
                 assert self.loop is not None
-                self.loop.call_later(delay, self._write, to, frame)
+                self.loop.call_later(delay, self._late, to, frame)
+
+    def _late(self, to: str, frame: bytes) -> None:
+        """A delayed copy's time came."""
+        self._write(to, frame)
+        self.poke()
 
     def _write(self, to: str, frame: bytes) -> None:
         if self.closed:
@@ -162,6 +176,7 @@ class LinkLayer:
         if not self.frozen:
             for seg in end.due(now):
                 self._out(to, seg, now)
+            self.poke()
         self._arm(to, now)
         if self.frozen and to not in self._timers and end.unacked:
             assert self.loop is not None

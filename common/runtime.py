@@ -160,6 +160,7 @@ class Runtime:
     # --- life cycle --------------------------------------------------------------------------------
     async def run(self) -> None:
         loop = self.loop = self.links.loop = asyncio.get_running_loop()
+        self.links.poke = self._after_outside_drain
         self._stopped = loop.create_future()
         if self._stop_early:
             return

@@ -6,5 +6,6 @@ WHATS = {
     "transport": "one hop: ZeroMQ against plain TCP, Aviary's transports with and without keys",
     "dashboard": "what the live dashboard costs a real replay",
     "journal": "what the results journal costs (--what tasks: the task table)",
+    "links": "what the link layer costs a replay without faults of the network, against a baseline tree",
     "docker_executor": "what the docker executor costs a task (docker/README.md)",
 }
