@@ -197,6 +197,7 @@ def replay(
     out: str | Path | None = None,
     force: bool = False,
     task_table: bool = True,
+    stream: bool | None = None,
     demands: Demands = "synth",
     capacity: Resources | None = None,
     time_scale: float | None = None,

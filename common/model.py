@@ -96,7 +96,8 @@ class JobSpec:
         if not slo_ok(self.slo):
             raise ValueError(f"job {self.job_id}: slo {self.slo!r} is not one of {', '.join(SLO_CLASSES)}")
         if not slowdown_ok(self.slowdown):
-            raise ValueError(f"job {self.job_id}: slowdown must be >= 1, got {self.slowdown}")
+            limit = f"within 1-{MAX_SLOWDOWN:g}"
+            raise ValueError(f"job {self.job_id}: slowdown must be {limit}, got {self.slowdown}")
 
 
 def estimate_ok(estimate: float) -> bool:
@@ -110,8 +111,14 @@ def slo_ok(slo: str | None) -> bool:
 
 
 def slowdown_ok(slowdown: float) -> bool:
-    """A placement slowdown :meth:`JobSpec.check` accepts: >= 1 (below would be a speed-up)."""
-    return slowdown >= 1.0
+    """A placement slowdown :meth:`JobSpec.check` accepts: within 1 (below would be a speed-up) and
+    :data:`MAX_SLOWDOWN`."""
+    return 1.0 <= slowdown <= MAX_SLOWDOWN
+
+
+MAX_SLOWDOWN = 1000.0
+"""The largest placement slowdown a job may carry (TetriSched's are 1.5-3): a frame's 1e308 made its
+plan-ahead durations infinite."""
 
 
 def flat_ok(tasks: int, estimate: float, slo: str | None, slowdown: float) -> bool:

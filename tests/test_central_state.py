@@ -169,7 +169,7 @@ def test_a_job_with_an_unknown_slo_class_or_a_speed_up_is_refused():
     # The workloads' own check: TetriSched's three classes, and a slowdown below 1 would run faster.
     with pytest.raises(BadJob, match=r"^job 4: slo 'gold' is not one of accepted, noreserve, be$"):
         job_state(0.0, "fe", SubmitJob(4, [1.0], 1.0, slo="gold"))
-    with pytest.raises(BadJob, match=r"^job 4: slowdown must be >= 1, got 0.5$"):
+    with pytest.raises(BadJob, match=r"^job 4: slowdown must be within 1-1000, got 0.5$"):
         job_state(0.0, "fe", SubmitJob(4, [1.0], 1.0, preference="gpu", slowdown=0.5))
     assert job_state(0.0, "fe", SubmitJob(4, [1.0], 1.0, slo="be")).slo == "be"
 
