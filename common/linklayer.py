@@ -173,14 +173,14 @@ class LinkLayer:
         end = self.ends.get(to)
         if end is None or self.closed:
             return
-        if not self.frozen:
-            for seg in end.due(now):
-                self._out(to, seg, now)
-            self.poke()
-        self._arm(to, now)
-        if self.frozen and to not in self._timers and end.unacked:
+        if self.frozen:  # nothing goes out while paused: look again a timeout later
             assert self.loop is not None
             self._timers[to] = self.loop.call_later(end.rto, self._retransmit, to)
+            return
+        for seg in end.due(now):
+            self._out(to, seg, now)
+        self.poke()
+        self._arm(to, now)
 
     # --- receiving ---------------------------------------------------------------------------------
     def receive(self, sender: str, seg: Link, now: float) -> tuple[list[bytes], bool]:

@@ -145,3 +145,35 @@ def test_a_new_incarnation_starts_a_new_session_and_nothing_old_reaches_it():
     frames, counters = asyncio.run(run())
     assert frames == [b"two", b"I am new"]
     assert counters["peer_restarts"] == 1 and counters["fenced"] == 1 and counters["b_misaddressed"] >= 1
+
+
+def test_a_paused_process_resends_nothing_until_it_goes_on():
+    """SIGSTOP's stand-in (Runtime.pause): what was not acknowledged waits, the timer looking again a
+    timeout later (not in a busy loop), and goes out once the process goes on."""
+
+    async def run() -> tuple[int, int, int]:
+        loop = asyncio.get_running_loop()
+        WIRE.inbox = {"a": [], "b": []}
+        a = LinkLayer("a", WIRE.transport("a"), ROLES)
+        a.loop = loop
+        a.configure([], 0, 0.0, loop.time())
+        looks = [0]
+        retransmit = a._retransmit
+
+        def counted(to: str) -> None:
+            looks[0] += 1
+            retransmit(to)
+
+        a._retransmit = counted  # type: ignore[method-assign]
+        a.send("b", b"lost", loop.time())
+        WIRE.inbox["b"].clear()  # the wire lost it
+        a.frozen = True
+        await asyncio.sleep(0.2)
+        paused = (len(WIRE.inbox["b"]), looks[0])
+        a.frozen = False
+        await asyncio.sleep(0.1)
+        a.stop()
+        return *paused, len(WIRE.inbox["b"])
+
+    sent_paused, looks, sent_after = asyncio.run(run())
+    assert sent_paused == 0 and 1 <= looks <= 40 and sent_after >= 1  # a timeout (0.01 s) apart: ~20
