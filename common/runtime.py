@@ -96,9 +96,9 @@ LINGER = 3.0
 under message loss): a socket's linger."""
 INPUTS = {"on_message": "message", "on_timer": "timer", "on_task_exit": "exit"}
 """A core handler's name -> the input kind a :class:`~aviary.common.tasktable.TaskRecorder` sees."""
-FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown)
+FROM_FRONTEND = (PeerDown, PeerUp, SubmitJob, Shutdown, LinkFaults)
 """What a process takes only from the frontend (or a launcher's ``control``), even from a transport
-that knows no roles: failure news, jobs and the order to stop."""
+that knows no roles: failure news, jobs, the order to stop and the faults of the network to inject."""
 
 
 ExecutorFactory = Callable[[asyncio.AbstractEventLoop, Callable[[Any, bool], None]], Any]
