@@ -30,7 +30,7 @@ def test_bench_tetrisched_runs_both_cycles_at_a_tiny_size(pure):
 def test_bench_codec_times_both_codecs_on_every_kind_with_the_same_values():
     """The earlier revision's codec is loaded from git beside today's; each kind round-trips in both
     (the module asserts it), and the frames of the same values are as long. Kinds added since (the
-    central scheduler's recovery) are timed with today's codec alone."""
+    central scheduler's recovery, the links) are timed with today's codec alone."""
     from aviary.benchmarks.wire.codec import table
     from aviary.common.messages import MESSAGE_TYPES
 
@@ -43,6 +43,8 @@ def test_bench_codec_times_both_codecs_on_every_kind_with_the_same_values():
         "Recover (new)",
         "GetHolding (new)",
         "Holding (new)",
+        "Link (new)",
+        "LinkFaults (new)",
     ]
     for row in new:
         assert row[1].strip() == "—" and float(row[3].replace(",", "")) > 0

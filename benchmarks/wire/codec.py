@@ -61,6 +61,14 @@ SAMPLES: dict[str, tuple[Any, ...]] = {
     "Recover": ([7, 8, 9], [1.5, 1.0, 0.25], [f"node-{i}" for i in range(10)]),
     "GetHolding": (),
     "Holding": ([(7, 3)], [(7, 4, 1.5), (8, 0, 0.25)], [(7, 0, 3.0), (7, 1, 2.5)]),
+    "Link": (
+        1795960000123,
+        1795960000456,
+        42,
+        40,
+        b"\x04\x93\x02\xcd\x01\x2c\xcb\x3f\xb9\x99\x99\x99\x99\x99\x9a",
+    ),
+    "LinkFaults": (["*>*:drop=1%", "node-[0-2]<>{scheduler}:cut@30s+10s"], 3, 0.0),
 }
 
 
