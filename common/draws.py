@@ -7,11 +7,17 @@ import math
 import random
 from collections.abc import Sequence
 
-__all__ = ["randbelow", "sample"]
+__all__ = ["randbelow", "sample", "uses_getrandbits"]
 
 # CPython's Random draws below n by rejection on getrandbits (random.py, _randbelow_with_getrandbits);
 # where that is not so, randbelow asks the generator itself.
 _GETRANDBITS = random.Random._randbelow is random.Random._randbelow_with_getrandbits  # type: ignore[attr-defined]
+
+
+def uses_getrandbits(rng: random.Random) -> bool:
+    """Whether :func:`randbelow` draws with ``rng.getrandbits`` (so a caller may do the same with the
+    method bound once)."""
+    return _GETRANDBITS and type(rng) is random.Random
 
 
 def randbelow(rng: random.Random, n: int) -> int:

@@ -134,6 +134,20 @@ class TaskRecorder:
         return rows
 
 
+class _Head:
+    """What the rows of one job share: the text before its task index and around its submit time, the
+    job when it has stages (else None: every task is of stage 0), and how many runs of each of its tasks
+    were written so far (by task index)."""
+
+    __slots__ = ("mid", "prefix", "runs", "staged")
+
+    def __init__(self, prefix: str, mid: str, staged: JobSpec | None, runs: list[int]) -> None:
+        self.prefix = prefix
+        self.mid = mid
+        self.staged = staged
+        self.runs = runs
+
+
 class TaskTable:
     """The task table of the replay of ``jobs``, written through ``writer`` (the journal's
     :class:`~aviary.common.journal.RecordWriter` of ``tasks.csv``)."""
@@ -142,11 +156,12 @@ class TaskTable:
         self.writer = writer
         self.jobs = {j.job_id: j for j in jobs}
         self.attempts: dict[tuple[int, int], int] = {}
+        """(job, task) -> runs written so far, of tasks no job of ``jobs`` has (others: ``_Head.runs``)."""
         self.offsets: dict[str, float] = {}
         """node -> the largest lower bound seen of its clock minus the frontend's (real runtime)."""
         self._stage_starts: dict[int, list[int]] = {}
-        self._heads: dict[int, tuple[str, str]] = {}
-        """job id -> the text before its task index and around its submit time (the same in every row)."""
+        self._heads: dict[int, _Head] = {}
+        """job id -> what its rows share (:class:`_Head`)."""
         writer.write(",".join(HEADER) + "\n")
 
     def _stage(self, job: JobSpec, index: int) -> int:
@@ -167,21 +182,27 @@ class TaskTable:
         for wire, index, node, placed, start, finish, preempted, ok in rows:
             job_id = wire % stride
             head = heads.get(job_id)
-            if head is None:  # the job's id and submit time, formatted once for all its tasks
+            if head is None:  # what every row of the job shares, made once: its id and submit time
                 times = submits.get(job_id)
                 submit = "" if times is None or times.submit is None else f"{times.submit:.6f}"
-                head = heads[job_id] = (f"{job_id},", f",{submit},")
-            job = jobs.get(job_id)
-            stage = 0 if job is None or len(job.stages) < 2 else self._stage(job, index)
-            key = (job_id, index)
-            attempt = attempts[key] = attempts.get(key, 0) + 1
+                job = jobs.get(job_id)
+                multi = job is not None and len(job.stages) >= 2
+                runs = [0] * job.tasks if job is not None else []  # attempts so far, by task index
+                head = heads[job_id] = _Head(f"{job_id},", f",{submit},", job if multi else None, runs)
+            stage = 0 if head.staged is None else self._stage(head.staged, index)
+            runs = head.runs
+            if 0 <= index < len(runs):
+                attempt = runs[index] = runs[index] + 1
+            else:  # an index the job does not have (a bad row): counted by key
+                key = (job_id, index)
+                attempt = attempts[key] = attempts.get(key, 0) + 1
             if finish is None:
-                tail = f"unfinished{head[1]}{placed - origin:.6f},{start - origin:.6f},,{preempted}\n"
+                tail = f"unfinished{head.mid}{placed - origin:.6f},{start - origin:.6f},,{preempted}\n"
             else:
                 outcome = "finished" if ok else "killed"
                 times_ = f"{placed - origin:.6f},{start - origin:.6f},{finish - origin:.6f}"
-                tail = f"{outcome}{head[1]}{times_},{preempted}\n"
-            lines.append(f"{head[0]}{index},{stage},{node},{attempt},{tail}")
+                tail = f"{outcome}{head.mid}{times_},{preempted}\n"
+            lines.append(f"{head.prefix}{index},{stage},{node},{attempt},{tail}")
         self.writer.extend(lines)
 
     def add_batch(

@@ -310,7 +310,7 @@ class EagleSchedulerCore(Core):
 
     # --- late binding, SBP ---------------------------------------------------------------------------
     def _get_task(self, now: float, node: str, job_id: int) -> list[Effect]:
-        i = self.position.get(node)
+        i = self.position.get(node) if self.dead_bits else None  # (no look-up while no node is dead)
         if i is not None and self.dead_bits >> i & 1:  # sent before its death, arrived after it was declared
             self.counters["get_task_from_dead"] += 1
             return [Send(node, NoTask(job_id))]  # alive behind a partition, it frees its slot

@@ -48,7 +48,6 @@ its placed tasks queued, running and finished (:mod:`aviary.worker.holdings`).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -179,8 +178,9 @@ class HybridNodeCore(Core):
         self.heartbeat_to = tuple(heartbeat_to)
         self.heartbeat = heartbeat
         self.long_cutoff = long_cutoff
-        # GetTask sent, answer pending: the entry, and whether it waited behind long work
-        self.requests: dict[tuple[str, int], deque[tuple[Entry, bool]]] = {}
+        # GetTask sent, answer pending: the entry, and whether it waited behind long work, oldest first (a
+        # list: one or two long, made at every GetTask, where a deque costs a block of 64 slots)
+        self.requests: dict[tuple[str, int], list[tuple[Entry, bool]]] = {}
         self.running: dict[TaskId, _Running] = {}
         self.running_long = 0
         self._long_busy = 0.0  # seconds during which a long task held a slot, until _long_since
@@ -328,7 +328,7 @@ class HybridNodeCore(Core):
         if not pending:  # not the answer to a GetTask of ours: counted and dropped (NodeMonitorCore)
             self.counters["unsolicited_assign"] += 1
             return []
-        entry, behind = pending.popleft()
+        entry, behind = pending.pop(0)
         if not pending:
             del self.requests[key]
         if msg.remaining >= 0:
@@ -351,7 +351,7 @@ class HybridNodeCore(Core):
         pending = self.requests.get(key)
         if not pending:
             return self.unexpected(msg)
-        entry, _ = pending.popleft()
+        entry, _ = pending.pop(0)
         if not pending:
             del self.requests[key]
         self.free += 1
@@ -372,7 +372,7 @@ class HybridNodeCore(Core):
             self.running_long -= 1
             if not self.running_long:
                 self._long_busy += now - self._long_since
-        if run.scheduler in self.dead:  # an orphan (killed, or ended meanwhile): nobody to tell
+        if self.dead and run.scheduler in self.dead:  # an orphan (killed, or ended meanwhile): nobody to tell
             return self._serve(now, idle_check=True)
         if run.entry is not None and not run.entry.probe:
             self.holdings.ended(run.scheduler, task_id, now)
@@ -439,7 +439,7 @@ class HybridNodeCore(Core):
                 request = (entry, self._waited_behind_long(entry, now))
                 pending = self.requests.get(key)
                 if pending is None:
-                    self.requests[key] = deque((request,))
+                    self.requests[key] = [request]
                 else:
                     pending.append(request)
                 effects.append(Send(entry.scheduler, GetTask(entry.job_id)))
@@ -465,7 +465,10 @@ class HybridNodeCore(Core):
 
     # --- stealing ------------------------------------------------------------------------------------
     def _give(self, thief: str) -> list[Effect]:
-        group = self.queue.steal_group(self.running_long > 0) if self.victim else []
+        queue = self.queue
+        if not self.victim or (not queue.longs and not self.running_long):  # nothing behind long work
+            return [Send(thief, _NOTHING_TO_STEAL)]
+        group = queue.steal_group(self.running_long > 0)
         if not group:
             return [Send(thief, _NOTHING_TO_STEAL)]
         self.counters["probes_given"] += sum(e.count for e in group)
@@ -477,6 +480,13 @@ class HybridNodeCore(Core):
 
     def _stolen(self, now: float, msg: StealReply) -> list[Effect]:
         stealer = self.stealer
+        if not msg.probes:  # nothing stolen (most replies): the next victim, if still idle
+            if stealer is None:
+                return []
+            sent = stealer.failed(self._idle())
+            if sent:
+                self.counters["steal_requests"] += 1
+            return sent
         probes = [p for p in msg.probes if _stolen_probe(p)]
         if len(probes) < len(msg.probes):  # not what a victim's _give makes: counted and dropped
             self.counters["bad_stolen_probes"] += len(msg.probes) - len(probes)

@@ -20,10 +20,10 @@ nothing tries again only the next time it runs out of work (as in the thesis' si
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from ..common.draws import randbelow
+from ..common.draws import randbelow, uses_getrandbits
 from ..common.effects import Effect, Send
 from ..common.messages import StealRequest
 
@@ -36,13 +36,16 @@ _REQUEST: Final = StealRequest()
 class Stealer:
     """The stealing rounds of one node: pick victims, ask them one at a time."""
 
-    __slots__ = ("attempts", "dead", "in_round", "me", "rng", "tried", "victims")
+    __slots__ = ("attempts", "bits", "dead", "in_round", "me", "rng", "tried", "victims")
 
     def __init__(self, me: str, victims: Sequence[str], attempts: int, rng: random.Random) -> None:
         self.me = me
         self.victims = victims  # general-partition nodes (may include ``me``; shared between nodes)
         self.attempts = attempts
         self.rng = rng
+        # The generator's getrandbits, bound once (randbelow's draw without a method look-up per victim),
+        # where randbelow draws with it; else None
+        self.bits: Callable[[int], int] | None = rng.getrandbits if uses_getrandbits(rng) else None
         self.in_round = False
         self.tried: list[str] = []
         self.dead: set[str] = set()  # victims declared dead (PeerDown): never asked
@@ -54,9 +57,18 @@ class Stealer:
         if len(self.tried) >= self.attempts or n == 0:
             return None
         rng = self.rng
+        bits = self.bits
+        k = n.bit_length()
+        me, tried, dead = self.me, self.tried, self.dead
         for _ in range(64):
-            v = victims[randbelow(rng, n)]  # rng.randrange(n)'s draw
-            if v != self.me and v not in self.tried and v not in self.dead:
+            if bits is not None:  # randbelow(rng, n), inline
+                r = bits(k)
+                while r >= n:
+                    r = bits(k)
+            else:
+                r = randbelow(rng, n)
+            v = victims[r]  # rng.randrange(n)'s draw
+            if v != me and v not in tried and (not dead or v not in dead):
                 return v
         # Few candidates: pick among the ones left explicitly.
         left = [v for v in victims if v != self.me and v not in self.tried and v not in self.dead]

@@ -210,6 +210,19 @@ def quiet_limit(jobs: Sequence[JobSpec]) -> float:
     return 10 * math.fsum(math.fsum(j.durations) * max(1.0, j.slowdown) for j in jobs) + 3600.0
 
 
+def _sooner(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """``a < b`` for a message and a heap event, ``(time, seq, ...)`` each with distinct sequence numbers:
+    what the tuples' comparison says, on the unboxed time (a native comparison where this module is
+    compiled, instead of a generic one per item)."""
+    ta: float = a[0]
+    tb: float = b[0]
+    if ta != tb:
+        return ta < tb
+    sa: int = a[1]
+    sb: int = b[1]
+    return sa < sb
+
+
 class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
@@ -479,7 +492,7 @@ class Simulator:
                         seq = self.seq
                         stop = (now, gseq)
                         break
-                elif inbox and (not heap or inbox[0] < heap[0]):
+                elif inbox and (not heap or _sooner(inbox[0], heap[0])):
                     ev = inbox[0]  # a message: (time, seq, target or targets, sender, msg)
                     if ev[0] > limit:
                         stop = (limit, seq + 1)
