@@ -244,3 +244,15 @@ def test_the_committed_table_of_every_family_under_faults_is_its_runs():
     from aviary.experiments.network_faults import POLICIES, REPORT, report
 
     assert report(POLICIES, [0, 1, 2]) == REPORT.read_text()
+
+
+def test_the_committed_side_by_side_table_is_its_runs_and_every_job_finished():
+    """experiments/results/network_faults_side.md (real and simulated, docs/failures.md) regenerates from
+    the committed runs byte for byte, and in every run of both runtimes every job finished."""
+    import json
+
+    from aviary.experiments.network_faults import SIDE_OUT, SIDE_POLICIES, SIDE_REPORT, side_report
+
+    assert side_report(SIDE_POLICIES, 0) == SIDE_REPORT.read_text()
+    runs = [json.loads(p.read_text()) for p in SIDE_OUT.glob("*.json")]
+    assert len(runs) > 150 and all(r["finished"] == r["jobs"] for r in runs)
