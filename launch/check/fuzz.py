@@ -38,6 +38,8 @@ from ...common.messages import (
     Holding,
     JobDone,
     KillTask,
+    Link,
+    LinkFaults,
     LongTask,
     NoTask,
     PeerDown,
@@ -59,7 +61,7 @@ from ...common.messages import (
 )
 
 STRANGERS = ("stranger", "", "node-9", "sched-7")
-CONTROL = (Hello, GetStats, GetCounters, Shutdown)  # answered by the runtime, never handed to a core
+CONTROL = (Hello, GetStats, GetCounters, Shutdown, Link, LinkFaults)  # the runtime's, never a core's
 FROM_CONTROLLER = (SubmitJob, PeerDown, PeerUp, Shutdown)  # taken only from the frontend, roles or not
 EFFECTS = (Send, Multicast, SetTimer, CancelTimer, Launch, Suspend, Resume, Kill)
 
