@@ -149,7 +149,6 @@ class Runtime:
         self._beat_at = 0.0
         self._link_faults: LinkFaults | None = None
         """The frontend's: the ``LinkFaults`` of this replay, told again to a restarted process."""
-        self._link_faults_at = 0.0
         self.recorder: TaskRecorder | None = None
         """A node's recorder of its tasks, while the frontend (:attr:`records_to`) asks for them."""
         self.records_to = ""
@@ -268,14 +267,10 @@ class Runtime:
                         self._register(self._beat_to)
                     transport.flush()
                 sender, frame = item
-                try:
-                    msg = decode(frame)
-                except BadFrame as exc:
-                    self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
-                    continue
+                msg = self._decoded(sender, frame)
                 if type(msg) is Link:
                     self._segment(sender, msg)
-                else:
+                elif msg is not None:
                     self._deliver(sender, msg)
         finally:
             transport.release()
@@ -289,25 +284,27 @@ class Runtime:
             return
         frames, restarted = self.links.receive(sender, seg, self.now())
         for frame in frames:
-            try:
-                msg = decode(frame)
-            except BadFrame as exc:
-                self._drop(exc.kind, f"dropped a frame in a segment from {sender!r}: {exc}")
-                continue
+            msg = self._decoded(sender, frame)
             if type(msg) is Link:
                 self._drop("link-in-link", f"dropped a Link segment inside a segment from {sender!r}")
-                continue
-            self._deliver(sender, msg)
+            elif msg is not None:
+                self._deliver(sender, msg)
         said = self._link_faults
         if restarted and said is not None:  # a restarted peer hears this replay's faults again
-            clock = said.clock + self.now() - self._link_faults_at
-            self._send_raw(sender, LinkFaults(said.faults, said.seed, clock))
+            self._send_raw(sender, LinkFaults(said.faults, said.seed, self.now() - self.links.t0))
+
+    def _decoded(self, sender: str, frame: Any) -> Any:
+        """The message of a frame, or None for a bad one (dropped and counted)."""
+        try:
+            return decode(frame)
+        except BadFrame as exc:
+            self._drop(exc.kind, f"dropped a frame from {sender!r}: {exc}")
+            return None
 
     def start_links(self, to: list[str], faults: list[str], seed: int, clock: float) -> None:
         """The frontend, as a replay with faults of the network begins at replay time ``clock``: tell the
         processes ``to`` (directly, before any fault) and carry everything over links from now on."""
         said = self._link_faults = LinkFaults(faults, seed, clock)
-        self._link_faults_at = self.now()
         for name in to:
             self._send_raw(name, said)
         self.links.configure(faults, seed, clock, self.now())

@@ -60,21 +60,30 @@ def streamed_jobs(
             f"{spec.workload} under {policy.name}" + (" with --batch" if spec.batch else "")
         )
     return stream_workload(
-        spec.trace,
-        jobs=spec.jobs,
-        sample=spec.sample,
-        start=spec.start,
-        seed=spec.seed,
-        time_scale=scale,
-        task_scale=spec.task_scale or 1.0,
-        nodes=len(cluster.nodes),
-        slots=max(p.slots for p in cluster.nodes),
-        reference_nodes=spec.reference_nodes,
-        load=load,
-        keep_arrivals=spec.keep_arrivals,
-        cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
-        misestimate=spec.misestimate,
+        spec.trace, **flat_settings(spec, cluster, scale, load, spec.jobs, spec.task_scale or 1.0)
     )
+
+
+def flat_settings(
+    spec: ReplaySpec, cluster: Cluster, scale: float, load: float | None, jobs: int | None, factor: float
+) -> dict[str, Any]:
+    """The keywords of :func:`~aviary.common.workload.build_workload` (and of ``stream_workload``) for the
+    Google trace's flat jobs: ``jobs`` of them at task scale ``factor``."""
+    return {
+        "jobs": jobs,
+        "sample": spec.sample,
+        "start": spec.start,
+        "seed": spec.seed,
+        "time_scale": scale,
+        "task_scale": factor,
+        "nodes": len(cluster.nodes),
+        "slots": max(p.slots for p in cluster.nodes),
+        "reference_nodes": spec.reference_nodes,
+        "load": load,
+        "keep_arrivals": spec.keep_arrivals,
+        "cutoff": GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
+        "misestimate": spec.misestimate,
+    }
 
 
 def replay_jobs(
@@ -164,22 +173,7 @@ def flat_jobs(
         count = min(DEFAULT_REAL_JOBS, left) if left > 0 else None
 
     def build(factor: float) -> list[JobSpec]:
-        return build_workload(
-            trace,
-            jobs=count,
-            sample=spec.sample,
-            start=spec.start,
-            seed=spec.seed,
-            time_scale=scale,
-            task_scale=factor,
-            nodes=nodes,
-            slots=slots,
-            reference_nodes=spec.reference_nodes,
-            load=load,
-            keep_arrivals=spec.keep_arrivals,
-            cutoff=GOOGLE_CUTOFF,  # reporting classes: the trace's reference, whatever --cutoff
-            misestimate=spec.misestimate,
-        )
+        return build_workload(trace, **flat_settings(spec, cluster, scale, load, count, factor))
 
     if spec.task_scale is not None:
         return build(spec.task_scale), spec.task_scale
