@@ -52,13 +52,13 @@ def incarnation() -> int:
 
 
 class LinkLayer:
-    """One process's links with its peers over ``transport`` (module docstring). ``name``: this process;
-    ``roles``: every process's role, for the fault patterns' ``{role}``."""
+    """One process's links with its peers over ``transport`` (module docstring): ``name`` and ``role`` are
+    this process's (the fault patterns' ``{role}`` read the others' from the transport's address book)."""
 
-    def __init__(self, name: str, transport: Any, roles: dict[str, str]) -> None:
+    def __init__(self, name: str, role: str, transport: Any) -> None:
         self.name = name
+        self.role = role
         self.transport = transport
-        self.roles = roles
         self.inc = incarnation()
         self.on = False
         """Whether this process sends over links (from its ``LinkFaults`` on)."""
@@ -81,7 +81,8 @@ class LinkLayer:
     def configure(self, faults: list[str], seed: int, clock: float, now: float) -> None:
         """Inject ``faults`` (``--fail``'s link items) with ``seed`` from replay time ``clock``, which is
         ``now`` on this process's clock; ValueError if an item does not parse or matches no process."""
-        self.plan = FaultPlan(parse_link_faults(faults), self.roles, seed) if faults else None
+        roles = {**self.transport.roles, self.name: self.role}
+        self.plan = FaultPlan(parse_link_faults(faults), roles, seed) if faults else None
         self.t0 = now - clock
         self.on = True
 

@@ -153,8 +153,7 @@ class Runtime:
         """A node's recorder of its tasks, while the frontend (:attr:`records_to`) asks for them."""
         self.records_to = ""
         self._records_due: asyncio.TimerHandle | None = None
-        roles = {**getattr(transport, "roles", {}), core.name: core.role}  # (a stub transport may have none)
-        self.links = LinkLayer(core.name, transport, roles)
+        self.links = LinkLayer(core.name, core.role, transport)
         """This process's links with its peers, on from a ``LinkFaults`` (:mod:`aviary.common.linklayer`)."""
 
     # --- life cycle --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ class Wire:
 
         class T:
             peers = {n: "inproc" for n in ROLES if n != me}
+            roles = ROLES
 
             def send(self, to: str, frame: bytes) -> None:
                 wire.inbox[to].append((me, frame))
@@ -51,7 +52,7 @@ WIRE = Wire()
 async def exchange(faults: list[str], n: int, rounds: int = 400) -> tuple[dict, dict]:
     loop = asyncio.get_running_loop()
     WIRE.inbox = {"a": [], "b": []}
-    layers = {name: LinkLayer(name, WIRE.transport(name), ROLES) for name in ROLES}
+    layers = {name: LinkLayer(name, ROLES[name], WIRE.transport(name)) for name in ROLES}
     for layer in layers.values():
         layer.loop = loop
         layer.configure(faults, 0, 0.0, loop.time())
@@ -94,7 +95,7 @@ def test_every_frame_arrives_once_and_in_order_whatever_the_wire_does(faults, co
 
 
 def test_a_peer_without_an_address_is_refused_at_once_and_a_layer_off_sends_nothing_itself():
-    layer = LinkLayer("a", WIRE.transport("a"), ROLES)
+    layer = LinkLayer("a", "node", WIRE.transport("a"))
     assert not layer.on  # until LinkFaults: the runtime writes to the transport itself
     with pytest.raises(UnknownPeer):
         layer.send("nobody", b"x", 0.0)
@@ -109,8 +110,8 @@ def test_a_new_incarnation_starts_a_new_session_and_nothing_old_reaches_it():
     async def run() -> tuple[list[bytes], dict[str, int]]:
         loop = asyncio.get_running_loop()
         WIRE.inbox = {"a": [], "b": []}
-        a = LinkLayer("a", WIRE.transport("a"), ROLES)
-        b_old = LinkLayer("b", WIRE.transport("b"), ROLES)
+        a = LinkLayer("a", "node", WIRE.transport("a"))
+        b_old = LinkLayer("b", "scheduler", WIRE.transport("b"))
         for layer in (a, b_old):
             layer.loop = loop
             layer.configure([], 0, 0.0, loop.time())
@@ -123,7 +124,7 @@ def test_a_new_incarnation_starts_a_new_session_and_nothing_old_reaches_it():
         late = b_old.ends["a"].send(loop.time(), b"from the dead")  # sent, then b died
         b_old.stop()
         await asyncio.sleep(0.002)
-        b_new = LinkLayer("b", stale, ROLES)  # restarted: a larger incarnation
+        b_new = LinkLayer("b", "scheduler", stale)  # restarted: a larger incarnation
         b_new.loop = loop
         b_new.configure([], 0, 0.0, loop.time())
         assert b_new.inc > b_old.inc
@@ -154,7 +155,7 @@ def test_a_paused_process_resends_nothing_until_it_goes_on():
     async def run() -> tuple[int, int, int]:
         loop = asyncio.get_running_loop()
         WIRE.inbox = {"a": [], "b": []}
-        a = LinkLayer("a", WIRE.transport("a"), ROLES)
+        a = LinkLayer("a", "node", WIRE.transport("a"))
         a.loop = loop
         a.configure([], 0, 0.0, loop.time())
         looks = [0]
