@@ -45,7 +45,7 @@ from .effects import Launch, Suspend
 from .messages import AssignTask, LongTask, PlaceTask, QueueTask
 from .model import JobSpec
 
-__all__ = ["BINDS", "BOOT_ID", "HEADER", "TASKS_CSV", "Row", "TaskRecorder", "TaskTable"]
+__all__ = ["BINDS", "BOOT_ID", "HEADER", "TASKS_CSV", "NodeBook", "Row", "TaskRecorder", "TaskTable"]
 
 TASKS_CSV = "tasks.csv"
 HEADER: tuple[str, ...] = ("job_id", "task", "stage", "node", "attempt", "outcome")
@@ -70,54 +70,85 @@ Row = tuple[int, int, str, float, float, float | None, int, bool]
 the recording process's clock."""
 
 
+class NodeBook:
+    """One node's tasks for a :class:`TaskRecorder`: when each was placed, until it starts, and each
+    running task's ``[placed, start, preemptions, order]`` (``order``: the recorder's count of starts)."""
+
+    __slots__ = ("name", "placed_at", "recorder", "running")
+
+    def __init__(self, name: str, recorder: TaskRecorder) -> None:
+        self.name = name
+        self.recorder = recorder
+        self.placed_at: dict[tuple[int, int], float] = {}
+        self.running: dict[Any, list[Any]] = {}
+
+    def placed(self, job: int, index: int, now: float) -> None:
+        """A message handed this node the task."""
+        self.placed_at[(job, index)] = now
+
+    def started(self, task_id: Any, now: float) -> None:
+        recorder = self.recorder
+        recorder.starts += 1
+        self.running[task_id] = [self.placed_at.pop(task_id, now), now, 0, recorder.starts]
+
+    def suspended(self, task_id: Any) -> None:
+        run = self.running.get(task_id)
+        if run is not None:
+            run[2] += 1
+
+    def ended(self, task_id: Any, now: float, ok: bool) -> None:
+        run = self.running.pop(task_id, None)
+        if run is not None:
+            self.recorder.rows.append((task_id[0], task_id[1], self.name, run[0], run[1], now, run[2], ok))
+
+
 class TaskRecorder:
     """Watches node cores: called as an observer ``(now, core, input, effects)`` after each input a node
     core handled (``("message", sender, msg)``, ``("timer", key)``, ``("exit", task_id, ok)``), or told
-    by the simulator's loop directly (:meth:`placed`, :meth:`started`, :meth:`suspended`,
-    :meth:`ended`), it keeps each running task's placement, start and suspensions and makes a
-    :data:`Row` when it ends, in :attr:`rows` (taken by whoever writes them)."""
+    by the simulator's loop directly (through each node's :class:`NodeBook`), it keeps each running
+    task's placement, start and suspensions and makes a :data:`Row` when it ends, in :attr:`rows` (taken
+    by whoever writes them)."""
 
     def __init__(self) -> None:
-        self.placed_at: dict[tuple[str, int, int], float] = {}
-        """(node, job, task) -> when a message handed it to the node, until it starts."""
-        self.running: dict[tuple[str, Any], list[Any]] = {}
-        """(node, task id) -> [placed, start, preemptions]."""
+        self.books: dict[str, NodeBook] = {}
+        """node -> its tasks placed and running."""
+        self.starts = 0
         self.rows: list[Row] = []
+
+    def book(self, node: str) -> NodeBook:
+        """The node's book (made at the first call)."""
+        book = self.books.get(node)
+        if book is None:
+            book = self.books[node] = NodeBook(node, self)
+        return book
 
     def __call__(self, now: float, core: Any, input: tuple[Any, ...], effects: list[Any]) -> None:
         """The observer: what a node core's input and effects say (the real runtime's node process)."""
         kind = input[0]
-        name: str = core.name
+        book = self.book(core.name)
         if kind == "exit":
-            self.ended(name, input[1], now, input[2])
+            book.ended(input[1], now, input[2])
         elif kind == "message" and type(input[2]) in BINDS:
-            self.placed(name, input[2].job_id, input[2].task_index, now)
+            book.placed(input[2].job_id, input[2].task_index, now)
         for e in effects:
             t = type(e)
             if t is Launch:
-                self.started(name, e.task_id, now)
+                book.started(e.task_id, now)
             elif t is Suspend:
-                self.suspended(name, e.task_id)
+                book.suspended(e.task_id)
 
-    # The simulator calls these directly, from its event loop (no observer in the way).
     def placed(self, node: str, job: int, index: int, now: float) -> None:
         """A message handed ``node`` the task."""
-        self.placed_at[(node, job, index)] = now
+        self.book(node).placed(job, index, now)
 
     def started(self, node: str, task_id: Any, now: float) -> None:
-        job, index = task_id
-        placed = self.placed_at.pop((node, job, index), now)
-        self.running[(node, task_id)] = [placed, now, 0]
+        self.book(node).started(task_id, now)
 
     def suspended(self, node: str, task_id: Any) -> None:
-        run = self.running.get((node, task_id))
-        if run is not None:
-            run[2] += 1
+        self.book(node).suspended(task_id)
 
     def ended(self, node: str, task_id: Any, now: float, ok: bool) -> None:
-        run = self.running.pop((node, task_id), None)
-        if run is not None:
-            self.rows.append((task_id[0], task_id[1], node, run[0], run[1], now, run[2], ok))
+        self.book(node).ended(task_id, now, ok)
 
     def take(self) -> list[Row]:
         """The rows made since the last call."""
@@ -125,13 +156,13 @@ class TaskRecorder:
         return rows
 
     def unfinished(self) -> list[Row]:
-        """A row for each task still running (the run ends without it), which it forgets."""
-        rows: list[Row] = [
-            (task_id[0], task_id[1], name, run[0], run[1], None, run[2], False)
-            for (name, task_id), run in self.running.items()
-        ]
-        self.running.clear()
-        return rows
+        """A row for each task still running (the run ends without it), in the order they started; it
+        forgets them."""
+        runs = [(run, book.name, task) for book in self.books.values() for task, run in book.running.items()]
+        runs.sort(key=lambda r: r[0][3])
+        for book in self.books.values():
+            book.running.clear()
+        return [(task[0], task[1], name, run[0], run[1], None, run[2], False) for run, name, task in runs]
 
 
 class _Head:

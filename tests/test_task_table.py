@@ -57,7 +57,20 @@ def test_the_recorder_keeps_placement_start_suspensions_and_end_of_each_run():
     assert rec.take() == [(8, 2, "node-1", 5.5, 5.5, 6.5, 0, True), (7, 0, "node-1", 1.0, 2.0, 9.0, 2, False)]
     assert rec.take() == []
     assert rec.unfinished() == [(9, 0, "node-1", 6.0, 6.0, None, 0, False)]
-    assert rec.running == {} and rec.placed_at == {}
+    assert all(not book.running and not book.placed_at for book in rec.books.values())
+
+
+def test_the_recorder_lists_the_tasks_still_running_in_the_order_they_started_on_every_node():
+    rec = TaskRecorder()
+    a, b = Node("node-a"), Node("node-b")
+    rec(1.0, a, ("timer", "x"), [Launch((1, 0), 9.0)])
+    rec(2.0, b, ("timer", "x"), [Launch((2, 0), 9.0)])
+    rec(3.0, a, ("timer", "x"), [Launch((3, 0), 9.0)])
+    rec(4.0, b, ("exit", (2, 0), True), [])
+    assert [row[:3] for row in rec.unfinished()] == [(1, 0, "node-a"), (3, 0, "node-a")]
+    rec(5.0, b, ("timer", "x"), [Launch((4, 0), 9.0)])
+    rec(6.0, a, ("timer", "x"), [Launch((5, 0), 9.0)])
+    assert [row[:3] for row in rec.unfinished()] == [(4, 0, "node-b"), (5, 0, "node-a")]
 
 
 def test_the_table_adds_submit_stage_attempt_and_outcome_on_the_replays_clock():

@@ -13,8 +13,9 @@ per-round ratios.
         [--other 'bash run.sh {policy} {nodes}']   # another simulator, run in a fresh folder per run
 
 `--baseline` must be compiled the same way (`scripts/build_speedups.py` run in its copy); its `jobs.csv`
-must equal this tree's byte for byte, or the script says so and exits 1. The runs of this tree must use
-the compiled build (`aviary.speedups.ACTIVE`) unless `--pure` is given.
+and `tasks.csv` must equal this tree's byte for byte, or the script says so and exits 1. The runs of this
+tree must use the compiled build (`aviary.speedups.ACTIVE`) unless `--pure` is given. `--no-task-table`
+leaves `tasks.csv` out of Aviary's runs: the fair cell against a simulator that writes a line per job.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--other", help="another simulator's command; {policy} and {nodes} are filled in")
     ap.add_argument("--jobs", type=int, help="the first N jobs only (default: the whole sample)")
     ap.add_argument("--pure", action="store_true", help="allow this tree's pure-Python build")
+    ap.add_argument(
+        "--no-task-table",
+        action="store_true",
+        help="Aviary's runs without tasks.csv (the other simulator writes a line per job only)",
+    )
     ap.add_argument("--out", type=Path, help="also write the table here (markdown)")
     args = ap.parse_args(argv)
     cells = []
@@ -99,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                         cmd += ["--out", str(folder / "run")]
                         if args.jobs:
                             cmd += ["--jobs", str(args.jobs)]
+                        if args.no_task_table:
+                            cmd.append("--no-task-table")
                     log = folder / "log.txt"
                     cpu, rss, status = run(cmd, folder, env, log)
                     text = log.read_text(errors="replace")
@@ -118,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                     cell.cpu.append(cpu)
                     cell.rss_mb.append(rss)
                     if v != "other":
-                        cell.digests.add(
-                            hashlib.sha256((folder / "run" / "jobs.csv").read_bytes()).hexdigest()
-                        )
+                        digest = hashlib.sha256()
+                        for result in ("jobs.csv", "tasks.csv"):
+                            if (folder / "run" / result).is_file():
+                                digest.update((folder / "run" / result).read_bytes())
+                        cell.digests.add(digest.hexdigest())
                     done += 1
                     eta = (time.monotonic() - t0) / done * (total - done)
                     print(f"[{done}/{total}, ETA {eta / 60:.0f} min] round {r + 1} {v} {policy}:{nodes}: "
@@ -133,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(
         len(runs["this", c].digests) != 1 or runs[base, c].digests != runs["this", c].digests for c in cells
     ):
-        print("simulator_speed compare: jobs.csv differs between runs or from the baseline's")
+        print("simulator_speed compare: jobs.csv or tasks.csv differs between runs or from the baseline's")
         return 1
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ...common.results import ResultsError
+from ..drivers.sim import GC_FIRST_GENERATION
 from ..flags.spec import ReplaySpec, UsageError
 from ..replay.connect import connect_problem
 from ..replay.resolve import fitted_time_scale, setup_replay, testbed_cluster
@@ -91,6 +93,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         problem = connect_problem(args, getattr(args, "given", set()))
         if problem:
             raise UsageError(problem)
+    if args.runtime == "sim" and args.connect is None:
+        # One process whose objects live to its end: the collector's first generation is made as big as
+        # the simulator's loop makes it, for the cores' construction before and the results after (a
+        # collection at every 700 objects walked a growing heap: ~0.8 s of 21 for Eagle on 12,500 nodes).
+        gc.set_threshold(GC_FIRST_GENERATION, *gc.get_threshold()[1:])
     setup = setup_replay(ReplaySpec.from_args(args))
     if command := getattr(args, "command_line", None):
         setup.extra["command"] = command

@@ -75,7 +75,7 @@ from ...common.messages import Register
 from ...common.model import JobSpec
 from ...common.netfaults import FaultPlan, LinkFault
 from ...common.runtime import CONTROL_KINDS
-from ...common.tasktable import BINDS, TaskRecorder
+from ...common.tasktable import BINDS, NodeBook, TaskRecorder
 from ...common.workload import JobStream
 from ..policies.registry import build_core, cluster_policy
 
@@ -202,6 +202,12 @@ CORE_RAISED = "a core's exception"
 """``SimOutcome.stopped`` when the replay gave up: no job finished for :func:`quiet_limit`."""
 
 
+GC_FIRST_GENERATION = 1_000_000
+"""The collector's first-generation threshold while the loop runs: millions of short-lived tuples per run
+would otherwise trigger collections (which walk the long-lived core state) thousands of times per second
+(1,000,000: Hawk at 12,500 nodes ~2 % faster than with 200,000; the cores make no cyclic garbage)."""
+
+
 def quiet_limit(jobs: Sequence[JobSpec]) -> float:
     """Virtual seconds without a job finishing, every job submitted, after which a replay gives up: ten
     times all the jobs' work (slowed down as much as a job can be) plus an hour. A cluster that works
@@ -227,6 +233,7 @@ class _Proc:
     """One simulated process: its core, its timers and its virtual executor."""
 
     __slots__ = (
+        "book",
         "core",
         "held",
         "lazy",
@@ -235,7 +242,6 @@ class _Proc:
         "on_message",
         "on_task_exit",
         "on_timer",
-        "record",
         "share",
         "tasks",
         "timers",
@@ -265,8 +271,8 @@ class _Proc:
         self.tasks: dict[TaskId, list[Any]] = {}
         # The share of a core a suspended task keeps (a Kairos node's ``suspended_share``; 0: none)
         self.share: float = float(getattr(core, "suspended_share", 0.0))
-        # Its tasks go to the simulator's task recorder (a node, with the task table on)
-        self.record = False
+        # Its page of the simulator's task recorder (a node, with the task table on)
+        self.book: NodeBook | None = None
 
 
 class _Paused:
@@ -327,7 +333,7 @@ class Simulator:
         self.net_delay = float(net_delay)
         self.observer = observer
         self.recorder: TaskRecorder | None = None
-        """The task table's recorder, told of the tasks of the processes whose ``record`` is set."""
+        """The task table's recorder, told of the tasks of the processes with a ``book`` (the nodes)."""
         self.plan: FaultPlan | None = None
         """The run's faults of the network (``--fail`` link items): each message sent meets its fate.
         With a plan, every message goes over a link that loses nothing (:mod:`aviary.common.links`):
@@ -440,7 +446,6 @@ class Simulator:
         events = self.events
         now = self.now
         TIMER, EXIT = _TIMER, _EXIT
-        recorder = self.recorder
         binds = BINDS
         plan = self.plan
         LATE = _LATE
@@ -449,11 +454,9 @@ class Simulator:
         proc: _Proc
         target: _Proc | None
 
-        # A bigger first generation: millions of short-lived tuples per run would otherwise trigger
-        # collections (which walk the long-lived core state) thousands of times per second (1,000,000:
-        # Hawk at 12,500 nodes ~2 % faster than with 200,000; the cores make no cyclic garbage).
+        # A bigger first generation (GC_FIRST_GENERATION)
         gc_threshold = gc.get_threshold()
-        gc.set_threshold(max(gc_threshold[0], 1_000_000), *gc_threshold[1:])
+        gc.set_threshold(max(gc_threshold[0], GC_FIRST_GENERATION), *gc_threshold[1:])
         stop: tuple[float, int] | None = None  # where the run ended, for the held messages
         # The kinds some core declares in Core.latest_wins (one set, read at every send)
         lazy: frozenset[type] = frozenset().union(*(p.lazy for p in self.procs.values()))
@@ -474,8 +477,9 @@ class Simulator:
                         events += self._deliver_held(proc, now, gseq)
                         seq = self.seq
                     events += 1
-                    if recorder is not None and proc.record and type(gmsg) in binds:
-                        recorder.placed(proc.name, gmsg.job_id, gmsg.task_index, now)
+                    book = proc.book
+                    if book is not None and type(gmsg) in binds:
+                        book.placed(gmsg.job_id, gmsg.task_index, now)
                     try:
                         if proc.wrapped:
                             effects = proc.on_message(now, gsender, gmsg)
@@ -513,8 +517,9 @@ class Simulator:
                         events += self._deliver_held(proc, now, ev[1])
                         seq = self.seq
                     events += 1
-                    if recorder is not None and proc.record and type(ev[4]) in binds:
-                        recorder.placed(proc.name, ev[4].job_id, ev[4].task_index, now)
+                    book = proc.book
+                    if book is not None and type(ev[4]) in binds:
+                        book.placed(ev[4].job_id, ev[4].task_index, now)
                     try:
                         if proc.wrapped:  # (a link's segment handler sends: it keeps self.seq)
                             self.seq = seq
@@ -573,8 +578,9 @@ class Simulator:
                         task_id = ev[4]
                         del proc.tasks[task_id]
                         now = ev[0]
-                        if recorder is not None and proc.record:
-                            recorder.ended(proc.name, task_id, now, True)
+                        book = proc.book
+                        if book is not None:
+                            book.ended(task_id, now, True)
                         if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
@@ -591,8 +597,9 @@ class Simulator:
                             ) from exc
                     else:  # KILLED
                         now = ev[0]
-                        if recorder is not None and proc.record:
-                            recorder.ended(proc.name, ev[4], now, False)
+                        book = proc.book
+                        if book is not None:
+                            book.ended(ev[4], now, False)
                         if hold and (proc.held or proc.news):
                             self.seq = seq
                             events += self._deliver_held(proc, now, ev[1])
@@ -691,8 +698,9 @@ class Simulator:
                         tasks[task_id] = entry
                         heappush(heap, (now + d, seq, EXIT, proc, task_id, entry))
                         self.launched += 1
-                        if recorder is not None and proc.record:
-                            recorder.started(name, task_id, now)
+                        book = proc.book
+                        if book is not None:
+                            book.started(task_id, now)
                     elif isinstance(e, SetTimer):
                         last = None
                         seq += 1
@@ -999,10 +1007,10 @@ class Simulator:
         if replies and not end.armed:
             self._arm(proc, sender, end, now)
         effects: list[Any] = []
-        recorder = self.recorder
+        book = proc.book
         for msg in msgs:
-            if recorder is not None and proc.record and type(msg) in BINDS:
-                recorder.placed(proc.name, msg.job_id, msg.task_index, now)
+            if book is not None and type(msg) in BINDS:
+                book.placed(msg.job_id, msg.task_index, now)
             effects += inner(now, sender, msg)
         return effects
 
@@ -1140,16 +1148,16 @@ class Simulator:
             tasks[e.task_id] = entry
             heapq.heappush(self.heap, (now + d, self.seq, _EXIT, proc, e.task_id, entry))
             self.launched += 1
-            if self.recorder is not None and proc.record:
-                self.recorder.started(proc.name, e.task_id, now)
+            if proc.book is not None:
+                proc.book.started(e.task_id, now)
         elif k is Suspend:
             if entry is None:
                 self.errors["executor.unknown_suspend"] += 1
             elif entry[0] == 0 or len(entry) > 3:
                 self.errors["executor.redundant_suspend"] += 1
             else:
-                if self.recorder is not None and proc.record:
-                    self.recorder.suspended(proc.name, e.task_id)
+                if proc.book is not None:
+                    proc.book.suspended(e.task_id)
                 entry[1] = max(0.0, entry[1] - (now - entry[2]))
                 share = proc.share
                 if share > 0.0:  # it goes on at ``share`` of a core: a new, later exit event
@@ -1275,9 +1283,9 @@ def simulate(
     if journal is not None:
         _journal_messages(sim.procs[frontend.name], frontend, journal)
         if journal.tasks is not None:  # the task table: the loop tells a recorder of every node's tasks
-            journal.recorder = sim.recorder = TaskRecorder()
+            journal.recorder = sim.recorder = recorder = TaskRecorder()
             for spec in cluster.nodes:
-                sim.procs[spec.name].record = True
+                sim.procs[spec.name].book = recorder.book(spec.name)
 
     def hook(fe: FrontendCore, now: float) -> None:
         if journal is not None:
