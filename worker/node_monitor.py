@@ -102,11 +102,17 @@ class FifoQueue:
         """Drop a job's queued probes; returns how many reservations that drops."""
         n = self._queued.pop((scheduler, job_id), 0)
         if n:
-            self._q = deque(
-                e
-                for e in self._q
-                if not (type(e) is ProbeEntry and e.job_id == job_id and e.scheduler == scheduler)
-            )
+            q = self._q
+            if len(q) == 1:  # the usual case: that job's probe is all there is
+                q.clear()
+            else:
+                kept = [
+                    e
+                    for e in q
+                    if not (type(e) is ProbeEntry and e.job_id == job_id and e.scheduler == scheduler)
+                ]
+                q.clear()
+                q.extend(kept)
         return n
 
     def entries(self, scheduler: str) -> list[Entry]:
