@@ -14,6 +14,7 @@ distributed scheduler, whose death re-runs its jobs elsewhere.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 
 from ..common.effects import TaskId
@@ -21,11 +22,13 @@ from ..common.messages import Holding
 
 
 class Holdings:
-    """The start times of centrally placed tasks running here and the log of those that finished."""
+    """The start times of centrally placed tasks running here and the log of those that finished: per
+    scheduler, their (job, index) pairs and start times in two flat arrays (24 bytes a task, not a tuple's
+    ~105: a month of the Google trace under Hawk finishes 4 M central tasks)."""
 
     def __init__(self) -> None:
         self.started: dict[TaskId, float] = {}
-        self.finished: dict[str, list[tuple[int, int, float]]] = {}
+        self.finished: dict[str, tuple[array[int], array[float]]] = {}
 
     def launched(self, task_id: TaskId, now: float) -> None:
         """A centrally placed task started running (its first launch, not a resume)."""
@@ -39,15 +42,24 @@ class Holdings:
         """A centrally placed task ended (a task of no record here is ignored)."""
         start = self.started.pop(task_id, None)
         if start is not None:
-            self.finished.setdefault(scheduler, []).append((task_id[0], task_id[1], start))
+            log = self.finished.get(scheduler)
+            if log is None:
+                log = self.finished[scheduler] = (array("q"), array("d"))
+            log[0].extend(task_id)
+            log[1].append(start)
 
     def holding(
         self, now: float, scheduler: str, queued: Iterable[TaskId], running: Iterable[TaskId]
     ) -> Holding:
         """The answer to ``scheduler``'s ``GetHolding``: ``queued`` and ``running`` are its tasks here."""
         started = self.started
+        finished: list[tuple[int, int, float]] = []
+        log = self.finished.get(scheduler)
+        if log is not None:
+            ids, starts = log
+            finished = [(ids[2 * k], ids[2 * k + 1], now - start) for k, start in enumerate(starts)]
         return Holding(
             [(j, i) for j, i in queued],
             [(j, i, now - started.get((j, i), now)) for j, i in running],
-            [(j, i, now - start) for j, i, start in self.finished.get(scheduler, ())],
+            finished,
         )
