@@ -55,7 +55,7 @@ def test_a_baseline_with_other_results_fails(tmp_path, capsys):
         str(tmp_path / "base"),
     ]
     assert compare.main(flags) == 1
-    assert "jobs.csv differs" in capsys.readouterr().out
+    assert "jobs.csv or tasks.csv differs" in capsys.readouterr().out
 
 
 def test_bad_arguments_are_one_line_and_status_2(tmp_path, capsys):
