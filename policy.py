@@ -84,7 +84,7 @@ from .launch.policies.multiresource import packing_policy
 from .launch.policies.registry import get_policy as _get_policy
 from .launch.policies.registry import policy_cluster as _policy_cluster
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 """The version of this module's names and signatures: a change of either changes it."""
 
 __all__ = [

@@ -137,19 +137,6 @@ class TaskRecorder:
             elif t is Suspend:
                 book.suspended(e.task_id)
 
-    def placed(self, node: str, job: int, index: int, now: float) -> None:
-        """A message handed ``node`` the task."""
-        self.book(node).placed(job, index, now)
-
-    def started(self, node: str, task_id: Any, now: float) -> None:
-        self.book(node).started(task_id, now)
-
-    def suspended(self, node: str, task_id: Any) -> None:
-        self.book(node).suspended(task_id)
-
-    def ended(self, node: str, task_id: Any, now: float, ok: bool) -> None:
-        self.book(node).ended(task_id, now, ok)
-
     def take(self) -> list[Row]:
         """The rows made since the last call."""
         rows, self.rows = self.rows, []
