@@ -271,7 +271,7 @@ class _Proc:
         self.tasks: dict[TaskId, list[Any]] = {}
         # The share of a core a suspended task keeps (a Kairos node's ``suspended_share``; 0: none)
         self.share: float = float(getattr(core, "suspended_share", 0.0))
-        # Its page of the simulator's task recorder (a node, with the task table on)
+        # Its book in the simulator's task recorder (a node's, with the task table on)
         self.book: NodeBook | None = None
 
 
