@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-__all__ = ["randbelow", "sample", "uses_getrandbits"]
+__all__ = ["below", "randbelow", "sample", "uses_getrandbits"]
 
 # CPython's Random draws below n by rejection on getrandbits (random.py, _randbelow_with_getrandbits);
 # where that is not so, randbelow asks the generator itself.
@@ -24,10 +24,16 @@ def randbelow(rng: random.Random, n: int) -> int:
     """``rng.randrange(n)`` for ``n > 0``: the same number, and the generator left in the same state."""
     if not _GETRANDBITS or type(rng) is not random.Random:
         return int(rng._randbelow(n))  # type: ignore[attr-defined]
+    return below(rng.getrandbits, n)
+
+
+def below(getrandbits: Callable[[int], int], n: int) -> int:
+    """CPython's draw below ``n > 0`` by rejection on ``getrandbits`` (random.py,
+    ``_randbelow_with_getrandbits``): :func:`randbelow`'s, for a caller that bound the method once."""
     k = n.bit_length()
-    r = rng.getrandbits(k)
+    r = getrandbits(k)
     while r >= n:
-        r = rng.getrandbits(k)
+        r = getrandbits(k)
     return r
 
 

@@ -465,10 +465,7 @@ class HybridNodeCore(Core):
 
     # --- stealing ------------------------------------------------------------------------------------
     def _give(self, thief: str) -> list[Effect]:
-        queue = self.queue
-        if not self.victim or (not queue.longs and not self.running_long):  # nothing behind long work
-            return [Send(thief, _NOTHING_TO_STEAL)]
-        group = queue.steal_group(self.running_long > 0)
+        group = self.queue.steal_group(self.running_long > 0) if self.victim else []
         if not group:
             return [Send(thief, _NOTHING_TO_STEAL)]
         self.counters["probes_given"] += sum(e.count for e in group)
@@ -480,13 +477,6 @@ class HybridNodeCore(Core):
 
     def _stolen(self, now: float, msg: StealReply) -> list[Effect]:
         stealer = self.stealer
-        if not msg.probes:  # nothing stolen (most replies): the next victim, if still idle
-            if stealer is None:
-                return []
-            sent = stealer.failed(self._idle())
-            if sent:
-                self.counters["steal_requests"] += 1
-            return sent
         probes = [p for p in msg.probes if _stolen_probe(p)]
         if len(probes) < len(msg.probes):  # not what a victim's _give makes: counted and dropped
             self.counters["bad_stolen_probes"] += len(msg.probes) - len(probes)

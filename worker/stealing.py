@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ..common.draws import randbelow, uses_getrandbits
+from ..common.draws import below, randbelow, uses_getrandbits
 from ..common.effects import Effect, Send
 from ..common.messages import StealRequest
 
@@ -58,16 +58,9 @@ class Stealer:
             return None
         rng = self.rng
         bits = self.bits
-        k = n.bit_length()
         me, tried, dead = self.me, self.tried, self.dead
         for _ in range(64):
-            if bits is not None:  # randbelow(rng, n), inline
-                r = bits(k)
-                while r >= n:
-                    r = bits(k)
-            else:
-                r = randbelow(rng, n)
-            v = victims[r]  # rng.randrange(n)'s draw
+            v = victims[below(bits, n) if bits is not None else randbelow(rng, n)]  # rng.randrange(n)'s draw
             if v != me and v not in tried and (not dead or v not in dead):
                 return v
         # Few candidates: pick among the ones left explicitly.
