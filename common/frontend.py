@@ -17,14 +17,14 @@ A ``JobDone`` counts only from the scheduler the job was submitted to: one for a
 not submit (``unknown_job_done``) or from another sender (``job_done_from_stranger``) is counted, logged
 once, and dropped.
 
-Failures (issue 14). The frontend is the testbed's failure detector: with ``liveness`` (the real
-runtime) it says ``Hello`` to every process every period once the replay began and declares one dead
-that has not answered for ``misses`` periods; a driver may also declare a process dead at once
-(:meth:`declare_dead`: its child exited, or the simulator's injected failure after the same detection
-delay). A death goes to every live process as ``PeerDown`` (they stop sending it work and re-run what it
-held); the jobs of a dead scheduler are submitted again to a live one of the same role, under a new id on the
-wire (:data:`RESUBMIT_STRIDE`; a later ``JobDone`` from the dead one, or of an earlier attempt, is a
-late result, counted and ignored). Where no process of that role is
+Failures (issue 14). The frontend is the testbed's failure detector: with ``liveness`` (the real runtime)
+it says ``Hello`` to every process every period once the replay began and declares one dead that has not
+answered for ``misses`` periods, nor sent any segment of a link (:attr:`link_heard`); a driver may also
+declare a process dead at once (:meth:`declare_dead`: its child exited, or the simulator's injected
+failure after the same detection delay). A death goes to every live process as ``PeerDown`` (they stop
+sending it work and re-run what it held); the jobs of a dead scheduler are submitted again to a live one
+of the same role, under a new id on the wire (:data:`RESUBMIT_STRIDE`; a later ``JobDone`` from the dead
+one, or of an earlier attempt, is a late result, counted and ignored). Where no process of that role is
 left the replay has :attr:`failed`, with one line naming the process. A dead process that answers again
 rejoins (``PeerUp``).
 
@@ -211,6 +211,11 @@ class FrontendCore(Core):
         self.liveness = liveness  # (Hello period in seconds, periods missed before a process is dead)
         self.epoch = epoch  # this replay's, in every Hello: its processes drop an earlier replay's work
         self.last_heard: dict[str, float] = {}
+        self.link_heard: dict[str, float] = {}
+        """When the driver's links last took a segment from each process (any: a message, an
+        acknowledgement, a copy); the real driver shares its link layer's. Under message loss a
+        process's answer may wait, at this end, behind a segment of its link that was lost: it still
+        shows that the process lives, so silence is judged from the later of the two."""
         self.dead: dict[str, float] = {}  # name -> replay clock when it was declared dead
         self.exited: set[str] = set()  # dead for sure (its process exited): no answer brings it back
         self.rejoined: set[str] = set()  # declared dead, then answered again (and alive since)
@@ -451,8 +456,10 @@ class FrontendCore(Core):
         if self.pings % self.counters_every == 0:  # what is kept of a process that dies later
             effects += self.ask_counters(now)
         for name in sorted(self.roles):
-            if name not in self.dead and now - self.last_heard.get(name, now) > period * misses:
-                effects += self.declare_dead(now, name, f"no answer for {now - self.last_heard[name]:.1f} s")
+            heard = self.last_heard.get(name, now)
+            heard = max(heard, self.link_heard.get(name, heard))
+            if name not in self.dead and now - heard > period * misses:
+                effects += self.declare_dead(now, name, f"nothing heard for {now - heard:.1f} s")
         if not self.failed:
             effects.append(SetTimer(PING, period))
         return effects

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .addresses import UnknownPeer
-from .links import LinkEnd, Segment
+from .links import RTO, LinkEnd, Segment
 from .messages import Link, encode
 from .netfaults import FaultPlan, parse_link_faults
 
@@ -76,6 +76,9 @@ class LinkLayer:
         looks for frames waiting, as after any send outside its reading (ZeroMQ's descriptor is
         edge-triggered, and a send may have taken its edge)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.heard: dict[str, float] = {}
+        """When a segment (any) last came from each peer: the frontend's sign that a process lives while
+        its answers wait behind a lost segment (:attr:`~aviary.common.frontend.FrontendCore.link_heard`)."""
 
     # --- configuration -----------------------------------------------------------------------------
     def configure(self, faults: list[str], seed: int, clock: float, now: float) -> None:
@@ -94,6 +97,7 @@ class LinkLayer:
         self.on = False
         self.plan = None
         self.ends.clear()
+        self.heard.clear()
 
     def stop(self) -> None:
         """Send nothing more (the process crashed or stops)."""
@@ -176,7 +180,7 @@ class LinkLayer:
             return
         if self.frozen:  # nothing goes out while paused: look again a timeout later
             assert self.loop is not None
-            self._timers[to] = self.loop.call_later(end.rto, self._retransmit, to)
+            self._timers[to] = self.loop.call_later(RTO, self._retransmit, to)
             return
         for seg in end.due(now):
             self._out(to, seg, now)
@@ -187,6 +191,7 @@ class LinkLayer:
     def receive(self, sender: str, seg: Link, now: float) -> tuple[list[bytes], bool]:
         """Take a segment from ``sender``: the frames now to hand on, in order, and whether the sender
         turned out to be a new incarnation (restarted). Acknowledgements go back at once."""
+        self.heard[sender] = now
         end = self._end(sender)
         restarts = end.counters.get("peer_restarts", 0)
         frames, replies = end.receive(now, Segment(seg.inc, seg.to_inc, seg.seq, seg.ack, seg.frame))

@@ -12,11 +12,14 @@ TCP connection that holds; across reconnects, restarts and partitions, and under
 - **Acknowledgements.** Every segment carries the highest number its sender has received in order from
   the other side (``ack``, cumulative, as TCP's); a receiver with nothing to send back answers a data
   segment with a bare one (``seq`` 0). What is acknowledged is forgotten.
-- **Retransmission.** What is not acknowledged :data:`RTO` seconds after it was sent goes again, and the
-  timeout doubles at every retransmission that brings no acknowledgement, up to :data:`RTO_MAX` (so a
-  10 s partition costs a few segments a link, and a link comes back within 2 s of its healing); a new
-  acknowledgement brings it back to :data:`RTO`. A lost message is therefore late, never lost, while
-  its receiver lives.
+- **Retransmission.** What is not acknowledged :data:`RTO` seconds after it was sent goes again, and
+  its timeout doubles at each of its retransmissions that brings no acknowledgement, up to
+  :data:`RTO_MAX` (so a 10 s partition costs a few segments a message, and a link comes back within 2 s
+  of its healing); a new acknowledgement brings every timeout of the link back to :data:`RTO`. The
+  back-off is each segment's own: a timer that sends a later segment again (one that came early and
+  waits, unacknowledged, behind a lost one) does not lengthen the lost one's timeout. A timeout of the
+  whole link would, once per segment sent after it, and a message lost three times under 5 % loss then
+  came 3 s late. A lost message is therefore late, never lost, while its receiver lives.
 - **Incarnations (fencing).** Each process numbers its incarnations (a restart is a new one, with a
   larger number) and stamps every segment with its own and with the receiver's as it knows it. A
   receiver drops a segment of an older incarnation of its peer (``fenced``: what a process sent before it
@@ -77,7 +80,6 @@ class LinkEnd:
         "next_seq",
         "peer_inc",
         "received",
-        "rto",
         "unacked",
         "waiting",
     )
@@ -87,8 +89,7 @@ class LinkEnd:
         self.peer_inc = peer_inc
         self.next_seq = 1
         self.unacked: dict[int, list[Any]] = {}
-        """seq -> [message, when it was last sent], oldest first."""
-        self.rto = RTO
+        """seq -> [message, when it was last sent, its retransmission timeout], oldest first."""
         self.received = 0
         """The highest number received in order (every one up to it handed on)."""
         self.waiting: dict[int, Any] = {}
@@ -105,7 +106,7 @@ class LinkEnd:
         """The segment that carries ``msg`` (kept until acknowledged)."""
         seq = self.next_seq
         self.next_seq = seq + 1
-        self.unacked[seq] = [msg, now]
+        self.unacked[seq] = [msg, now, RTO]
         return Segment(self.inc, self.peer_inc, seq, self.received, msg)
 
     def ack(self) -> Segment:
@@ -113,23 +114,23 @@ class LinkEnd:
         return Segment(self.inc, self.peer_inc, 0, self.received)
 
     def due(self, now: float) -> list[Segment]:
-        """The segments to send again at ``now``: each unacknowledged one sent at least :attr:`rto` ago
-        (and the timeout doubled, up to :data:`RTO_MAX`)."""
+        """The segments to send again at ``now``: each unacknowledged one sent at least its timeout ago
+        (and its timeout doubled, up to :data:`RTO_MAX`)."""
         out = []
         for seq, entry in self.unacked.items():
-            if now - entry[1] >= self.rto - 1e-9:
+            if now - entry[1] >= entry[2] - 1e-9:
                 entry[1] = now
+                entry[2] = min(RTO_MAX, 2 * entry[2])
                 out.append(Segment(self.inc, self.peer_inc, seq, self.received, entry[0]))
         if out:
-            self.rto = min(RTO_MAX, 2 * self.rto)
             self._count("retransmitted", len(out))
         return out
 
     def next_due(self) -> float | None:
-        """When the oldest unacknowledged segment is due again (None: nothing unacknowledged)."""
+        """When the first unacknowledged segment is due again (None: nothing unacknowledged)."""
         if not self.unacked:
             return None
-        return min(float(entry[1]) for entry in self.unacked.values()) + self.rto
+        return min(float(entry[1] + entry[2]) for entry in self.unacked.values())
 
     def _acked(self, ack: int) -> None:
         unacked = self.unacked
@@ -137,7 +138,8 @@ class LinkEnd:
             return
         for seq in [s for s in unacked if s <= ack]:
             del unacked[seq]
-        self.rto = RTO
+        for entry in unacked.values():  # the link carries: what is left starts its back-off anew
+            entry[2] = RTO
 
     # --- receiving -------------------------------------------------------------------------------------
     def receive(self, now: float, seg: Segment) -> tuple[list[Any], list[Segment]]:
@@ -159,7 +161,6 @@ class LinkEnd:
             old = [entry[0] for entry in self.unacked.values()]
             self.unacked.clear()
             self.next_seq = 1
-            self.rto = RTO
             again = [self.send(now, msg) for msg in old]
         if seg.to_inc and seg.to_inc != self.inc:
             # Sent to an earlier incarnation of this process: say which one is here (a data segment is

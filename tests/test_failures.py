@@ -121,6 +121,26 @@ def test_liveness_declares_a_silent_process_dead_and_it_rejoins_when_it_answers(
     assert "n1" not in fe.dead and fe.counters["processes_rejoined"] == 1
 
 
+def test_a_process_whose_answers_wait_behind_a_lost_segment_is_not_declared_dead() -> None:
+    """Under message loss, n1's answers wait at the frontend's end of their link behind a segment lost
+    three times (common/links.py), but its other segments (acknowledgements of the Hellos, copies sent
+    again) come: it lives. n0 sends nothing at all, and is declared dead as before."""
+    fe = FrontendCore(
+        "fe", [job(0, 100.0, 1.0)], round_robin(["s0", "s1"]), roles=dict(ROLES), liveness=(0.5, 4)
+    )
+    heard = fe.link_heard = {}  # the link layer's, shared by the real driver
+    fe.start(0.0)
+    t = 0.0
+    while t < 3.0:
+        t += 0.5
+        fe.on_timer(t, PING)
+        for name in ("s0", "s1"):
+            fe.on_message(t, name, Register("x"))
+        heard["n1"] = t + 0.01  # an acknowledgement of the Hello, never a Register
+    assert sorted(fe.dead) == ["n0"]
+    assert fe.counters["processes_declared_dead"] == 1
+
+
 def test_processes_that_exit_on_shutdown_are_not_declared_dead_while_others_answer_slowly() -> None:
     """CI once counted 33 deaths in a clean 300-node replay: the packed processes that had answered
     ``Shutdown`` (and exited) went silent while the frontend waited 3 s more for the slowest ones."""

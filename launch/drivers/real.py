@@ -111,6 +111,7 @@ class FrontendSession:
         except AddressInUse as exc:
             raise ReplayError(f"{spec.name}: {exc} (is another replay using this testbed?)") from None
         self.runtime = make_runtime(self.core, self.transport)
+        self.core.link_heard = self.runtime.links.heard
         self.dead = dead
         self.fail = fail
         self.restart = restart
