@@ -18,8 +18,8 @@ TCP connection that holds; across reconnects, restarts and partitions, and under
   of its healing); a new acknowledgement brings every timeout of the link back to :data:`RTO`. The
   back-off is each segment's own: a timer that sends a later segment again (one that came early and
   waits, unacknowledged, behind a lost one) does not lengthen the lost one's timeout. A timeout of the
-  whole link would, once per segment sent after it, and a message lost three times under 5 % loss then
-  came 3 s late. A lost message is therefore late, never lost, while its receiver lives.
+  whole link would be doubled once per segment sent after it, and a message lost three times under 5 %
+  loss would come about 3 s late. A lost message is therefore late, never lost, while its receiver lives.
 - **Incarnations (fencing).** Each process numbers its incarnations (a restart is a new one, with a
   larger number) and stamps every segment with its own and with the receiver's as it knows it. A
   receiver drops a segment of an older incarnation of its peer (``fenced``: what a process sent before it
