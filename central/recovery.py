@@ -16,7 +16,8 @@ state is rebuilt:
    queued or running on a node booked there again, the rest runnable (:meth:`restore_job` of the core,
    :meth:`CentralState.restore <aviary.central.state.CentralState.restore>`). Then it starts (its timers)
    and schedules, and the messages that came meanwhile are handled in their order: a ``TaskFinished``
-   the rebuilt state already counted is ignored as unknown, so no task counts twice.
+   the rebuilt state already counted is ignored as unknown, so no task counts twice, and a job submitted
+   after ``Recover`` (not one of its jobs) is admitted then.
 
 What is re-run: nothing that a node reported. Lost for good: the dead incarnation's task log and cycle
 log (the utilization and solver figures of ``summary.json`` cover what the new one placed), its counters
@@ -45,6 +46,7 @@ class Recovering(Core):
         self.core = core
         self.counters = core.counters
         self.plan: Recover | None = None
+        self.rebuilding: frozenset[int] = frozenset()  # the plan's jobs; a new job's SubmitJob is held
         self.submits: dict[int, tuple[str, SubmitJob]] = {}
         self.holdings: dict[str, Holding] = {}
         self.waiting: set[str] = set()
@@ -84,6 +86,7 @@ class Recovering(Core):
                 self.counters["bad_recover"] += 1
                 return []
             self.plan = msg
+            self.rebuilding = frozenset(msg.jobs)
             self.told = now
             self.waiting = set(msg.nodes) - self.holdings.keys()
             return [*(Send(n, GetHolding()) for n in msg.nodes), *self._rebuilt(now)]
@@ -91,7 +94,7 @@ class Recovering(Core):
             self.holdings[sender] = msg
             self.waiting.discard(sender)
             return self._rebuilt(now)
-        if kind is SubmitJob and self.plan is not None and msg.job_id not in self.submits:
+        if kind is SubmitJob and msg.job_id in self.rebuilding and msg.job_id not in self.submits:
             self.submits[msg.job_id] = (sender, msg)
             return self._rebuilt(now)
         if kind is PeerDown:
@@ -123,9 +126,9 @@ class Recovering(Core):
         self.counters["rebuild_ms"] += round((now - self.told) * 1000)  # from Recover: the nodes' answers
         effects += core.start(now)
         effects += core.restored(now)  # type: ignore[attr-defined]
-        rebuilt = set(plan.jobs)
         for sender, msg in self.held:
-            if type(msg) is SubmitJob and msg.job_id in rebuilt:  # sent before the death, queued meanwhile
+            # a rebuilt job's copy sent before the death and queued meanwhile; a new job's is admitted
+            if type(msg) is SubmitJob and msg.job_id in self.rebuilding:
                 self.counters["recovered_duplicate_submit"] += 1
                 continue
             effects += core.on_message(now, sender, msg)

@@ -135,6 +135,19 @@ def test_a_job_submitted_before_the_death_and_queued_meanwhile_is_not_taken_twic
     assert core.counters["recovered_duplicate_submit"] == 1 and core.counters["jobs"] == 0
 
 
+def test_a_job_submitted_while_the_core_rebuilds_is_held_and_scheduled_after_the_rebuild():
+    """A new job's SubmitJob, between Recover and the nodes' last answer, is not one of the jobs to
+    rebuild: it waits with the other inputs and is admitted after the rebuild, not lost."""
+    core = Recovering(PackingCore("c", NODES, Drf()))
+    core.start(0.0)
+    core.on_message(0.0, "fe", Recover([6], [1.0], ["a"]))
+    core.on_message(0.0, "fe", submit(6, [(1, 5, (1, 1), ())]))
+    assert core.on_message(0.1, "fe", submit(7, [(1, 5, (1, 1), ())])) == []  # a has not answered
+    out = core.on_message(0.2, "a", Holding([(6, 0)], [], []))
+    assert not core.recovering and placed(out) == [("a", 7, 0)]
+    assert core.counters["jobs_recovered"] == core.counters["jobs"] == 1
+
+
 def test_a_node_reports_what_the_central_placed_there_queued_running_and_finished():
     node = ResourceNodeCore("a", Resources(2, 8))
     for i in range(3):
