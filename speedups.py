@@ -43,6 +43,7 @@ MODULES = (
     "worker.stealing",
     "worker.hybrid",
     "worker.node_monitor",
+    "worker.holdings",
     "distributed.sparrow",
     "distributed.hawk",
     "distributed.eagle",
@@ -53,9 +54,10 @@ MODULES = (
     "common.usage",
 )
 """The compiled modules, relative to the package (what ``aviary replay --runtime sim`` spends its time
-in for Sparrow, Hawk and Eagle: the simulator, the nodes, the distributed schedulers and the central
-LWL of Hawk and Eagle), the task table's recorder that watches every node, and the multi-resource
-usage metrics the summary of a DAG replay computes over every task."""
+in for Sparrow, Hawk and Eagle: the simulator, the nodes and their record of centrally placed tasks,
+the distributed schedulers and the central LWL of Hawk and Eagle), the task table's recorder that
+watches every node, and the multi-resource usage metrics the summary of a DAG replay computes over
+every task."""
 
 MANIFEST = ROOT / "_speedups.json"
 """Written by the build: the interpreter it was built for and the hash of every compiled source."""

@@ -20,7 +20,7 @@ it until ``PeerUp``. A central scheduler that restarts asks what the node holds 
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,8 @@ class NodeMonitorCore(Core):
         self.slots = slots
         self.free = slots
         self.queue = FifoQueue()
-        self.requests: Counter[tuple[str, int]] = Counter()  # GetTask sent, answer pending
+        # GetTask sent, answer pending (a dict: a Counter's missing key calls Python's __missing__)
+        self.requests: dict[tuple[str, int], int] = {}
         self.running: dict[TaskId, str] = {}  # task -> scheduler to tell when it ends
         self.dead: set[str] = set()  # schedulers declared dead (PeerDown)
         self.holdings = Holdings()  # of the tasks placed here (PlaceTask), for a restarted central
@@ -182,7 +183,7 @@ class NodeMonitorCore(Core):
             return self._assigned(sender, msg)
         if kind is NoTask:
             key = (sender, msg.job_id)
-            if self.requests[key] > 0:
+            if self.requests.get(key, 0) > 0:
                 self._answered(key)
                 self.free += 1
                 self.counters["no_task"] += 1
@@ -234,7 +235,7 @@ class NodeMonitorCore(Core):
 
     def _assigned(self, sender: str, msg: AssignTask) -> list[Effect]:
         key = (sender, msg.job_id)
-        if self.requests[key] > 0:
+        if self.requests.get(key, 0) > 0:
             self._answered(key)
             return [*self._launch(sender, msg.job_id, msg.task_index, msg.duration), *self._serve()]
         # Not the answer to a GetTask of ours (forged, or from a scheduler declared dead, or from an
@@ -271,6 +272,7 @@ class NodeMonitorCore(Core):
                 effects.extend(self._launch(entry.scheduler, entry.job_id, entry.task_index, entry.duration))
                 self.holdings.launched((entry.job_id, entry.task_index), self.clock)
             else:
-                self.requests[(entry.scheduler, entry.job_id)] += 1
+                key = (entry.scheduler, entry.job_id)
+                self.requests[key] = self.requests.get(key, 0) + 1
                 effects.append(Send(entry.scheduler, GetTask(entry.job_id)))
         return effects
