@@ -2,7 +2,7 @@
 
 from aviary.common.effects import Launch, Send
 from aviary.common.messages import AssignTask, CancelProbes, GetTask, NoTask, PlaceTask, Probe, TaskFinished
-from aviary.worker.node_monitor import NodeMonitorCore
+from aviary.worker.node_monitor import FifoQueue, NodeMonitorCore, ProbeEntry, TaskEntry
 
 
 def sends(effects, kind):
@@ -128,3 +128,47 @@ def test_a_new_probe_after_a_cancel_does_not_revive_the_cancelled_ones():
     node.on_message(1, "a", NoTask(1))
     node.on_message(2, "a", NoTask(2))
     assert node.free == 1 and len(node.queue) == 0
+
+
+def _order(q: FifoQueue) -> list[tuple[str, int]]:
+    out = []
+    while (e := q.pop()) is not None:
+        out.append((e.scheduler, e.job_id))
+    return out
+
+
+def test_a_cancel_in_a_long_queue_drops_that_job_s_probes_and_keeps_the_order_of_the_rest():
+    q = FifoQueue()
+    for j in range(6):
+        q.push(ProbeEntry("a", j, 1.0, 1, 1))
+    q.push(TaskEntry("c", 9, 0, 1.0, 1.0))
+    q.push(ProbeEntry("a", 2, 1.0, 1, 2))  # a second probe of job 2
+    q.push(ProbeEntry("b", 2, 1.0, 1, 1))  # another scheduler's job 2
+    assert q.cancel("a", 2) == 3 and q.cancel("a", 2) == 0 and q.cancel("z", 1) == 0
+    assert len(q) == 7 and q.reservations() == 6 + 1
+    assert [e.job_id for e in q.entries("a")] == [0, 1, 3, 4, 5]
+    q.push(ProbeEntry("a", 2, 1.0, 1, 1))  # probed again after the cancel: it waits at the tail
+    assert _order(q) == [("a", 0), ("a", 1), ("a", 3), ("a", 4), ("a", 5), ("c", 9), ("b", 2), ("a", 2)]
+    assert len(q) == 0 and q.reservations() == 0
+
+
+def test_a_batched_probe_yields_one_reservation_at_a_time_and_a_cancel_drops_the_rest():
+    q = FifoQueue()
+    q.push(ProbeEntry("a", 1, 1.0, 3, 3))
+    q.push(ProbeEntry("a", 2, 1.0, 1, 1))
+    assert (q.pop().job_id, q.reservations()) == (1, 3)  # type: ignore[union-attr]
+    assert q.cancel("a", 1) == 2 and len(q) == 1
+    assert _order(q) == [("a", 2)]
+
+
+def test_a_queue_mostly_of_dropped_probes_is_swept_and_a_dead_scheduler_s_entries_go():
+    q = FifoQueue()
+    for j in range(200):
+        q.push(ProbeEntry("a", j, 1.0, 1, 1))
+    q.push(TaskEntry("b", 7, 0, 1.0, 1.0))
+    for j in range(150):
+        q.cancel("a", j)
+    # swept at the 101st cancel (most of it dropped): 100 left, 49 of them dropped since
+    assert len(q._q) == 100 and len(q) == 51
+    assert q.drop_scheduler("b") == 1 and len(q) == 50 and len(q._q) == 50
+    assert [e.job_id for e in q.entries("a")] == list(range(150, 200))

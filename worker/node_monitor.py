@@ -21,7 +21,7 @@ it until ``PeerUp``. A central scheduler that restarts asks what the node holds 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.core import Core
@@ -50,6 +50,8 @@ class ProbeEntry:
     estimate: float
     remaining: int
     count: int
+    # the next probe of the same job and scheduler in the queue (FifoQueue's own link)
+    same: ProbeEntry | None = field(default=None, repr=False, compare=False)
 
     def __init__(self, scheduler: str, job_id: int, estimate: float, remaining: int, count: int) -> None:
         self.scheduler = scheduler
@@ -57,6 +59,7 @@ class ProbeEntry:
         self.estimate = estimate
         self.remaining = remaining
         self.count = count
+        self.same = None
 
 
 @dataclass(slots=True, init=False)
@@ -83,74 +86,98 @@ Entry = ProbeEntry | TaskEntry
 
 
 class FifoQueue:
-    """First come, first served. A cancel removes the job's queued reservations at once."""
+    """First come, first served. A cancel drops the job's queued reservations at once: its probes stay in
+    the queue, marked dropped (``count`` 0), and are skipped when they reach the head, so a cancel costs
+    the job's probes here, not the length of the queue."""
 
     def __init__(self) -> None:
         self._q: deque[Entry] = deque()
-        self._queued: dict[tuple[str, int], int] = {}  # probe reservations by (scheduler, job)
+        # the first probe queued of each (scheduler, job); the others follow it, in order, by ``same``
+        self._queued: dict[tuple[str, int], ProbeEntry] = {}
+        self._dropped = 0  # probes cancelled, still in _q
 
     def __len__(self) -> int:
-        return len(self._q)
+        return len(self._q) - self._dropped
 
     def push(self, entry: Entry) -> None:
         self._q.append(entry)
         if type(entry) is ProbeEntry:
             key = (entry.scheduler, entry.job_id)
-            self._queued[key] = self._queued.get(key, 0) + entry.count
+            last = self._queued.get(key)
+            if last is None:
+                self._queued[key] = entry
+            else:  # rare: a job probes a node twice
+                while last.same is not None:
+                    last = last.same
+                last.same = entry
 
     def cancel(self, scheduler: str, job_id: int) -> int:
         """Drop a job's queued probes; returns how many reservations that drops."""
-        n = self._queued.pop((scheduler, job_id), 0)
-        if n:
-            q = self._q
-            if len(q) == 1:  # the usual case: that job's probe is all there is
-                q.clear()
-            else:
-                kept = [
-                    e
-                    for e in q
-                    if not (type(e) is ProbeEntry and e.job_id == job_id and e.scheduler == scheduler)
-                ]
-                q.clear()
-                q.extend(kept)
+        e = self._queued.get((scheduler, job_id))
+        if e is None:
+            return 0
+        del self._queued[(scheduler, job_id)]
+        n = 0
+        while e is not None:
+            n += e.count
+            e.count = 0
+            self._dropped += 1
+            e = e.same
+        q = self._q
+        if self._dropped == len(q):  # the usual case: that job's probes were all there was
+            q.clear()
+            self._dropped = 0
+        elif self._dropped > 64 and 2 * self._dropped > len(q):  # mostly dropped: sweep them out
+            self._q = deque([e for e in q if _live(e)])
+            self._dropped = 0
         return n
 
     def entries(self, scheduler: str) -> list[Entry]:
         """The entries of ``scheduler`` waiting, in order."""
-        return [e for e in self._q if e.scheduler == scheduler]
+        return [e for e in self._q if e.scheduler == scheduler and _live(e)]
 
     def drop_scheduler(self, scheduler: str) -> int:
         """Drop every entry (probes and placed tasks) of ``scheduler``; returns how many."""
-        before = len(self._q)
-        self._q = deque(e for e in self._q if e.scheduler != scheduler)
+        before = len(self)
+        self._q = deque([e for e in self._q if e.scheduler != scheduler and _live(e)])
+        self._dropped = 0
         for key in [k for k in self._queued if k[0] == scheduler]:
             del self._queued[key]
         return before - len(self._q)
 
     def pop(self) -> Entry | None:
-        """The next entry; a multi-count probe yields one reservation at a time."""
+        """The entry at the head, for one reservation: a probe with more stays at the head, its
+        ``count`` one less (the caller reads only its scheduler and job)."""
         q = self._q
-        if not q:
-            return None
-        head = q[0]
-        if isinstance(head, TaskEntry):
-            return q.popleft()
-        if head.count == 1:
+        while q:
+            head = q[0]
+            if isinstance(head, TaskEntry):
+                return q.popleft()
+            count = head.count
+            if count == 0:  # dropped by a cancel
+                q.popleft()
+                self._dropped -= 1
+                continue
+            if count > 1:
+                head.count = count - 1
+                return head
             q.popleft()
-        else:
-            head.count -= 1
-            head = ProbeEntry(head.scheduler, head.job_id, head.estimate, head.remaining, 1)
-        key = (head.scheduler, head.job_id)
-        left = self._queued[key] - 1
-        if left:
-            self._queued[key] = left
-        else:
-            del self._queued[key]
-        return head
+            key = (head.scheduler, head.job_id)  # the head is its job's first probe here
+            if head.same is None:
+                del self._queued[key]
+            else:
+                self._queued[key] = head.same
+            return head
+        return None
 
     def reservations(self) -> int:
         """Probe reservations plus placed tasks waiting."""
-        return sum(self._queued.values()) + sum(1 for e in self._q if type(e) is TaskEntry)
+        return sum(1 if isinstance(e, TaskEntry) else e.count for e in self._q)  # a dropped probe: 0
+
+
+def _live(e: Entry) -> bool:
+    """Not a probe dropped by a cancel."""
+    return isinstance(e, TaskEntry) or e.count > 0
 
 
 class NodeMonitorCore(Core):
