@@ -64,8 +64,8 @@ class Stealer:
             if v != me and v not in tried and (not dead or v not in dead):
                 return v
         # Few candidates: pick among the ones left explicitly.
-        left = [v for v in victims if v != self.me and v not in self.tried and v not in self.dead]
-        return self.rng.choice(left) if left else None
+        left = [v for v in victims if v != me and v not in tried and v not in dead]
+        return rng.choice(left) if left else None
 
     def start(self) -> list[Effect]:
         """Begin a round (the node just ran out of work); no-op while a round is on."""
