@@ -113,10 +113,11 @@ class FifoQueue:
 
     def cancel(self, scheduler: str, job_id: int) -> int:
         """Drop a job's queued probes; returns how many reservations that drops."""
-        e = self._queued.get((scheduler, job_id))
+        key = (scheduler, job_id)
+        e = self._queued.get(key)
         if e is None:
             return 0
-        del self._queued[(scheduler, job_id)]
+        del self._queued[key]
         n = 0
         while e is not None:
             n += e.count
