@@ -164,13 +164,17 @@ class LinkLayer:
                 log.warning(text, self.name, to, exc)
 
     def _arm(self, to: str, now: float) -> None:
-        """A retransmission timer for the link to ``to`` when it has something unacknowledged."""
-        if to in self._timers or self.closed:
+        """The retransmission timer of the link to ``to``: set for its first segment due, or brought
+        forward when a segment sent or an acknowledgement made one due sooner (:meth:`LinkEnd.rearm`)."""
+        if self.closed:
             return
-        due = self.ends[to].next_due()
-        if due is not None:
+        at = self.ends[to].rearm(now)
+        if at is not None:
             assert self.loop is not None
-            self._timers[to] = self.loop.call_later(max(0.0, due - now), self._retransmit, to)
+            old = self._timers.pop(to, None)
+            if old is not None:
+                old.cancel()
+            self._timers[to] = self.loop.call_later(at - now, self._retransmit, to)
 
     def _retransmit(self, to: str) -> None:
         self._timers.pop(to, None)
@@ -178,8 +182,10 @@ class LinkLayer:
         end = self.ends.get(to)
         if end is None or self.closed:
             return
+        end.fired()
         if self.frozen:  # nothing goes out while paused: look again a timeout later
             assert self.loop is not None
+            end.timer_at = now + RTO
             self._timers[to] = self.loop.call_later(RTO, self._retransmit, to)
             return
         for seg in end.due(now):

@@ -17,9 +17,12 @@ TCP connection that holds; across reconnects, restarts and partitions, and under
   :data:`RTO_MAX` (so a 10 s partition costs a few segments a message, and a link comes back within 2 s
   of its healing); a new acknowledgement brings every timeout of the link back to :data:`RTO`. The
   back-off is each segment's own: a timer that sends a later segment again (one that came early and
-  waits, unacknowledged, behind a lost one) does not lengthen the lost one's timeout. A timeout of the
-  whole link would be doubled once per segment sent after it, and a message lost three times under 5 %
-  loss would come about 3 s late. A lost message is therefore late, never lost, while its receiver lives.
+  waits, unacknowledged, behind a lost one) does not lengthen the lost one's timeout, and a segment sent
+  while the others' timeouts are long is due :data:`RTO` after it all the same. A timeout of the whole
+  link would be doubled once per segment sent after it, and a message lost three times under 5 % loss
+  would come about 3 s late. A lost message is therefore late, never lost, while its receiver lives.
+  The driver keeps one timer a link, set for the first segment due (:meth:`LinkEnd.rearm`): brought
+  forward when a new segment or an acknowledgement makes one due sooner.
 - **Incarnations (fencing).** Each process numbers its incarnations (a restart is a new one, with a
   larger number) and stamps every segment with its own and with the receiver's as it knows it. A
   receiver drops a segment of an older incarnation of its peer (``fenced``: what a process sent before it
@@ -40,6 +43,7 @@ link's. The protocol document (``docs/protocol.md``, "Delivery") states it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = ["RTO", "RTO_MAX", "LinkEnd", "Segment"]
@@ -74,12 +78,14 @@ class LinkEnd:
     ``peer_inc``: the peer's, as known (0: not known yet; the simulator's first incarnations are 1)."""
 
     __slots__ = (
-        "armed",
         "counters",
+        "first_due",
         "inc",
         "next_seq",
         "peer_inc",
         "received",
+        "timer",
+        "timer_at",
         "unacked",
         "waiting",
     )
@@ -94,8 +100,12 @@ class LinkEnd:
         """The highest number received in order (every one up to it handed on)."""
         self.waiting: dict[int, Any] = {}
         """Received early: seq -> message, until those before it come."""
-        self.armed = False
-        """Whether the driver has a retransmission timer set for this end (its business: see :meth:`due`)."""
+        self.first_due = math.inf
+        """When the first unacknowledged segment is due again (inf: none is unacknowledged)."""
+        self.timer_at = math.inf
+        """When the driver's retransmission timer for this end goes off (inf: none set): :meth:`rearm`."""
+        self.timer = 0
+        """The simulator's number of that timer (an event of its heap); the real runtime keeps its own."""
         self.counters: dict[str, int] = {}
 
     def _count(self, what: str, n: int = 1) -> None:
@@ -107,6 +117,8 @@ class LinkEnd:
         seq = self.next_seq
         self.next_seq = seq + 1
         self.unacked[seq] = [msg, now, RTO]
+        if now + RTO < self.first_due:
+            self.first_due = now + RTO
         return Segment(self.inc, self.peer_inc, seq, self.received, msg)
 
     def ack(self) -> Segment:
@@ -117,20 +129,39 @@ class LinkEnd:
         """The segments to send again at ``now``: each unacknowledged one sent at least its timeout ago
         (and its timeout doubled, up to :data:`RTO_MAX`)."""
         out = []
+        first = math.inf
         for seq, entry in self.unacked.items():
             if now - entry[1] >= entry[2] - 1e-9:
                 entry[1] = now
                 entry[2] = min(RTO_MAX, 2 * entry[2])
                 out.append(Segment(self.inc, self.peer_inc, seq, self.received, entry[0]))
+            first = min(first, entry[1] + entry[2])
+        self.first_due = first
         if out:
             self._count("retransmitted", len(out))
         return out
 
     def next_due(self) -> float | None:
         """When the first unacknowledged segment is due again (None: nothing unacknowledged)."""
+        return self.first_due if self.unacked else None
+
+    def rearm(self, now: float) -> float | None:
+        """When the driver must set this end's retransmission timer: when the first unacknowledged
+        segment is due (``now`` if overdue), if that is sooner than the timer set (:attr:`timer_at`, which
+        it becomes; the driver drops the timer it replaces). None: the timer set will do, or nothing is
+        unacknowledged. A driver calls it after every send and receive, and :meth:`fired` first when
+        the timer goes off."""
         if not self.unacked:
             return None
-        return min(float(entry[1] + entry[2]) for entry in self.unacked.values())
+        at = max(self.first_due, now)
+        if at >= self.timer_at:
+            return None
+        self.timer_at = at
+        return at
+
+    def fired(self) -> None:
+        """The driver's timer went off: none is set."""
+        self.timer_at = math.inf
 
     def _acked(self, ack: int) -> None:
         unacked = self.unacked
@@ -138,8 +169,11 @@ class LinkEnd:
             return
         for seq in [s for s in unacked if s <= ack]:
             del unacked[seq]
+        first = math.inf
         for entry in unacked.values():  # the link carries: what is left starts its back-off anew
             entry[2] = RTO
+            first = min(first, entry[1] + RTO)
+        self.first_due = first
 
     # --- receiving -------------------------------------------------------------------------------------
     def receive(self, now: float, seg: Segment) -> tuple[list[Any], list[Segment]]:
@@ -160,6 +194,7 @@ class LinkEnd:
             self.waiting.clear()
             old = [entry[0] for entry in self.unacked.values()]
             self.unacked.clear()
+            self.first_due = math.inf
             self.next_seq = 1
             again = [self.send(now, msg) for msg in old]
         if seg.to_inc and seg.to_inc != self.inc:

@@ -70,6 +70,48 @@ def test_a_new_acknowledgement_starts_the_back_off_of_what_is_left_anew():
     assert a.next_due() == RTO + RTO  # m2's timeout is RTO again, from its last sending
 
 
+def test_the_drivers_timer_is_brought_forward_when_an_acknowledgement_resets_the_back_off():
+    """The timer set for the backed-off m2 (3 RTO) would send it again 0.2 s late once m1's
+    acknowledgement brought its timeout back to RTO: ``rearm`` moves the timer to 2 RTO."""
+    a, b = pair()
+    first = a.send(0.0, "m1")
+    a.send(0.0, "m2")
+    assert a.rearm(0.0) == RTO  # the first timer
+    assert a.rearm(0.0) is None  # set: nothing sooner
+    a.fired()
+    assert len(a.due(RTO)) == 2
+    assert a.rearm(RTO) == 3 * RTO
+    a.receive(0.3, b.receive(0.3, first)[1][0])
+    assert a.rearm(0.3) == pytest.approx(2 * RTO)  # sooner than the timer set for 3 RTO: moved
+    assert a.timer_at == pytest.approx(2 * RTO)
+
+
+def test_a_segment_sent_while_the_others_are_backed_off_brings_the_timer_forward():
+    a, _ = pair()
+    a.send(0.0, "lost")
+    t = 0.0
+    for _ in range(6):  # a partition: the lost one's timeout grows to RTO_MAX
+        assert a.rearm(t) is not None
+        a.fired()
+        t = a.next_due()
+        assert t is not None
+        a.due(t)
+    assert a.rearm(t) == t + RTO_MAX
+    a.send(t + 0.1, "new")  # its own timeout is RTO: the timer set for the lost one would be late
+    assert a.rearm(t + 0.1) == pytest.approx(t + 0.1 + RTO)
+    assert a.rearm(t + 0.1) is None
+
+
+def test_an_overdue_segment_sets_the_timer_for_now_and_nothing_unacknowledged_sets_none():
+    a, b = pair()
+    assert a.rearm(0.0) is None
+    seg = a.send(0.0, "m")
+    assert a.rearm(5.0) == 5.0  # overdue: at once
+    a.fired()
+    a.receive(5.0, b.receive(5.0, seg)[1][0])
+    assert not a.unacked and a.rearm(5.0) is None and a.next_due() is None
+
+
 def test_a_duplicate_is_dropped_and_acknowledged_again():
     a, b = pair()
     seg = a.send(0.0, "once")

@@ -552,7 +552,7 @@ class Simulator:
                     if kind is LINK:  # a link's retransmission timer
                         now = ev[0]
                         self.seq = seq
-                        self._retransmit(proc, ev[4], now)
+                        self._retransmit(proc, ev[4], now, ev[1])
                         seq = self.seq
                         continue
                     if kind is TIMER:
@@ -943,8 +943,7 @@ class Simulator:
         self.sent[type(msg)] += 1
         end = self._end(name, to)
         self._wire(name, to, end.send(now, msg), now)
-        if not end.armed:
-            self._arm(self.procs[name], to, end, now)
+        self._arm(self.procs[name], to, end, now)
 
     def _end(self, name: str, peer: str) -> LinkEnd:
         """``name``'s end of its link with ``peer`` (made at their first message)."""
@@ -968,20 +967,22 @@ class Simulator:
                 self.inbox.append((arrive, self.seq, target, name, seg))
 
     def _arm(self, proc: _Proc, peer: str, end: LinkEnd, now: float) -> None:
-        due = end.next_due()
-        if due is None:
+        """The link's retransmission timer, set or brought forward (:meth:`LinkEnd.rearm`); the one it
+        replaces stays in the heap and is dropped when it comes up (its number is no longer the end's)."""
+        at = end.rearm(now)
+        if at is None:
             return
-        end.armed = True
         self.seq += 1
-        heapq.heappush(self.heap, (max(due, now), self.seq, _LINK, proc, peer, None))
+        end.timer = self.seq
+        heapq.heappush(self.heap, (at, self.seq, _LINK, proc, peer, None))
 
-    def _retransmit(self, proc: _Proc, peer: str, now: float) -> None:
-        """A link's retransmission timer: what is due goes again, and the timer is set anew while
-        something is unacknowledged. A dead process's link ends are gone with it."""
+    def _retransmit(self, proc: _Proc, peer: str, now: float, timer: int) -> None:
+        """A link's retransmission timer (number ``timer``): what is due goes again, and the timer is
+        set anew while something is unacknowledged. A dead process's link ends are gone with it."""
         end = self.links.get((proc.name, peer))
-        if end is None or self.procs[proc.name] is not proc:  # died, or restarted since
+        if end is None or self.procs[proc.name] is not proc or end.timer != timer:  # died, or replaced
             return
-        end.armed = False
+        end.fired()
         for seg in end.due(now):
             self._wire(proc.name, peer, seg, now)
         self._arm(proc, peer, end, now)
@@ -1004,8 +1005,7 @@ class Simulator:
         msgs, replies = end.receive(now, seg)
         for r in replies:
             self._wire(proc.name, sender, r, now)
-        if replies and not end.armed:
-            self._arm(proc, sender, end, now)
+        self._arm(proc, sender, end, now)
         effects: list[Any] = []
         book = proc.book
         for msg in msgs:
