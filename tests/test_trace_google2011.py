@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aviary.common.trace import format_job, iter_trace, read_trace
@@ -157,6 +157,9 @@ task = st.builds(
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 10**7), st.lists(task, min_size=1, max_size=4)), min_size=1, max_size=6)
+)
+@example(  # job 1 ends in the microsecond job 2 is submitted: its end comes first in job_events
+    [(1, [TrueTask(1, 0.0, 0.0, 0, ())]), (1, [TrueTask(0, 0.0, 0.0, 0, ())])]
 )
 def test_random_event_sequences(
     tmp_path_factory: pytest.TempPathFactory, drawn: list[tuple[int, list[TrueTask]]]

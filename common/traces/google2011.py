@@ -35,6 +35,7 @@ the last timestamp of the trace). Memory holds the open jobs only; output in sub
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -237,9 +238,14 @@ def convert_2011(
         raise TraceError(f"{', '.join(map(str, inputs))}: no {missing} part (*.csv.gz) found")
     progress.total = sum(p.stat().st_size for p in job_files + task_files)
     # Two progress counters would double count: the task stream (by far the larger) drives the bar.
+    # The merge's key (time, order) needs each stream sorted by it: the job events are split into their
+    # submits and their other events (one job's end and another's submit can share a microsecond, in
+    # that order in the file), each read once (tee keeps what one side read ahead of the other).
+    submits, others = itertools.tee(_events(job_files, True, counts.bad, Bytes()))
     merged = heapq.merge(
+        (e for e in submits if e[1] == 0),
         _events(task_files, False, counts.bad, progress),
-        _events(job_files, True, counts.bad, Bytes()),
+        (e for e in others if e[1] == 2),
         key=lambda e: (e[0], e[1]),
     )
     yield from run_events(merged, open_jobs, counts)
