@@ -3,7 +3,8 @@
 jobs, streamed.
 
 Read: the ``job_events`` and ``task_events`` parts as published (gzipped CSV, no header, parts numbered in
-time order), merged by timestamp (a task event before a job event of the same time).
+time order), merged by timestamp (at one time: the jobs' submits, then the task events, then the jobs'
+other events).
 
 - ``job_events``: timestamp, missing info, job ID, event type, user, scheduling class, job name, logical
   job name.
