@@ -117,8 +117,7 @@ class LinkEnd:
         seq = self.next_seq
         self.next_seq = seq + 1
         self.unacked[seq] = [msg, now, RTO]
-        if now + RTO < self.first_due:
-            self.first_due = now + RTO
+        self.first_due = min(self.first_due, now + RTO)
         return Segment(self.inc, self.peer_inc, seq, self.received, msg)
 
     def ack(self) -> Segment:
