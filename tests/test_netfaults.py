@@ -246,6 +246,18 @@ def test_the_committed_table_of_every_family_under_faults_is_its_runs():
     assert report(POLICIES, [0, 1, 2]) == REPORT.read_text()
 
 
+def test_the_default_run_writes_the_whole_table(tmp_path, monkeypatch, capsys):
+    """Run without --policies (TetriSched left out), the experiment still writes the whole table: the
+    rows of TetriSched's saved runs, or "not run"."""
+    from aviary.experiments import network_faults
+
+    committed = network_faults.REPORT.read_text()
+    monkeypatch.setattr(network_faults, "REPORT", tmp_path / "table.md")
+    network_faults.main(["--report-only"])
+    assert (tmp_path / "table.md").read_text() == committed
+    assert "| tetrisched |" in capsys.readouterr().out
+
+
 def test_the_committed_side_by_side_table_is_its_runs_and_every_job_finished():
     """experiments/results/network_faults_side.md (real and simulated, docs/failures.md) regenerates from
     the committed runs byte for byte, and in every run of both runtimes every job finished."""
