@@ -90,7 +90,7 @@ class LinkEnd:
         "waiting",
     )
 
-    def __init__(self, inc: int = 1, peer_inc: int = 1) -> None:
+    def __init__(self, inc: int, peer_inc: int) -> None:
         self.inc = inc
         self.peer_inc = peer_inc
         self.next_seq = 1

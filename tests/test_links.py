@@ -70,6 +70,17 @@ def test_a_new_acknowledgement_starts_the_back_off_of_what_is_left_anew():
     assert a.next_due() == RTO + RTO  # m2's timeout is RTO again, from its last sending
 
 
+def test_after_an_acknowledgement_what_is_left_is_due_rto_after_its_last_sending():
+    """Sent again at 0.25 s (not at RTO, which would hide the difference), m2 is due at 0.25 + RTO once
+    m1's acknowledgement resets its timeout; and every segment sent again is counted."""
+    a, b = pair()
+    first = a.send(0.0, "m1")
+    a.send(0.0, "m2")
+    assert len(a.due(0.25)) == 2 and a.counters["retransmitted"] == 2
+    a.receive(0.3, b.receive(0.3, first)[1][0])
+    assert a.next_due() == pytest.approx(0.25 + RTO)
+
+
 def test_the_drivers_timer_is_brought_forward_when_an_acknowledgement_resets_the_back_off():
     """The timer set for the backed-off m2 (3 RTO) would send it again 0.2 s late once m1's
     acknowledgement brought its timeout back to RTO: ``rearm`` moves the timer to 2 RTO."""
@@ -161,6 +172,17 @@ def test_a_restarted_receiver_tells_its_peers_who_is_there_and_they_send_again_f
     assert node.peer_inc == 2 and node.counters["peer_restarts"] == 1
     assert [(s.seq, s.msg, s.to_inc) for s in again] == [(1, "f1", 2), (2, "f2", 2), (3, "f3", 2)]
     assert restarted.receive(1.0, again[0])[0] == ["f1"]  # as a socket's queue would deliver them
+
+
+def test_a_restarted_process_answers_data_to_its_predecessor_but_not_a_bare_acknowledgement():
+    """Data addressed to the earlier incarnation (from the first segment on) is answered with an
+    acknowledgement that names this one; a bare acknowledgement to it is not (no bare acknowledgement is
+    answered)."""
+    restarted = LinkEnd(2, 1)
+    out, back = restarted.receive(1.0, Segment(1, 1, 1, 0, "f1"))
+    assert out == [] and [(s.inc, s.seq) for s in back] == [(2, 0)]
+    out, back = restarted.receive(1.0, Segment(1, 1, 0, 0))
+    assert out == [] and back == [] and restarted.counters["misaddressed"] == 2
 
 
 def test_a_fenced_process_gets_no_answer_to_what_is_addressed_to_its_successor():
