@@ -150,9 +150,7 @@ class LinkEnd:
         it becomes; the driver drops the timer it replaces). None: the timer set will do, or nothing is
         unacknowledged. A driver calls it after every send and receive, and :meth:`fired` first when
         the timer goes off."""
-        if not self.unacked:
-            return None
-        at = max(self.first_due, now)
+        at = max(self.first_due, now)  # inf when nothing is unacknowledged: never sooner
         if at >= self.timer_at:
             return None
         self.timer_at = at
